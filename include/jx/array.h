@@ -1,0 +1,274 @@
+// jx::Array: an immutable n-dimensional value with cheap copies. It is either
+// concrete (a strided view of a CPU buffer) or, under a transformation, a tracer.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "jx/dtype.h"
+#include "jx/error.h"
+
+namespace jx {
+
+using Shape = std::vector<int64_t>;
+
+// Number of elements of a shape (1 for a 0-d shape).
+int64_t shape_size(const Shape& shape);
+
+// The abstract value of an array: what tracing and shape rules see (JAX's ShapedArray).
+struct Aval {
+  Shape shape;
+  DType dtype = DType::Float32;
+  bool weak_type = false;
+
+  int ndim() const { return static_cast<int>(shape.size()); }
+  int64_t size() const { return shape_size(shape); }
+  bool operator==(const Aval&) const = default;
+  // "f32[3,4]" as in the IR text; a weak type is marked "f32{weak}[3,4]".
+  std::string str() const;
+};
+
+class Array;
+
+namespace detail {
+
+class Trace;
+
+// A value under a transformation. Subclasses (jvp, batching, staging) live with their
+// interpreters; an Array holding a tracer has no buffer.
+class Tracer {
+ public:
+  virtual ~Tracer() = default;
+  virtual Trace* trace() const = 0;
+};
+
+// Owns an aligned allocation; views share it.
+struct Storage {
+  void* data = nullptr;
+  size_t nbytes = 0;
+  Storage() = default;
+  explicit Storage(size_t nbytes);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+};
+
+struct ArrayImpl {
+  Aval aval;
+  // Concrete arrays: element strides (may be 0 for broadcasts, negative for rev) and
+  // the element offset of index (0, ..., 0) into storage.
+  std::shared_ptr<Storage> storage;
+  std::vector<int64_t> strides;
+  int64_t offset = 0;
+  // Traced arrays.
+  std::shared_ptr<Tracer> tracer;
+};
+
+// Row-major contiguous strides (in elements) for a shape.
+std::vector<int64_t> contiguous_strides(const Shape& shape);
+
+}  // namespace detail
+
+// Index components for Array::operator() and Array::at(): integers, slices,
+// jx::ellipsis, jx::newaxis and integer (or boolean) arrays.
+struct Slice {
+  std::optional<int64_t> start, stop, step;
+};
+struct Ellipsis {};
+struct NewAxis {};
+inline constexpr Ellipsis ellipsis{};
+inline constexpr NewAxis newaxis{};
+inline const Slice all{};
+
+class IndexItem;
+class AtRef;
+
+class Array {
+ public:
+  // A null array; any operation on it raises jx::Error. Exists so containers work.
+  Array() = default;
+
+  // C++ scalars are weakly typed, as Python scalars are in JAX: `x * 2.0` keeps x's dtype.
+  Array(bool v);     // NOLINT(google-explicit-constructor): scalars convert like numbers
+  Array(int v);      // NOLINT
+  Array(long v);     // NOLINT
+  Array(long long v);     // NOLINT
+  Array(unsigned v);      // NOLINT
+  Array(float v);    // NOLINT
+  Array(double v);   // NOLINT
+  Array(complex64_t v);   // NOLINT
+  Array(complex128_t v);  // NOLINT
+
+  // Nested initializer lists behave like Python list literals in jnp.array: floating
+  // literals become float32, integer literals int32 (JAX's defaults).
+  Array(std::initializer_list<double> v);
+  Array(std::initializer_list<std::initializer_list<double>> v);
+  Array(std::initializer_list<std::initializer_list<std::initializer_list<double>>> v);
+  Array(std::initializer_list<int> v);
+  Array(std::initializer_list<std::initializer_list<int>> v);
+  Array(std::initializer_list<bool> v);
+
+  // From a std::vector of a C++ element type: the dtype is that type's (vector<double>
+  // gives float64). `shape` defaults to 1-d.
+  template <Element T>
+  explicit Array(const std::vector<T>& v) : Array(v.data(), Shape{static_cast<int64_t>(v.size())}) {}
+  template <Element T>
+  Array(const std::vector<T>& v, Shape shape) : Array(v.data(), std::move(shape)) {}
+  // Copies a row-major buffer of prod(shape) elements.
+  template <Element T>
+  Array(const T* data, Shape shape) : Array(static_cast<const void*>(data), std::move(shape), dtype_of<T>) {}
+  Array(const void* data, Shape shape, DType dtype);
+
+  // Shape and type.
+  const Aval& aval() const;
+  const Shape& shape() const { return aval().shape; }
+  int ndim() const { return aval().ndim(); }
+  int64_t size() const { return aval().size(); }
+  int64_t shape(int axis) const;  // negative axes count from the end
+  DType dtype() const { return aval().dtype; }
+  bool weak_type() const { return aval().weak_type; }
+  int64_t itemsize() const { return jx::itemsize(dtype()); }
+  int64_t nbytes() const { return size() * itemsize(); }
+  bool valid() const { return impl_ != nullptr; }
+
+  // Concrete values. These raise jx::Error on a traced array, naming the transformation.
+  bool is_concrete() const;
+  // The value of a size-1 array converted to T.
+  template <Element T>
+  T item() const {
+    T out;
+    item_into(&out, dtype_of<T>);
+    return out;
+  }
+  // All elements in row-major order, converted to T.
+  template <Element T>
+  std::vector<T> to_vector() const {
+    std::vector<T> out(static_cast<size_t>(size()));
+    copy_to(out.data(), dtype_of<T>);
+    return out;
+  }
+  // Writes the elements in row-major order as `dtype` into `dst`.
+  void copy_to(void* dst, DType dtype) const;
+  // Truthiness of a size-1 array, for `if (x > 0)`.
+  explicit operator bool() const;
+
+  // NumPy-style conveniences, all built on jx::numpy.
+  Array astype(DType dtype) const;
+  Array reshape(Shape shape) const;
+  Array T() const;
+  Array sum() const;
+  Array mean() const;
+  Array max() const;
+  Array min() const;
+
+  // x(1, jx::Slice{0, 3}, jx::ellipsis, jx::newaxis, idx_array): NumPy basic and
+  // advanced indexing. Out-of-range integer indices raise; array indices are clamped
+  // (JAX's gather semantics).
+  template <class... Ix>
+  Array operator()(const Ix&... ix) const;
+  Array operator[](int64_t i) const;
+  Array index(const std::vector<IndexItem>& items) const;
+  // Functional updates: x.at(idx...).set(v) / add / mul / min / max / get.
+  template <class... Ix>
+  AtRef at(const Ix&... ix) const;
+
+  // Internals, for interpreters and kernels.
+  explicit Array(std::shared_ptr<const detail::ArrayImpl> impl) : impl_(std::move(impl)) {}
+  const detail::ArrayImpl& impl() const;
+  const std::shared_ptr<const detail::ArrayImpl>& impl_ptr() const { return impl_; }
+  // Identity, for tracing.
+  const void* id() const { return impl_.get(); }
+
+ private:
+  void item_into(void* dst, DType dtype) const;
+  std::shared_ptr<const detail::ArrayImpl> impl_;
+};
+
+// One component of an index expression.
+class IndexItem {
+ public:
+  enum class Kind { Integer, Slice, Ellipsis, NewAxis, Array };
+  IndexItem(int v) : kind_(Kind::Integer), integer_(v) {}  // NOLINT
+  IndexItem(long v) : kind_(Kind::Integer), integer_(v) {}  // NOLINT
+  IndexItem(long long v) : kind_(Kind::Integer), integer_(v) {}  // NOLINT
+  IndexItem(Slice s) : kind_(Kind::Slice), slice_(s) {}  // NOLINT
+  IndexItem(Ellipsis) : kind_(Kind::Ellipsis) {}  // NOLINT
+  IndexItem(NewAxis) : kind_(Kind::NewAxis) {}  // NOLINT
+  IndexItem(Array a) : kind_(Kind::Array), array_(std::move(a)) {}  // NOLINT
+  Kind kind() const { return kind_; }
+  int64_t integer() const { return integer_; }
+  const Slice& slice() const { return slice_; }
+  const Array& array() const { return array_; }
+
+ private:
+  Kind kind_;
+  int64_t integer_ = 0;
+  Slice slice_;
+  Array array_;
+};
+
+// The target of x.at(...): JAX's `x.at[idx]`.
+class AtRef {
+ public:
+  AtRef(Array x, std::vector<IndexItem> items) : x_(std::move(x)), items_(std::move(items)) {}
+  Array get() const;
+  Array set(const Array& v) const;
+  Array add(const Array& v) const;
+  Array mul(const Array& v) const;
+  Array min(const Array& v) const;
+  Array max(const Array& v) const;
+
+ private:
+  Array x_;
+  std::vector<IndexItem> items_;
+};
+
+template <class... Ix>
+Array Array::operator()(const Ix&... ix) const {
+  return index(std::vector<IndexItem>{IndexItem(ix)...});
+}
+template <class... Ix>
+AtRef Array::at(const Ix&... ix) const {
+  return AtRef(*this, std::vector<IndexItem>{IndexItem(ix)...});
+}
+
+// Operators follow jnp: broadcasting and type promotion.
+Array operator+(const Array& a, const Array& b);
+Array operator-(const Array& a, const Array& b);
+Array operator*(const Array& a, const Array& b);
+Array operator/(const Array& a, const Array& b);  // true division, as NumPy's /
+Array operator%(const Array& a, const Array& b);  // NumPy's remainder (sign of divisor)
+Array operator-(const Array& a);
+Array operator+(const Array& a);
+Array operator==(const Array& a, const Array& b);
+Array operator!=(const Array& a, const Array& b);
+Array operator<(const Array& a, const Array& b);
+Array operator<=(const Array& a, const Array& b);
+Array operator>(const Array& a, const Array& b);
+Array operator>=(const Array& a, const Array& b);
+Array operator&(const Array& a, const Array& b);
+Array operator|(const Array& a, const Array& b);
+Array operator^(const Array& a, const Array& b);
+Array operator~(const Array& a);
+Array operator!(const Array& a);
+Array& operator+=(Array& a, const Array& b);
+Array& operator-=(Array& a, const Array& b);
+Array& operator*=(Array& a, const Array& b);
+Array& operator/=(Array& a, const Array& b);
+
+// NumPy's repr: Array([[1., 2.],
+//                      [3., 4.]], dtype=float32)
+std::ostream& operator<<(std::ostream& os, const Array& a);
+std::string repr(const Array& a);
+// NumPy's str: [[1. 2.]
+//               [3. 4.]]
+std::string str(const Array& a);
+
+}  // namespace jx

@@ -1,0 +1,13 @@
+// jx: NumPy-style arrays and composable transformations for C++.
+// The one header users include:  #include <jx/jx.h>   namespace jnp = jx::numpy;
+#pragma once
+
+#include "jx/array.h"
+#include "jx/dtype.h"
+#include "jx/error.h"
+#include "jx/io.h"
+#include "jx/lax.h"
+#include "jx/linalg.h"
+#include "jx/numpy.h"
+#include "jx/primitive.h"
+#include "jx/random.h"

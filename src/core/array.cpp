@@ -1,0 +1,262 @@
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+#include "core/array_internal.h"
+#include "core/convert.h"
+#include "cpu/strided.h"
+#include "jx/primitive.h"
+
+namespace jx {
+
+int64_t shape_size(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string Aval::str() const {
+  static constexpr const char* kShort[] = {"bool", "i8",   "i16", "i32", "i64", "u8",  "u32",
+                                           "f16",  "bf16", "f32", "f64", "c64", "c128"};
+  std::ostringstream os;
+  os << kShort[static_cast<int>(dtype)];
+  if (weak_type) os << "{weak}";
+  os << "[";
+  for (size_t i = 0; i < shape.size(); ++i) os << (i ? "," : "") << shape[i];
+  os << "]";
+  return os.str();
+}
+
+namespace detail {
+
+std::string shape_str(const std::vector<int64_t>& shape) {
+  std::ostringstream os;
+  os << "(";
+  for (size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
+  if (shape.size() == 1) os << ",";
+  os << ")";
+  return os.str();
+}
+
+Storage::Storage(size_t n) : nbytes(n) {
+  size_t rounded = (n + 63) / 64 * 64;
+  data = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+  if (!data) throw Error(cat("[alloc] out of memory allocating ", n, " bytes"));
+}
+Storage::~Storage() { std::free(data); }
+
+std::vector<int64_t> contiguous_strides(const Shape& shape) {
+  std::vector<int64_t> s(shape.size());
+  int64_t acc = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    s[i] = acc;
+    acc *= shape[i];
+  }
+  return s;
+}
+
+Array alloc_array(const Aval& aval) {
+  for (int64_t d : aval.shape)
+    if (d < 0) fail("alloc", "negative dimension in shape ", shape_str(aval.shape));
+  auto impl = std::make_shared<ArrayImpl>();
+  impl->aval = aval;
+  impl->storage = std::make_shared<Storage>(static_cast<size_t>(aval.size() * itemsize(aval.dtype)));
+  impl->strides = contiguous_strides(aval.shape);
+  return Array(std::move(impl));
+}
+
+Array make_view(const Array& base, const Aval& aval, std::vector<int64_t> strides, int64_t offset) {
+  auto impl = std::make_shared<ArrayImpl>();
+  impl->aval = aval;
+  impl->storage = base.impl().storage;
+  impl->strides = std::move(strides);
+  impl->offset = offset;
+  return Array(std::move(impl));
+}
+
+Array with_weak_type(const Array& x, bool weak) {
+  if (x.weak_type() == weak) return x;
+  auto impl = std::make_shared<ArrayImpl>(x.impl());
+  impl->aval.weak_type = weak;
+  return Array(std::move(impl));
+}
+
+const ArrayImpl& concrete_impl(const Array& x, std::string_view op) {
+  const ArrayImpl& impl = x.impl();
+  if (impl.tracer) {
+    fail(op, "needs a concrete value, but got an abstract traced value ", impl.aval.str(),
+         " under ", impl.tracer->trace() ? impl.tracer->trace()->transformation() : "a transformation",
+         ". Use a jx::lax control-flow primitive or pass the value as a static argument.");
+  }
+  return impl;
+}
+
+bool is_contiguous(const Array& x) {
+  const auto& impl = x.impl();
+  int64_t acc = 1;
+  for (size_t i = impl.aval.shape.size(); i-- > 0;) {
+    if (impl.aval.shape[i] != 1 && impl.strides[i] != acc) return false;
+    acc *= impl.aval.shape[i];
+  }
+  return true;
+}
+
+const std::vector<int64_t>& strides(const Array& x) { return x.impl().strides; }
+
+void convert_buffer(const void* src, DType sd, void* dst, DType dd, int64_t n) {
+  if (sd == dd) {
+    std::memcpy(dst, src, static_cast<size_t>(n * itemsize(sd)));
+    return;
+  }
+  dispatch_dtype(sd, [&]<class S>() {
+    dispatch_dtype(dd, [&]<class D>() {
+      const S* s = static_cast<const S*>(src);
+      D* d = static_cast<D*>(dst);
+      for (int64_t i = 0; i < n; ++i) d[i] = convert_value<D>(s[i]);
+    });
+  });
+}
+
+// Copies a strided array into a contiguous row-major buffer of `dd`.
+static void gather_strided(const Array& x, void* dst, DType dd) {
+  const auto& impl = x.impl();
+  if (impl.aval.size() == 0) return;
+  DType sd = impl.aval.dtype;
+  cpu::StridedLoop<1> loop(impl.aval.shape, {&impl.strides});
+  int64_t isz = itemsize(sd), osz = itemsize(dd);
+  const char* base = static_cast<const char*>(raw_data(x));
+  char* out = static_cast<char*>(dst);
+  dispatch_dtype(sd, [&]<class S>() {
+    dispatch_dtype(dd, [&]<class D>() {
+      loop.for_rows(0, loop.outer_size(), [&](const std::array<int64_t, 1>& off, int64_t n,
+                                              const std::array<int64_t, 1>& st) {
+        const S* s = reinterpret_cast<const S*>(base) + off[0];
+        D* d = reinterpret_cast<D*>(out);
+        for (int64_t i = 0; i < n; ++i) d[i] = convert_value<D>(s[i * st[0]]);
+        out += n * osz;
+      });
+    });
+  });
+  (void)isz;
+}
+
+Array contiguous(const Array& x) {
+  if (is_contiguous(x)) return x;
+  Array out = alloc_array(x.aval());
+  gather_strided(x, mutable_data<void>(out), x.dtype());
+  return out;
+}
+
+Array scalar_of(DType dtype, double v) {
+  Array out = alloc_array(Aval{{}, dtype, false});
+  convert_buffer(&v, DType::Float64, mutable_data<void>(out), dtype, 1);
+  return out;
+}
+
+}  // namespace detail
+
+// ---- construction ----
+
+namespace {
+template <class T>
+Array weak_scalar(T v) {
+  return detail::scalar<T>(v, /*weak=*/true);
+}
+
+template <class T, class L>
+void flatten_list(const L& list, std::vector<T>& out, Shape& shape, size_t depth) {
+  if constexpr (std::is_arithmetic_v<std::remove_cvref_t<decltype(*list.begin())>>) {
+    if (shape.size() <= depth) shape.push_back(static_cast<int64_t>(list.size()));
+    else if (shape[depth] != static_cast<int64_t>(list.size()))
+      detail::fail("array", "ragged nested initializer list: expected ", shape[depth],
+                   " elements at depth ", depth, ", got ", list.size());
+    for (auto v : list) out.push_back(static_cast<T>(v));
+  } else {
+    if (shape.size() <= depth) shape.push_back(static_cast<int64_t>(list.size()));
+    else if (shape[depth] != static_cast<int64_t>(list.size()))
+      detail::fail("array", "ragged nested initializer list: expected ", shape[depth],
+                   " rows at depth ", depth, ", got ", list.size());
+    for (const auto& sub : list) flatten_list<T>(sub, out, shape, depth + 1);
+  }
+}
+
+template <class T, class L>
+Array from_list(const L& list) {
+  // std::vector<bool> packs bits, so bools are staged as bytes (the same layout as jx's bool).
+  using Stored = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
+  std::vector<Stored> flat;
+  Shape shape;
+  flatten_list<Stored>(list, flat, shape, 0);
+  return Array(static_cast<const void*>(flat.data()), shape, dtype_of<T>);
+}
+}  // namespace
+
+Array::Array(bool v) : Array(detail::scalar<bool>(v)) {}
+Array::Array(int v) : Array(weak_scalar<int32_t>(v)) {}
+Array::Array(long v) : Array(weak_scalar<int64_t>(v)) {}
+Array::Array(long long v) : Array(weak_scalar<int64_t>(v)) {}
+Array::Array(unsigned v) : Array(weak_scalar<uint32_t>(v)) {}
+Array::Array(float v) : Array(weak_scalar<float>(v)) {}
+Array::Array(double v) : Array(weak_scalar<double>(v)) {}
+Array::Array(complex64_t v) : Array(weak_scalar<complex64_t>(v)) {}
+Array::Array(complex128_t v) : Array(weak_scalar<complex128_t>(v)) {}
+
+Array::Array(std::initializer_list<double> v) : Array(from_list<float>(v)) {}
+Array::Array(std::initializer_list<std::initializer_list<double>> v) : Array(from_list<float>(v)) {}
+Array::Array(std::initializer_list<std::initializer_list<std::initializer_list<double>>> v)
+    : Array(from_list<float>(v)) {}
+Array::Array(std::initializer_list<int> v) : Array(from_list<int32_t>(v)) {}
+Array::Array(std::initializer_list<std::initializer_list<int>> v) : Array(from_list<int32_t>(v)) {}
+Array::Array(std::initializer_list<bool> v) : Array(from_list<bool>(v)) {}
+
+Array::Array(const void* data, Shape shape, DType dtype) {
+  for (int64_t d : shape)
+    if (d < 0) detail::fail("array", "negative dimension in shape ", detail::shape_str(shape));
+  Array out = detail::alloc_array(Aval{std::move(shape), dtype, false});
+  if (out.nbytes() > 0) {
+    if (!data) detail::fail("array", "null data pointer for shape ", detail::shape_str(out.shape()));
+    std::memcpy(detail::mutable_data<void>(out), data, static_cast<size_t>(out.nbytes()));
+  }
+  impl_ = out.impl_ptr();
+}
+
+// ---- access ----
+
+const detail::ArrayImpl& Array::impl() const {
+  if (!impl_) throw Error("[array] use of a null jx::Array (default-constructed, never assigned)");
+  return *impl_;
+}
+const Aval& Array::aval() const { return impl().aval; }
+
+int64_t Array::shape(int axis) const {
+  int nd = ndim();
+  if (axis < -nd || axis >= nd)
+    detail::fail("shape", "axis ", axis, " is out of bounds for array of shape ", detail::shape_str(shape()));
+  return aval().shape[static_cast<size_t>(axis < 0 ? axis + nd : axis)];
+}
+
+bool Array::is_concrete() const { return impl_ && !impl_->tracer; }
+
+void Array::copy_to(void* dst, DType dtype) const {
+  detail::concrete_impl(*this, "to_vector");
+  if (detail::is_contiguous(*this)) detail::convert_buffer(detail::raw_data(*this), this->dtype(), dst, dtype, size());
+  else detail::gather_strided(*this, dst, dtype);
+}
+
+void Array::item_into(void* dst, DType dtype) const {
+  detail::concrete_impl(*this, "item");
+  if (size() != 1)
+    detail::fail("item", "can only convert an array of size 1 to a scalar, got shape ",
+                 detail::shape_str(shape()));
+  detail::convert_buffer(detail::raw_data(*this), this->dtype(), dst, dtype, 1);
+}
+
+Array::operator bool() const {
+  detail::concrete_impl(*this, "bool");
+  if (size() != 1)
+    detail::fail("bool", "the truth value of an array with more than one element is ambiguous; shape ",
+                 detail::shape_str(shape()), ". Use jnp::any or jnp::all");
+  return item<bool>();
+}
+
+}  // namespace jx

@@ -1,0 +1,187 @@
+#include "jx/primitive.h"
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+
+#include "core/array_internal.h"
+
+namespace jx {
+
+// ---- Params ----
+
+Params::Params(std::initializer_list<std::pair<std::string, ParamValue>> items) {
+  for (const auto& [k, v] : items) set(k, v);
+}
+
+Params& Params::set(std::string name, ParamValue value) {
+  auto it = std::lower_bound(items_.begin(), items_.end(), name,
+                             [](const auto& kv, const std::string& n) { return kv.first < n; });
+  if (it != items_.end() && it->first == name) it->second = std::move(value);
+  else items_.insert(it, {std::move(name), std::move(value)});
+  return *this;
+}
+
+bool Params::has(std::string_view name) const {
+  for (const auto& kv : items_)
+    if (kv.first == name) return true;
+  return false;
+}
+
+const ParamValue& Params::get(std::string_view name) const {
+  for (const auto& kv : items_)
+    if (kv.first == name) return kv.second;
+  detail::fail("params", "missing parameter '", name, "'");
+}
+
+namespace {
+template <class T>
+const T& get_as(const Params& p, std::string_view name, const char* what) {
+  const ParamValue& v = p.get(name);
+  if (auto* t = std::get_if<T>(&v)) return *t;
+  detail::fail("params", "parameter '", name, "' is not ", what);
+}
+}  // namespace
+
+int64_t Params::get_int(std::string_view name) const { return get_as<int64_t>(*this, name, "an integer"); }
+double Params::get_double(std::string_view name) const { return get_as<double>(*this, name, "a float"); }
+bool Params::get_bool(std::string_view name) const { return get_as<bool>(*this, name, "a bool"); }
+DType Params::get_dtype(std::string_view name) const { return get_as<DType>(*this, name, "a dtype"); }
+const std::vector<int64_t>& Params::get_ints(std::string_view name) const {
+  return get_as<std::vector<int64_t>>(*this, name, "an integer tuple");
+}
+const std::string& Params::get_string(std::string_view name) const {
+  return get_as<std::string>(*this, name, "a string");
+}
+
+size_t Params::hash() const {
+  size_t h = 0x9e3779b97f4a7c15ull;
+  auto mix = [&](size_t v) { h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); };
+  for (const auto& [k, v] : items_) {
+    mix(std::hash<std::string>{}(k));
+    mix(v.index());
+    std::visit(
+        [&](const auto& x) {
+          using T = std::decay_t<decltype(x)>;
+          if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
+            for (int64_t e : x) mix(std::hash<int64_t>{}(e));
+          } else if constexpr (std::is_same_v<T, DType>) {
+            mix(static_cast<size_t>(x));
+          } else {
+            mix(std::hash<T>{}(x));
+          }
+        },
+        v);
+  }
+  return h;
+}
+
+std::string Params::str() const {
+  std::ostringstream os;
+  bool first = true;
+  for (const auto& [k, v] : items_) {
+    os << (first ? "" : " ") << k << "=";
+    first = false;
+    std::visit(
+        [&](const auto& x) {
+          using T = std::decay_t<decltype(x)>;
+          if constexpr (std::is_same_v<T, bool>) os << (x ? "True" : "False");
+          else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
+            os << "(";
+            for (size_t i = 0; i < x.size(); ++i) os << (i ? ", " : "") << x[i];
+            if (x.size() == 1) os << ",";
+            os << ")";
+          } else if constexpr (std::is_same_v<T, std::string>) os << "'" << x << "'";
+          else if constexpr (std::is_same_v<T, double>) {
+            std::ostringstream d;
+            d.precision(17);
+            d << x;
+            std::string s = d.str();
+            if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+            os << s;
+          } else os << x;
+        },
+        v);
+  }
+  return os.str();
+}
+
+// ---- registry ----
+
+namespace {
+std::map<std::string, const Primitive*, std::less<>>& registry() {
+  static std::map<std::string, const Primitive*, std::less<>> r;
+  return r;
+}
+}  // namespace
+
+Primitive::Primitive(std::string name, Rules rules) : name_(std::move(name)), rules_(std::move(rules)) {
+  auto [it, inserted] = registry().emplace(name_, this);
+  if (!inserted) throw Error(detail::cat("[registry] primitive '", name_, "' defined twice"));
+}
+
+const Primitive* find_primitive(std::string_view name) {
+  auto it = registry().find(name);
+  return it == registry().end() ? nullptr : it->second;
+}
+
+std::vector<const Primitive*> all_primitives() {
+  std::vector<const Primitive*> out;
+  for (const auto& kv : registry()) out.push_back(kv.second);
+  return out;
+}
+
+std::vector<Aval> Primitive::abstract_eval(std::span<const Aval> in, const Params& params) const {
+  if (!rules_.abstract_eval) detail::fail(name_, "has no shape rule");
+  return rules_.abstract_eval(in, params);
+}
+
+std::vector<Array> Primitive::eval(std::span<const Array> in, const Params& params) const {
+  std::vector<Aval> in_avals;
+  in_avals.reserve(in.size());
+  for (const Array& a : in) in_avals.push_back(detail::concrete_impl(a, name_).aval);
+  std::vector<Aval> out = abstract_eval(in_avals, params);
+  if (!rules_.impl) detail::fail(name_, "has no CPU implementation");
+  return rules_.impl(in, params, out);
+}
+
+// ---- traces and bind ----
+
+namespace detail {
+namespace {
+thread_local std::vector<Trace*> t_trace_stack;
+}
+
+TraceScope::TraceScope(Trace* trace) {
+  trace->set_level(static_cast<int>(t_trace_stack.size()) + 1);
+  t_trace_stack.push_back(trace);
+}
+TraceScope::~TraceScope() { t_trace_stack.pop_back(); }
+int trace_stack_depth() { return static_cast<int>(t_trace_stack.size()); }
+
+Trace* find_top_trace(std::span<const Array> in) {
+  Trace* top = t_trace_stack.empty() ? nullptr : t_trace_stack.back();
+  for (const Array& a : in) {
+    const auto& impl = a.impl();
+    if (!impl.tracer) continue;
+    Trace* t = impl.tracer->trace();
+    if (t && (!top || t->level() > top->level())) top = t;
+  }
+  return top;
+}
+
+}  // namespace detail
+
+std::vector<Array> bind(const Primitive& p, std::span<const Array> in, const Params& params) {
+  if (detail::Trace* t = detail::find_top_trace(in)) return t->process(p, in, params);
+  return p.eval(in, params);
+}
+
+Array bind1(const Primitive& p, std::initializer_list<Array> in, const Params& params) {
+  std::vector<Array> out = bind(p, std::span<const Array>(in.begin(), in.size()), params);
+  if (out.size() != 1)
+    detail::fail(p.name(), "returns ", out.size(), " outputs where one was expected");
+  return std::move(out[0]);
+}
+
+}  // namespace jx

@@ -1,0 +1,52 @@
+#include "test_util.h"
+
+#include <cmath>
+#include <complex>
+#include <sstream>
+
+namespace jx::testing {
+
+Array fixture(const std::string& name) { return load(std::string(JX_FIXTURES_DIR) + "/" + name + ".npy"); }
+std::map<std::string, Array> fixture_npz(const std::string& name) {
+  return load_npz(std::string(JX_FIXTURES_DIR) + "/" + name + ".npz");
+}
+
+double default_rtol(DType d) {
+  switch (d) {
+    case DType::Float16: return 2e-3;
+    case DType::BFloat16: return 1.6e-2;
+    case DType::Float32:
+    case DType::Complex64: return 2e-6;
+    case DType::Float64:
+    case DType::Complex128: return 1e-13;
+    default: return 0;
+  }
+}
+
+::testing::AssertionResult allclose(const Array& actual, const Array& expected, double rtol, double atol,
+                                    bool check_dtype) {
+  if (actual.shape() != expected.shape())
+    return ::testing::AssertionFailure() << "shape " << detail::shape_str(actual.shape()) << " != expected "
+                                         << detail::shape_str(expected.shape());
+  if (check_dtype && actual.dtype() != expected.dtype())
+    return ::testing::AssertionFailure() << "dtype " << actual.dtype() << " != expected " << expected.dtype();
+  auto a = actual.to_vector<complex128_t>();
+  auto b = expected.to_vector<complex128_t>();
+  int bad = 0;
+  std::ostringstream msg;
+  for (size_t i = 0; i < a.size(); ++i) {
+    for (int part = 0; part < 2; ++part) {
+      double x = part ? a[i].imag() : a[i].real();
+      double y = part ? b[i].imag() : b[i].real();
+      bool ok;
+      if (std::isnan(y)) ok = std::isnan(x);
+      else if (std::isinf(y)) ok = x == y;
+      else ok = std::abs(x - y) <= atol + rtol * std::abs(y);
+      if (!ok && bad++ < 5) msg << "\n  at flat index " << i << (part ? " (imag)" : "") << ": " << x << " vs expected " << y;
+    }
+  }
+  if (bad) return ::testing::AssertionFailure() << bad << " mismatches (rtol=" << rtol << ", atol=" << atol << "):" << msg.str();
+  return ::testing::AssertionSuccess();
+}
+
+}  // namespace jx::testing
