@@ -87,36 +87,108 @@ Array convert_element_type(const Array& x, DType dtype);
 Array bitcast_convert_type(const Array& x, DType dtype);
 
 // ---- shapes and data movement ----
+// Conventions: negative axes count from the end wherever an argument names axes (the
+// primitive's parameters hold them normalized). Results that are pure re-indexings of
+// the operand are zero-copy views sharing its storage (broadcast_in_dim, reshape where
+// strides allow, transpose, squeeze, expand_dims, rev, slice, dynamic_slice) and keep
+// its weak_type; the rest write fresh arrays.
+
+// [0, 1, ..., size-1] of `dtype` (any numeric dtype; not bool).
 Array iota(DType dtype, int64_t size);
+// An array of `shape` whose value at index i is i[dimension] (primitive `iota` with
+// parameters dtype, shape, dimension; iota(d, n) is broadcasted_iota(d, {n}, 0)).
 Array broadcasted_iota(DType dtype, const Shape& shape, int dimension);
-// Operand dim i becomes output dim broadcast_dimensions[i].
+// Operand dim i becomes output dim broadcast_dimensions[i] (strictly increasing); each
+// operand dim must be 1 or equal the output size there. Other output dims are new.
+// A view with stride 0 along every broadcast dim.
 Array broadcast_in_dim(const Array& x, const Shape& shape, const std::vector<int64_t>& broadcast_dimensions);
 Array broadcast(const Array& x, const Shape& leading_sizes);  // prepends dims
+// Row-major reshape (no -1 inference: jnp's job). A view whenever the operand's strides
+// allow it (NumPy's rule: always for contiguous input), otherwise a contiguous copy.
 Array reshape(const Array& x, const Shape& new_sizes);
+// Output dim i is operand dim permutation[i]. A view.
 Array transpose(const Array& x, const std::vector<int64_t>& permutation);
+// Removes the listed dims, which must have size 1. A view.
 Array squeeze(const Array& x, const std::vector<int64_t>& dimensions);
+// Inserts size-1 dims; `dimensions` are positions in the result. A view.
 Array expand_dims(const Array& x, const std::vector<int64_t>& dimensions);
+// Reverses the listed dims. A view with negative strides.
 Array rev(const Array& x, const std::vector<int64_t>& dimensions);
+// x[start:limit:stride] per dim, with 0 <= start <= limit <= dim and stride > 0 (no
+// negative steps here: rev them). `strides` defaults to all ones. A view.
 Array slice(const Array& x, const std::vector<int64_t>& start_indices,
             const std::vector<int64_t>& limit_indices, const std::vector<int64_t>& strides = {});
-// Start indices are scalar integer arrays, clamped so the slice stays in bounds (as XLA).
+// A window of `slice_sizes` starting at `start_indices`: one 0-d integer array per dim
+// (any integer dtypes), operands so they can be traced. XLA's semantics: each start is
+// clamped to [0, dim - size] so the window stays in bounds; it never raises and negative
+// starts are NOT wrapped around (unlike jax.lax.dynamic_slice's Python wrapper, which
+// adds dim to negatives first; callers wanting that normalize before calling). A view.
 Array dynamic_slice(const Array& x, const std::vector<Array>& start_indices, const Shape& slice_sizes);
+// A copy of x with `update` (same dtype and rank, no larger) written at the start
+// indices, clamped exactly as in dynamic_slice.
 Array dynamic_update_slice(const Array& x, const Array& update, const std::vector<Array>& start_indices);
 struct PadDim {
   int64_t lo = 0, hi = 0, interior = 0;  // lo/hi may be negative (cropping)
 };
+// lax.pad: per dim, `interior` padding values between elements, then lo before and hi
+// after (negative lo/hi crop). padding_value is a 0-d array of x's dtype. The primitive's
+// padding_config parameter is flat: (lo, hi, interior) for dim 0, then dim 1, ...
 Array pad(const Array& x, const Array& padding_value, const std::vector<PadDim>& config);
+// Joins arrays of one dtype and rank whose shapes agree except along `dimension`.
 Array concatenate(const std::vector<Array>& xs, int64_t dimension);
 
 // XLA gather/scatter with JAX's dimension numbers; the index vector is the last axis of
-// `indices`.
+// `indices` (any integer dtype): indices has shape (*batch, N), one N-vector per window.
+// The primitives' parameters are the dnums fields by name, slice_sizes, and
+// mode = 'clip' | 'fill' | 'promise_in_bounds'.
+//
+// Modes. Clip: each start is clamped to [0, dim - window size] (never out of bounds).
+// FillOrDrop: a window that does not fit entirely (any start < 0 or > dim - window
+// size) reads as fill_value in gather, and is skipped as a whole in scatter.
+// PromiseInBounds: the caller promises in-bounds starts; jx clamps in gather and drops
+// in scatter, so a broken promise is never unsafe.
 enum class GatherScatterMode { Clip, FillOrDrop, PromiseInBounds };
+// gather: out has rank len(batch) + len(offset_dims).
+//  - start_index_map[k]: the operand dim that index-vector component k indexes (N entries).
+//  - slice_sizes: the window size in every operand dim (0 <= size <= dim).
+//  - collapsed_slice_dims (sorted): operand dims of window size 1 dropped from the output.
+//  - offset_dims (sorted): the output positions of the remaining (uncollapsed) window
+//    dims, in operand order. The batch dims of indices fill the other output positions,
+//    in order.
+// out[b..., o...] = operand[start(indices[b..., :]) + o placed on the uncollapsed dims].
+// NumPy equivalents for x of shape (R, C):
+//   x[idx] (idx int of shape (*B,)):   indices idx[..., None], offset_dims={len(B)},
+//       collapsed_slice_dims={0}, start_index_map={0}, slice_sizes={1, C}
+//   x[:, idx]:                         indices idx[..., None], offset_dims={0},
+//       collapsed_slice_dims={1}, start_index_map={1}, slice_sizes={R, 1}
+//   x[i, j] (i, j of shape (*B,)):     indices stack([i, j], -1), offset_dims={},
+//       collapsed_slice_dims={0, 1}, start_index_map={0, 1}, slice_sizes={1, 1}
+// Negative indices are not wrapped here (jnp normalizes them first). fill_value (used
+// only in FillOrDrop mode, any dtype, converted) defaults as in JAX: NaN for inexact
+// dtypes, the minimum of a signed type, the maximum of an unsigned type, true for bool.
 struct GatherDimensionNumbers {
   std::vector<int64_t> offset_dims, collapsed_slice_dims, start_index_map;
 };
 Array gather(const Array& operand, const Array& indices, const GatherDimensionNumbers& dnums,
              const Shape& slice_sizes, GatherScatterMode mode = GatherScatterMode::Clip,
              const Array& fill_value = Array());
+// scatter: the inverse layout of gather. updates (the operand's dtype) has rank
+// len(batch) + len(update_window_dims).
+//  - update_window_dims (sorted): the updates dims forming each window; they map in
+//    order onto the operand dims not in inserted_window_dims. The other updates dims are
+//    the batch dims and must equal indices' batch shape, in order.
+//  - inserted_window_dims (sorted): operand dims where the window has size 1 and no
+//    updates dim (the scatter analogue of collapsed_slice_dims).
+//  - scatter_dims_to_operand_dims[k]: the operand dim index-vector component k indexes.
+// NumPy equivalents, x of shape (R, C): x.at[idx].op(u) with u of shape (*B, C):
+// indices idx[..., None], update_window_dims={len(B)}, inserted_window_dims={0},
+// scatter_dims_to_operand_dims={0}; x.at[i, j].op(u) with u of shape (*B,): indices
+// stack([i, j], -1), update_window_dims={}, inserted_window_dims={0, 1},
+// scatter_dims_to_operand_dims={0, 1}.
+// Updates apply sequentially in row-major batch order, so results are deterministic:
+// with repeated indices, scatter (set) keeps the last update and scatter_add sums in
+// order (np.add.at). Integer add/mul wrap; min/max propagate NaN; on bool, add/max are
+// `or` and mul/min are `and`. The operand is never modified; the result is fresh.
 struct ScatterDimensionNumbers {
   std::vector<int64_t> update_window_dims, inserted_window_dims, scatter_dims_to_operand_dims;
 };

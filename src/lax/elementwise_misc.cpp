@@ -1,0 +1,203 @@
+// select_n and the type-changing primitives: convert_element_type and
+// bitcast_convert_type.
+#include <cstring>
+
+#include "cpu/elementwise.h"
+#include "jx/lax.h"
+#include "lax/rules.h"
+
+namespace jx::lax {
+namespace {
+
+// ---- select_n ----
+
+// select_n(which, *cases): which is bool (at most two cases) or an integer, and is a
+// scalar or has the cases' shape; the cases share one shape and dtype.
+std::vector<Aval> select_n_rule(std::span<const Aval> in, const Params&) {
+  if (in.size() < 2)
+    detail::fail("select_n", "expected a predicate and at least one case, got ", in.size(), " operands");
+  const Aval& which = in[0];
+  std::span<const Aval> cases = in.subspan(1);
+  if (!is_bool(which.dtype) && !is_integer(which.dtype))
+    detail::fail("select_n", "which must be bool or an integer dtype, got ", which.str());
+  if (is_bool(which.dtype) && cases.size() > 2)
+    detail::fail("select_n", "a bool predicate selects between at most 2 cases, got ", cases.size());
+  for (const Aval& c : cases) {
+    if (c.shape != cases[0].shape || c.dtype != cases[0].dtype)
+      detail::fail("select_n", "cases must have the same shape and dtype, got ", rules::avals_str(cases));
+  }
+  if (which.ndim() != 0 && which.shape != cases[0].shape)
+    detail::fail("select_n", "which must be a scalar or have the cases' shape ", detail::shape_str(cases[0].shape),
+                 ", got ", which.str());
+  return {Aval{cases[0].shape, cases[0].dtype, rules::all_weak(cases)}};
+}
+
+// Case index of a predicate value; out-of-range integers clamp to the first or last
+// case (XLA leaves them implementation-defined; clamping keeps every read in bounds).
+template <class W>
+inline int64_t case_index(W w, int64_t num_cases) {
+  if constexpr (std::is_same_v<W, bool>) {
+    return w ? 1 : 0;
+  } else {
+    if (w <= W(0)) return 0;
+    return static_cast<uint64_t>(w) >= static_cast<uint64_t>(num_cases) ? num_cases - 1 : static_cast<int64_t>(w);
+  }
+}
+
+// Calls f.template operator()<E>() with E an element type as wide as `width` bytes:
+// selecting moves elements without reading their values.
+template <class F>
+void dispatch_element_width(int64_t width, F&& f) {
+  switch (width) {
+    case 1: return f.template operator()<uint8_t>();
+    case 2: return f.template operator()<uint16_t>();
+    case 4: return f.template operator()<uint32_t>();
+    case 8: return f.template operator()<uint64_t>();
+    case 16: return f.template operator()<complex128_t>();
+  }
+  detail::fail("select_n", "internal error: unsupported element width ", width);
+}
+
+std::vector<Array> select_n_impl(std::span<const Array> in, const Params&, std::span<const Aval> out_avals) {
+  const Aval& out_aval = out_avals[0];
+  const Array& which = in[0];
+  std::span<const Array> cases = in.subspan(1);
+  const auto num_cases = static_cast<int64_t>(cases.size());
+  if (which.ndim() == 0) {  // one case wins everywhere: return it (arrays are immutable)
+    int64_t k = 0;
+    dispatch_dtype(which.dtype(), [&]<class W>() {
+      if constexpr (std::is_arithmetic_v<W>) k = case_index(*detail::data<W>(which), num_cases);
+    });
+    return {detail::with_weak_type(cases[k], out_aval.weak_type)};
+  }
+  Array out = detail::alloc_array(out_aval);
+  if (out.size() == 0) return {out};
+  dispatch_dtype(which.dtype(), [&]<class W>() {
+    if constexpr (std::is_arithmetic_v<W>) {
+      dispatch_element_width(out.itemsize(), [&]<class E>() {
+        if (num_cases == 1) {
+          cpu::map_unary<E, E>(cases[0], out, [](const E& v) { return v; });
+        } else if (num_cases == 2) {
+          cpu::map_ternary<W, E, E, E>(which, cases[0], cases[1], out, [](W w, const E& a, const E& b) {
+            return case_index(w, 2) ? b : a;
+          });
+        } else {
+          // Many cases: read them contiguously, indexed by the output's flat position.
+          std::vector<Array> dense;
+          std::vector<const E*> ptrs;
+          for (const Array& c : cases) {
+            dense.push_back(detail::contiguous(c));
+            ptrs.push_back(detail::data<E>(dense.back()));
+          }
+          E* od = detail::mutable_data<E>(out);
+          const W* wd = detail::data<W>(which);
+          cpu::StridedLoop<2> loop(out.shape(), {&detail::strides(out), &detail::strides(which)});
+          cpu::parallel_runs(loop, out.size(), [&](const std::array<int64_t, 2>& off, int64_t n,
+                                                   const std::array<int64_t, 2>& st) {
+            for (int64_t i = 0; i < n; ++i)
+              od[off[0] + i] = ptrs[case_index(wd[off[1] + i * st[1]], num_cases)][off[0] + i];
+          });
+        }
+      });
+    }
+  });
+  return {out};
+}
+
+// ---- convert_element_type ----
+
+std::vector<Aval> convert_element_type_rule(std::span<const Aval> in, const Params& params) {
+  rules::check_arity("convert_element_type", in, 1);
+  bool weak = params.has("weak_type") && params.get_bool("weak_type");
+  return {Aval{in[0].shape, params.get_dtype("new_dtype"), weak}};
+}
+
+std::vector<Array> convert_element_type_impl(std::span<const Array> in, const Params&,
+                                             std::span<const Aval> out_avals) {
+  const Array& x = in[0];
+  if (x.dtype() == out_avals[0].dtype) return {detail::with_weak_type(x, out_avals[0].weak_type)};
+  Array out = detail::alloc_array(out_avals[0]);
+  if (out.size() == 0) return {out};
+  // convert_value gives every pair defined results (floats saturate, NaN -> 0, ...).
+  dispatch_dtype(x.dtype(), [&]<class In>() {
+    dispatch_dtype(out.dtype(), [&]<class Out>() {
+      cpu::map_unary<In, Out>(x, out, [](cpu::compute_t<In> v) { return detail::convert_value<Out>(v); });
+    });
+  });
+  return {out};
+}
+
+// ---- bitcast_convert_type ----
+
+// Same width: same shape. A narrower target adds a trailing axis of the width ratio; a
+// wider one consumes a trailing axis of that size (XLA's rule).
+std::vector<Aval> bitcast_convert_type_rule(std::span<const Aval> in, const Params& params) {
+  rules::check_arity("bitcast_convert_type", in, 1);
+  const Aval& x = in[0];
+  DType to = params.get_dtype("new_dtype");
+  if (to == x.dtype) return {Aval{x.shape, to, false}};
+  for (DType d : {x.dtype, to}) {
+    if (is_bool(d) || is_complex(d))
+      detail::fail("bitcast_convert_type", "does not support bool or complex dtypes unless they are unchanged; got ",
+                   x.str(), " to ", dtype_name(to));
+  }
+  int64_t from_size = itemsize(x.dtype), to_size = itemsize(to);
+  Shape shape = x.shape;
+  if (from_size > to_size) {
+    shape.push_back(from_size / to_size);
+  } else if (from_size < to_size) {
+    int64_t ratio = to_size / from_size;
+    if (shape.empty() || shape.back() != ratio)
+      detail::fail("bitcast_convert_type", "converting ", x.str(), " to the wider ", dtype_name(to),
+                   " needs a last axis of size ", ratio, ", got shape ", detail::shape_str(x.shape));
+    shape.pop_back();
+  }
+  return {Aval{std::move(shape), to, false}};
+}
+
+std::vector<Array> bitcast_convert_type_impl(std::span<const Array> in, const Params&,
+                                             std::span<const Aval> out_avals) {
+  const Array& x = in[0];
+  const Aval& out_aval = out_avals[0];
+  if (itemsize(x.dtype()) == itemsize(out_aval.dtype))  // same width: a view with new meaning
+    return {detail::make_view(x, out_aval, detail::strides(x), x.impl().offset)};
+  Array src = detail::contiguous(x);
+  Array out = detail::alloc_array(out_aval);
+  if (out.nbytes() > 0)
+    std::memcpy(detail::mutable_data<void>(out), detail::raw_data(src), static_cast<size_t>(out.nbytes()));
+  return {out};
+}
+
+}  // namespace
+
+// The predicate may be 0-d, so operands need not share one shape: not kElementwise.
+// Linear in the cases (JAX transposes it into the selected case).
+const Primitive select_n_p("select_n", {.traits = kLinear, .num_outputs = 1,
+                                        .abstract_eval = select_n_rule, .impl = select_n_impl});
+const Primitive convert_element_type_p("convert_element_type",
+                                       {.traits = kElementwise | kLinear,
+                                        .abstract_eval = convert_element_type_rule,
+                                        .impl = convert_element_type_impl});
+const Primitive bitcast_convert_type_p("bitcast_convert_type",
+                                       {.traits = kNotDifferentiable,
+                                        .abstract_eval = bitcast_convert_type_rule,
+                                        .impl = bitcast_convert_type_impl});
+
+Array select_n(const Array& which, const std::vector<Array>& cases) {
+  std::vector<Array> operands;
+  operands.reserve(cases.size() + 1);
+  operands.push_back(which);
+  operands.insert(operands.end(), cases.begin(), cases.end());
+  return jx::bind(select_n_p, operands)[0];
+}
+
+Array convert_element_type(const Array& x, DType dtype) {
+  if (x.dtype() == dtype && !x.weak_type()) return x;  // nothing to do (JAX binds nothing either)
+  return bind1(convert_element_type_p, {x}, {{"new_dtype", dtype}, {"weak_type", false}});
+}
+
+Array bitcast_convert_type(const Array& x, DType dtype) {
+  return bind1(bitcast_convert_type_p, {x}, {{"new_dtype", dtype}});
+}
+
+}  // namespace jx::lax

@@ -1,0 +1,392 @@
+// Elementwise unary primitives: shape rules from rules::unary*, CPU kernels from
+// cpu/elementwise.h. float32/float64 transcendentals go to libmvec (`vec`); float16 and
+// bfloat16 compute in float32; complex inputs use std::complex (glibc's c* functions).
+#include <cmath>
+#include <complex>
+#include <numbers>
+
+#include "cpu/elementwise.h"
+#include "cpu/vector_math.h"
+#include "jx/lax.h"
+#include "lax/rules.h"
+
+namespace jx::lax {
+namespace {
+
+using cpu::VecOp;
+
+template <class C>
+concept Real = std::is_floating_point_v<C>;
+template <class C>
+concept Complex = is_complex_v<C>;
+template <class C>
+concept Inexact = Real<C> || Complex<C>;
+template <class C>
+concept Int = cpu::is_int_v<C>;
+template <class C>
+concept Number = Int<C> || Inexact<C>;
+
+// ---- complex helpers std::complex lacks ----
+
+// log(1 + z) without losing the digits of a small z in 1 + z.
+template <class R>
+std::complex<R> complex_log1p(std::complex<R> z) {
+  if (std::abs(z) >= R(0.5)) return std::log(R(1) + z);
+  R x = z.real(), y = z.imag();
+  // |1 + z|^2 = 1 + t with t = 2x + x^2 + y^2.
+  return {R(0.5) * std::log1p(x * (R(2) + x) + y * y), std::atan2(y, R(1) + x)};
+}
+
+// exp(z) - 1, with e^x cos y - 1 = expm1(x) cos y - 2 sin^2(y/2).
+template <class R>
+std::complex<R> complex_expm1(std::complex<R> z) {
+  R x = z.real(), y = z.imag();
+  if (y == 0) return {std::expm1(x), y};
+  R s = std::sin(y * R(0.5));
+  return {std::expm1(x) * std::cos(y) - R(2) * s * s, std::exp(x) * std::sin(y)};
+}
+
+// ---- op functors (see cpu/elementwise.h for the protocol) ----
+
+struct Neg {
+  template <Number C>
+  C operator()(C x) const { return cpu::wrap_neg(x); }
+};
+struct Abs {
+  template <Int C>
+    requires std::is_signed_v<C>
+  C operator()(C x) const { return x < 0 ? cpu::wrap_neg(x) : x; }  // abs(INT_MIN) wraps to INT_MIN
+  template <Real C>
+  C operator()(C x) const { return std::fabs(x); }
+  template <Complex C>
+  typename C::value_type operator()(C z) const { return std::abs(z); }
+};
+struct Sign {
+  template <Int C>
+  C operator()(C x) const {
+    if constexpr (std::is_signed_v<C>) return static_cast<C>((x > 0) - (x < 0));
+    else return static_cast<C>(x != 0);
+  }
+  template <Real C>
+  C operator()(C x) const { return x > 0 ? C(1) : x < 0 ? C(-1) : x; }  // keeps ±0 and NaN
+  template <Complex C>
+  C operator()(C z) const {
+    auto r = std::abs(z);
+    return r == 0 ? C(0) : z / r;
+  }
+};
+struct Floor {
+  template <Real C>
+  C operator()(C x) const { return std::floor(x); }
+};
+struct Ceil {
+  template <Real C>
+  C operator()(C x) const { return std::ceil(x); }
+};
+struct RoundAwayFromZero {
+  template <Real C>
+  C operator()(C x) const { return std::round(x); }
+};
+struct RoundToNearestEven {
+  template <Real C>
+  C operator()(C x) const { return std::nearbyint(x); }  // the default rounding mode is to nearest even
+};
+struct Exp {
+  static constexpr VecOp vec = VecOp::Exp;
+  template <Complex C>
+  C operator()(C z) const { return std::exp(z); }
+};
+struct Exp2 {
+  static constexpr VecOp vec = VecOp::Exp2;
+  template <Complex C>
+  C operator()(C z) const { return std::exp(z * std::numbers::ln2_v<typename C::value_type>); }
+};
+struct Log {
+  static constexpr VecOp vec = VecOp::Log;
+  template <Complex C>
+  C operator()(C z) const { return std::log(z); }
+};
+struct Log1p {
+  static constexpr VecOp vec = VecOp::Log1p;
+  template <Complex C>
+  C operator()(C z) const { return complex_log1p(z); }
+};
+struct Expm1 {
+  static constexpr VecOp vec = VecOp::Expm1;
+  template <Complex C>
+  C operator()(C z) const { return complex_expm1(z); }
+};
+struct Sqrt {  // sqrtps/sqrtpd: the compiler vectorizes this one itself
+  template <Inexact C>
+  C operator()(C x) const { return std::sqrt(x); }
+};
+struct Rsqrt {
+  template <Inexact C>
+  C operator()(C x) const { return C(1) / std::sqrt(x); }
+};
+struct Cbrt {
+  static constexpr VecOp vec = VecOp::Cbrt;
+};
+
+// Functions whose float form is libmvec's and whose complex form is std::complex's.
+#define JX_VEC_OP_WITH_COMPLEX(Name, fn)            \
+  struct Name {                                     \
+    static constexpr VecOp vec = VecOp::Name;       \
+    template <Complex C>                            \
+    C operator()(C z) const { return std::fn(z); }  \
+  };
+JX_VEC_OP_WITH_COMPLEX(Sin, sin)
+JX_VEC_OP_WITH_COMPLEX(Cos, cos)
+JX_VEC_OP_WITH_COMPLEX(Tan, tan)
+JX_VEC_OP_WITH_COMPLEX(Asin, asin)
+JX_VEC_OP_WITH_COMPLEX(Acos, acos)
+JX_VEC_OP_WITH_COMPLEX(Atan, atan)
+JX_VEC_OP_WITH_COMPLEX(Sinh, sinh)
+JX_VEC_OP_WITH_COMPLEX(Cosh, cosh)
+JX_VEC_OP_WITH_COMPLEX(Tanh, tanh)
+JX_VEC_OP_WITH_COMPLEX(Asinh, asinh)
+JX_VEC_OP_WITH_COMPLEX(Acosh, acosh)
+JX_VEC_OP_WITH_COMPLEX(Atanh, atanh)
+#undef JX_VEC_OP_WITH_COMPLEX
+
+struct Logistic {
+  // 1 / (1 + exp(-x)), with the exp vectorized; the output buffer holds the temporary.
+  template <Real C>
+  void block(const C* x, C* y, int64_t n) const {
+    for (int64_t i = 0; i < n; ++i) y[i] = -x[i];
+    cpu::vec_unary(VecOp::Exp, y, y, n);
+    for (int64_t i = 0; i < n; ++i) y[i] = C(1) / (C(1) + y[i]);
+  }
+  template <Complex C>
+  C operator()(C z) const { return C(1) / (C(1) + std::exp(-z)); }
+};
+struct Erf {
+  static constexpr VecOp vec = VecOp::Erf;
+};
+struct Erfc {
+  static constexpr VecOp vec = VecOp::Erfc;
+};
+struct ErfInv {
+  template <Real C>
+  C operator()(C x) const { return static_cast<C>(cpu::erf_inv(static_cast<double>(x))); }
+};
+struct Lgamma {
+  template <Real C>
+  C operator()(C x) const { return cpu::lgamma(x); }
+};
+struct Digamma {
+  template <Real C>
+  C operator()(C x) const { return static_cast<C>(cpu::digamma(static_cast<double>(x))); }
+};
+struct IsFinite {
+  template <Real C>
+  bool operator()(C x) const { return std::isfinite(x); }
+};
+struct Not {
+  bool operator()(bool x) const { return !x; }
+  template <Int C>
+  C operator()(C x) const { return static_cast<C>(~x); }
+};
+struct RealPart {
+  template <Complex C>
+  typename C::value_type operator()(C z) const { return z.real(); }
+};
+struct ImagPart {
+  template <Complex C>
+  typename C::value_type operator()(C z) const { return z.imag(); }
+};
+struct Conj {
+  template <Complex C>
+  C operator()(C z) const { return std::conj(z); }
+  template <Real C>
+  std::complex<C> operator()(C x) const { return {x, -C(0)}; }  // x - 0j, as NumPy prints it
+};
+
+using rules::kBitTypes;
+using rules::kComplexTypes;
+using rules::kFloatTypes;
+using rules::kInexactTypes;
+using rules::kNumberTypes;
+using rules::kSignedTypes;
+
+// conj takes float32/float64 too (as JAX) and always gives a complex dtype.
+std::vector<Aval> conj_rule(std::span<const Aval> in, const Params&) {
+  rules::check_arity("conj", in, 1);
+  DType d = in[0].dtype;
+  if (!is_complex(d) && d != DType::Float32 && d != DType::Float64)
+    detail::fail("conj", "operand must be float32, float64 or complex, got ", in[0].str());
+  return {Aval{in[0].shape, complex_dtype(d), in[0].weak_type}};
+}
+
+std::vector<Aval> round_rule(std::span<const Aval> in, const Params& params) {
+  rules::check_arity("round", in, 1);
+  rules::check_dtype("round", in[0], kFloatTypes);
+  int64_t method = params.get_int("rounding_method");
+  if (method != 0 && method != 1)
+    detail::fail("round", "rounding_method must be 0 (away from zero) or 1 (to nearest even), got ", method);
+  return {in[0]};
+}
+
+std::vector<Array> round_impl(std::span<const Array> in, const Params& params, std::span<const Aval> out_avals) {
+  Array out = detail::alloc_array(out_avals[0]);
+  if (params.get_int("rounding_method") == 0) cpu::apply_unary("round", RoundAwayFromZero{}, in[0], out);
+  else cpu::apply_unary("round", RoundToNearestEven{}, in[0], out);
+  return {out};
+}
+
+// Outputs that carry no tangent (zero derivative almost everywhere, or not numbers).
+constexpr uint32_t kFlat = kElementwise | kNotDifferentiable;
+
+}  // namespace
+
+const Primitive neg_p("neg", {.traits = kElementwise | kLinear,
+                              .abstract_eval = rules::unary("neg", kNumberTypes),
+                              .impl = cpu::unary_impl<Neg>("neg")});
+const Primitive abs_p("abs", {.traits = kElementwise,
+                              .abstract_eval = rules::unary_to_real("abs", kSignedTypes | kInexactTypes),
+                              .impl = cpu::unary_impl<Abs>("abs")});
+const Primitive sign_p("sign", {.traits = kFlat,
+                                .abstract_eval = rules::unary("sign", kNumberTypes),
+                                .impl = cpu::unary_impl<Sign>("sign")});
+const Primitive floor_p("floor", {.traits = kFlat,
+                                  .abstract_eval = rules::unary("floor", kFloatTypes),
+                                  .impl = cpu::unary_impl<Floor>("floor")});
+const Primitive ceil_p("ceil", {.traits = kFlat,
+                                .abstract_eval = rules::unary("ceil", kFloatTypes),
+                                .impl = cpu::unary_impl<Ceil>("ceil")});
+const Primitive round_p("round", {.traits = kFlat, .abstract_eval = round_rule, .impl = round_impl});
+const Primitive exp_p("exp", {.traits = kElementwise,
+                              .abstract_eval = rules::unary("exp", kInexactTypes),
+                              .impl = cpu::unary_impl<Exp>("exp")});
+const Primitive exp2_p("exp2", {.traits = kElementwise,
+                                .abstract_eval = rules::unary("exp2", kInexactTypes),
+                                .impl = cpu::unary_impl<Exp2>("exp2")});
+const Primitive log_p("log", {.traits = kElementwise,
+                              .abstract_eval = rules::unary("log", kInexactTypes),
+                              .impl = cpu::unary_impl<Log>("log")});
+const Primitive log1p_p("log1p", {.traits = kElementwise,
+                                  .abstract_eval = rules::unary("log1p", kInexactTypes),
+                                  .impl = cpu::unary_impl<Log1p>("log1p")});
+const Primitive expm1_p("expm1", {.traits = kElementwise,
+                                  .abstract_eval = rules::unary("expm1", kInexactTypes),
+                                  .impl = cpu::unary_impl<Expm1>("expm1")});
+const Primitive sqrt_p("sqrt", {.traits = kElementwise,
+                                .abstract_eval = rules::unary("sqrt", kInexactTypes),
+                                .impl = cpu::unary_impl<Sqrt>("sqrt")});
+const Primitive rsqrt_p("rsqrt", {.traits = kElementwise,
+                                  .abstract_eval = rules::unary("rsqrt", kInexactTypes),
+                                  .impl = cpu::unary_impl<Rsqrt>("rsqrt")});
+const Primitive cbrt_p("cbrt", {.traits = kElementwise,
+                                .abstract_eval = rules::unary("cbrt", kFloatTypes),
+                                .impl = cpu::unary_impl<Cbrt>("cbrt")});
+const Primitive sin_p("sin", {.traits = kElementwise,
+                              .abstract_eval = rules::unary("sin", kInexactTypes),
+                              .impl = cpu::unary_impl<Sin>("sin")});
+const Primitive cos_p("cos", {.traits = kElementwise,
+                              .abstract_eval = rules::unary("cos", kInexactTypes),
+                              .impl = cpu::unary_impl<Cos>("cos")});
+const Primitive tan_p("tan", {.traits = kElementwise,
+                              .abstract_eval = rules::unary("tan", kInexactTypes),
+                              .impl = cpu::unary_impl<Tan>("tan")});
+const Primitive asin_p("asin", {.traits = kElementwise,
+                                .abstract_eval = rules::unary("asin", kInexactTypes),
+                                .impl = cpu::unary_impl<Asin>("asin")});
+const Primitive acos_p("acos", {.traits = kElementwise,
+                                .abstract_eval = rules::unary("acos", kInexactTypes),
+                                .impl = cpu::unary_impl<Acos>("acos")});
+const Primitive atan_p("atan", {.traits = kElementwise,
+                                .abstract_eval = rules::unary("atan", kInexactTypes),
+                                .impl = cpu::unary_impl<Atan>("atan")});
+const Primitive sinh_p("sinh", {.traits = kElementwise,
+                                .abstract_eval = rules::unary("sinh", kInexactTypes),
+                                .impl = cpu::unary_impl<Sinh>("sinh")});
+const Primitive cosh_p("cosh", {.traits = kElementwise,
+                                .abstract_eval = rules::unary("cosh", kInexactTypes),
+                                .impl = cpu::unary_impl<Cosh>("cosh")});
+const Primitive tanh_p("tanh", {.traits = kElementwise,
+                                .abstract_eval = rules::unary("tanh", kInexactTypes),
+                                .impl = cpu::unary_impl<Tanh>("tanh")});
+const Primitive asinh_p("asinh", {.traits = kElementwise,
+                                  .abstract_eval = rules::unary("asinh", kInexactTypes),
+                                  .impl = cpu::unary_impl<Asinh>("asinh")});
+const Primitive acosh_p("acosh", {.traits = kElementwise,
+                                  .abstract_eval = rules::unary("acosh", kInexactTypes),
+                                  .impl = cpu::unary_impl<Acosh>("acosh")});
+const Primitive atanh_p("atanh", {.traits = kElementwise,
+                                  .abstract_eval = rules::unary("atanh", kInexactTypes),
+                                  .impl = cpu::unary_impl<Atanh>("atanh")});
+const Primitive logistic_p("logistic", {.traits = kElementwise,
+                                        .abstract_eval = rules::unary("logistic", kInexactTypes),
+                                        .impl = cpu::unary_impl<Logistic>("logistic")});
+const Primitive erf_p("erf", {.traits = kElementwise,
+                              .abstract_eval = rules::unary("erf", kFloatTypes),
+                              .impl = cpu::unary_impl<Erf>("erf")});
+const Primitive erfc_p("erfc", {.traits = kElementwise,
+                                .abstract_eval = rules::unary("erfc", kFloatTypes),
+                                .impl = cpu::unary_impl<Erfc>("erfc")});
+const Primitive erf_inv_p("erf_inv", {.traits = kElementwise,
+                                      .abstract_eval = rules::unary("erf_inv", kFloatTypes),
+                                      .impl = cpu::unary_impl<ErfInv>("erf_inv")});
+const Primitive lgamma_p("lgamma", {.traits = kElementwise,
+                                    .abstract_eval = rules::unary("lgamma", kFloatTypes),
+                                    .impl = cpu::unary_impl<Lgamma>("lgamma")});
+const Primitive digamma_p("digamma", {.traits = kElementwise,
+                                      .abstract_eval = rules::unary("digamma", kFloatTypes),
+                                      .impl = cpu::unary_impl<Digamma>("digamma")});
+const Primitive is_finite_p("is_finite", {.traits = kFlat,
+                                          .abstract_eval = rules::unary_to("is_finite", kFloatTypes, DType::Bool),
+                                          .impl = cpu::unary_impl<IsFinite>("is_finite")});
+const Primitive not_p("not", {.traits = kFlat,
+                              .abstract_eval = rules::unary("not", kBitTypes),
+                              .impl = cpu::unary_impl<Not>("not")});
+const Primitive real_p("real", {.traits = kElementwise | kLinear,
+                                .abstract_eval = rules::unary_to_real("real", kComplexTypes),
+                                .impl = cpu::unary_impl<RealPart>("real")});
+const Primitive imag_p("imag", {.traits = kElementwise | kLinear,
+                                .abstract_eval = rules::unary_to_real("imag", kComplexTypes),
+                                .impl = cpu::unary_impl<ImagPart>("imag")});
+const Primitive conj_p("conj", {.traits = kElementwise | kLinear,
+                                .abstract_eval = conj_rule,
+                                .impl = cpu::unary_impl<Conj>("conj")});
+
+Array neg(const Array& x) { return bind1(neg_p, {x}); }
+Array abs(const Array& x) { return bind1(abs_p, {x}); }
+Array sign(const Array& x) { return bind1(sign_p, {x}); }
+Array floor(const Array& x) { return bind1(floor_p, {x}); }
+Array ceil(const Array& x) { return bind1(ceil_p, {x}); }
+Array round(const Array& x, RoundingMethod method) {
+  return bind1(round_p, {x}, {{"rounding_method", static_cast<int64_t>(method)}});
+}
+Array exp(const Array& x) { return bind1(exp_p, {x}); }
+Array exp2(const Array& x) { return bind1(exp2_p, {x}); }
+Array log(const Array& x) { return bind1(log_p, {x}); }
+Array log1p(const Array& x) { return bind1(log1p_p, {x}); }
+Array expm1(const Array& x) { return bind1(expm1_p, {x}); }
+Array sqrt(const Array& x) { return bind1(sqrt_p, {x}); }
+Array rsqrt(const Array& x) { return bind1(rsqrt_p, {x}); }
+Array cbrt(const Array& x) { return bind1(cbrt_p, {x}); }
+Array sin(const Array& x) { return bind1(sin_p, {x}); }
+Array cos(const Array& x) { return bind1(cos_p, {x}); }
+Array tan(const Array& x) { return bind1(tan_p, {x}); }
+Array asin(const Array& x) { return bind1(asin_p, {x}); }
+Array acos(const Array& x) { return bind1(acos_p, {x}); }
+Array atan(const Array& x) { return bind1(atan_p, {x}); }
+Array sinh(const Array& x) { return bind1(sinh_p, {x}); }
+Array cosh(const Array& x) { return bind1(cosh_p, {x}); }
+Array tanh(const Array& x) { return bind1(tanh_p, {x}); }
+Array asinh(const Array& x) { return bind1(asinh_p, {x}); }
+Array acosh(const Array& x) { return bind1(acosh_p, {x}); }
+Array atanh(const Array& x) { return bind1(atanh_p, {x}); }
+Array logistic(const Array& x) { return bind1(logistic_p, {x}); }
+Array erf(const Array& x) { return bind1(erf_p, {x}); }
+Array erfc(const Array& x) { return bind1(erfc_p, {x}); }
+Array erf_inv(const Array& x) { return bind1(erf_inv_p, {x}); }
+Array lgamma(const Array& x) { return bind1(lgamma_p, {x}); }
+Array digamma(const Array& x) { return bind1(digamma_p, {x}); }
+Array is_finite(const Array& x) { return bind1(is_finite_p, {x}); }
+Array bitwise_not(const Array& x) { return bind1(not_p, {x}); }
+Array real(const Array& x) { return bind1(real_p, {x}); }
+Array imag(const Array& x) { return bind1(imag_p, {x}); }
+Array conj(const Array& x) { return bind1(conj_p, {x}); }
+
+}  // namespace jx::lax

@@ -1,0 +1,537 @@
+// XLA's gather and scatter (scatter, scatter_add, scatter_mul, scatter_min, scatter_max)
+// with JAX's dimension numbers; the index vector is always the last axis of `indices`.
+//
+// Both kernels share one shape of work: for every batch position g (the leading axes of
+// `indices`) a start offset into the operand is computed once from indices[g, :], then a
+// fixed window is moved. The window's loop nest (shape and both sides' strides, with
+// contiguous dims merged) is the same for every g, so it is built once; each window is
+// then a memcpy, a strided row, or a short nest of rows.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/convert.h"
+#include "cpu/strided.h"
+#include "cpu/thread_pool.h"
+#include "jx/lax.h"
+#include "lax/data_movement.h"
+#include "lax/rules.h"
+
+namespace jx::lax {
+namespace {
+
+using jx::detail::fail;
+using jx::detail::shape_str;
+
+// ---- modes (the `mode` parameter: JAX's GatherScatterMode names) ----
+
+const char* mode_name(GatherScatterMode mode) {
+  switch (mode) {
+    case GatherScatterMode::Clip: return "clip";
+    case GatherScatterMode::FillOrDrop: return "fill";
+    case GatherScatterMode::PromiseInBounds: return "promise_in_bounds";
+  }
+  return "clip";
+}
+
+GatherScatterMode parse_mode(std::string_view op, const std::string& name) {
+  for (auto m : {GatherScatterMode::Clip, GatherScatterMode::FillOrDrop, GatherScatterMode::PromiseInBounds})
+    if (name == mode_name(m)) return m;
+  fail(op, "unknown mode '", name, "'; expected 'clip', 'fill' or 'promise_in_bounds'");
+}
+
+// ---- dimension-number checks ----
+
+void check_dims(std::string_view op, std::string_view what, const std::vector<int64_t>& dims, int64_t bound,
+                bool sorted, const std::string& ctx) {
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] < 0 || dims[i] >= bound)
+      fail(op, what, " ", shape_str(dims), " has entry ", dims[i], " out of range [0, ", bound, ")", ctx);
+    for (size_t j = 0; j < i; ++j)
+      if (dims[j] == dims[i]) fail(op, what, " ", shape_str(dims), " repeats dimension ", dims[i], ctx);
+    if (sorted && i > 0 && dims[i] < dims[i - 1]) fail(op, what, " ", shape_str(dims), " must be sorted", ctx);
+  }
+}
+
+void check_indices(std::string_view op, const Aval& indices, const std::string& ctx) {
+  if (!is_integer(indices.dtype)) fail(op, "indices must have an integer dtype", ctx);
+  if (indices.ndim() < 1)
+    fail(op, "indices must have at least one axis (the last axis holds the index vectors)", ctx);
+}
+
+// Operand dims not listed in `excluded` (sorted), in increasing order.
+std::vector<int64_t> complement(int64_t rank, const std::vector<int64_t>& excluded) {
+  std::vector<int64_t> out;
+  for (int64_t d = 0; d < rank; ++d)
+    if (std::find(excluded.begin(), excluded.end(), d) == excluded.end()) out.push_back(d);
+  return out;
+}
+
+// ---- the shared window walk ----
+
+// A window's loop nest after merging: outermost first, element strides on both sides.
+struct WindowLoop {
+  std::vector<int64_t> shape, dst, src;
+  int64_t size = 0;
+
+  WindowLoop(const Shape& window, const std::vector<int64_t>& dst_strides, const std::vector<int64_t>& src_strides)
+      : size(shape_size(window)) {
+    cpu::StridedLoop<2> loop(window, {&dst_strides, &src_strides});
+    shape = loop.shape;
+    dst = loop.strides[0];
+    src = loop.strides[1];
+  }
+};
+
+// Calls row(dst_offset, src_offset, n, dst_stride, src_stride) for each innermost row.
+template <class Row>
+void walk_rows(const WindowLoop& w, size_t d, int64_t dst_off, int64_t src_off, Row&& row) {
+  if (d + 1 == w.shape.size()) {
+    row(dst_off, src_off, w.shape[d], w.dst[d], w.src[d]);
+    return;
+  }
+  for (int64_t i = 0; i < w.shape[d]; ++i) walk_rows(w, d + 1, dst_off + i * w.dst[d], src_off + i * w.src[d], row);
+}
+
+template <class W>
+void copy_window(const WindowLoop& w, W* dst, const W* src) {
+  walk_rows(w, 0, 0, 0, [&](int64_t doff, int64_t soff, int64_t n, int64_t ds, int64_t ss) {
+    W* d = dst + doff;
+    const W* s = src + soff;
+    if (n == 1) *d = *s;
+    else if (ds == 1 && ss == 1) std::memcpy(d, s, static_cast<size_t>(n) * sizeof(W));
+    else for (int64_t i = 0; i < n; ++i) d[i * ds] = s[i * ss];
+  });
+}
+
+template <class W>
+void fill_window(const WindowLoop& w, W* dst, W value) {
+  walk_rows(w, 0, 0, 0, [&](int64_t doff, int64_t, int64_t n, int64_t ds, int64_t) {
+    for (int64_t i = 0; i < n; ++i) dst[doff + i * ds] = value;
+  });
+}
+
+// Where each index-vector component points: its operand dim's stride and the largest
+// start that keeps the window inside the operand.
+struct StartMap {
+  std::vector<int64_t> stride, limit;
+
+  // Offsets may be negative (operands with negative strides), so "out of bounds" has
+  // its own value.
+  static constexpr int64_t kOutOfBounds = std::numeric_limits<int64_t>::min();
+
+  // The element offset of the window start, or kOutOfBounds when the window does not fit
+  // and the mode says to fill (gather) or drop (scatter) it.
+  int64_t offset(const int64_t* index, bool clamp) const {
+    int64_t off = 0;
+    for (size_t k = 0; k < stride.size(); ++k) {
+      int64_t s = index[k];
+      if (clamp) s = std::clamp<int64_t>(s, 0, limit[k]);
+      else if (s < 0 || s > limit[k]) return kOutOfBounds;
+      off += s * stride[k];
+    }
+    return off;
+  }
+};
+
+// Steps through the batch positions (row-major over `shape`) keeping one running offset
+// per side, so no division happens per position.
+struct BatchOdometer {
+  const Shape& shape;
+  const std::vector<int64_t>& strides;
+  std::vector<int64_t> idx;
+  int64_t offset = 0;
+
+  BatchOdometer(const Shape& s, const std::vector<int64_t>& st, int64_t start)
+      : shape(s), strides(st), idx(s.size(), 0) {
+    for (size_t d = shape.size(); d-- > 0;) {
+      idx[d] = start % shape[d];
+      start /= shape[d];
+      offset += idx[d] * strides[d];
+    }
+  }
+  void next() {
+    for (size_t d = shape.size(); d-- > 0;) {
+      offset += strides[d];
+      if (++idx[d] < shape[d]) return;
+      offset -= shape[d] * strides[d];
+      idx[d] = 0;
+    }
+  }
+};
+
+std::vector<int64_t> indices_as_int64(const Array& indices) {
+  std::vector<int64_t> out(static_cast<size_t>(indices.size()));
+  indices.copy_to(out.data(), DType::Int64);
+  return out;
+}
+
+// ---- gather ----
+
+struct GatherSpec {
+  std::vector<int64_t> offset_dims, collapsed_slice_dims, start_index_map, slice_sizes;
+  GatherScatterMode mode;
+
+  explicit GatherSpec(const Params& p)
+      : offset_dims(p.get_ints("offset_dims")),
+        collapsed_slice_dims(p.get_ints("collapsed_slice_dims")),
+        start_index_map(p.get_ints("start_index_map")),
+        slice_sizes(p.get_ints("slice_sizes")),
+        mode(parse_mode("gather", p.get_string("mode"))) {}
+};
+
+std::vector<Aval> gather_rule(std::span<const Aval> in, const Params& params) {
+  if (in.size() != 2 && in.size() != 3)
+    fail("gather", "expected operand, indices and an optional fill_value, got ", in.size(), " operands");
+  const Aval& x = in[0];
+  const Aval& indices = in[1];
+  const std::string ctx = jx::detail::cat("; operand ", x.str(), ", indices ", indices.str());
+  check_indices("gather", indices, ctx);
+  GatherSpec g(params);
+  const int64_t rank = x.ndim();
+  const int64_t batch_rank = indices.ndim() - 1;
+  const auto out_rank = static_cast<int64_t>(batch_rank + g.offset_dims.size());
+  check_dims("gather", "offset_dims", g.offset_dims, out_rank, true, ctx);
+  check_dims("gather", "collapsed_slice_dims", g.collapsed_slice_dims, rank, true, ctx);
+  check_dims("gather", "start_index_map", g.start_index_map, rank, false, ctx);
+  if (static_cast<int64_t>(g.start_index_map.size()) != indices.shape.back())
+    fail("gather", "start_index_map ", shape_str(g.start_index_map), " must have one entry per index-vector ",
+         "component (the last axis of indices, of size ", indices.shape.back(), ")", ctx);
+  if (static_cast<int64_t>(g.slice_sizes.size()) != rank)
+    fail("gather", "slice_sizes ", shape_str(g.slice_sizes), " must have one entry per operand dimension", ctx);
+  for (size_t i = 0; i < g.slice_sizes.size(); ++i)
+    if (g.slice_sizes[i] < 0 || (indices.size() > 0 && g.slice_sizes[i] > x.shape[i]))
+      fail("gather", "slice_sizes ", shape_str(g.slice_sizes), " must be within [0, operand dimension] at ",
+           "dimension ", i, ctx);
+  for (int64_t d : g.collapsed_slice_dims)
+    if (g.slice_sizes[static_cast<size_t>(d)] != 1)
+      fail("gather", "collapsed_slice_dims ", shape_str(g.collapsed_slice_dims), " can only collapse dimensions ",
+           "with slice size 1, but slice_sizes ", shape_str(g.slice_sizes), " has ",
+           g.slice_sizes[static_cast<size_t>(d)], " at dimension ", d, ctx);
+  if (static_cast<int64_t>(g.offset_dims.size() + g.collapsed_slice_dims.size()) != rank)
+    fail("gather", "every operand dimension must be either an offset dimension or collapsed; offset_dims ",
+         shape_str(g.offset_dims), " and collapsed_slice_dims ", shape_str(g.collapsed_slice_dims),
+         " do not add up to the operand's rank ", rank, ctx);
+  if (in.size() == 3 && in[2].ndim() != 0) fail("gather", "fill_value must be a scalar, got ", in[2].str(), ctx);
+  // Offset dims take the sizes of the uncollapsed slice dims in order; batch dims take
+  // the leading axes of indices in order.
+  auto window_dims = complement(rank, g.collapsed_slice_dims);
+  Shape shape(static_cast<size_t>(out_rank));
+  size_t next_offset = 0, next_batch = 0;
+  for (int64_t i = 0; i < out_rank; ++i) {
+    if (next_offset < g.offset_dims.size() && g.offset_dims[next_offset] == i)
+      shape[static_cast<size_t>(i)] = g.slice_sizes[static_cast<size_t>(window_dims[next_offset++])];
+    else shape[static_cast<size_t>(i)] = indices.shape[next_batch++];
+  }
+  return {Aval{shape, x.dtype, x.weak_type}};
+}
+
+// JAX's default fill for out-of-bounds windows: NaN for inexact types, the minimum of a
+// signed type, the maximum of an unsigned type, true for bool.
+template <class T>
+T default_fill() {
+  if constexpr (std::is_same_v<T, bool>) return true;
+  else if constexpr (is_half_v<T> || std::is_floating_point_v<T>) return T(std::numeric_limits<float>::quiet_NaN());
+  else if constexpr (is_complex_v<T>) return T(std::numeric_limits<typename T::value_type>::quiet_NaN(), 0);
+  else if constexpr (std::is_signed_v<T>) return std::numeric_limits<T>::min();
+  else return std::numeric_limits<T>::max();
+}
+
+std::vector<Array> gather_impl(std::span<const Array> in, const Params& params, std::span<const Aval> out_avals) {
+  const Array& x = in[0];
+  const Array& indices = in[1];
+  const Aval& aval = out_avals[0];
+  Array out = jx::detail::alloc_array(aval);
+  if (aval.size() == 0) return {out};
+  GatherSpec g(params);
+  const int64_t width = x.itemsize();
+  const auto& xs = jx::detail::strides(x);
+  const auto& os = jx::detail::strides(out);
+
+  // The window: uncollapsed operand dims, landing on the output's offset dims.
+  auto window_dims = complement(x.ndim(), g.collapsed_slice_dims);
+  Shape window;
+  std::vector<int64_t> window_dst, window_src;
+  for (size_t j = 0; j < window_dims.size(); ++j) {
+    auto d = static_cast<size_t>(window_dims[j]);
+    window.push_back(g.slice_sizes[d]);
+    window_src.push_back(xs[d]);
+    window_dst.push_back(os[static_cast<size_t>(g.offset_dims[j])]);
+  }
+  const WindowLoop loop(window, window_dst, window_src);
+
+  // Batch positions: the output dims that are not offset dims.
+  Shape batch_shape(indices.shape().begin(), indices.shape().end() - 1);
+  std::vector<int64_t> batch_strides;
+  for (int64_t i = 0; i < aval.ndim(); ++i)
+    if (std::find(g.offset_dims.begin(), g.offset_dims.end(), i) == g.offset_dims.end())
+      batch_strides.push_back(os[static_cast<size_t>(i)]);
+
+  StartMap starts;
+  for (int64_t d : g.start_index_map) {
+    auto i = static_cast<size_t>(d);
+    starts.stride.push_back(xs[i]);
+    starts.limit.push_back(x.shape()[i] - g.slice_sizes[i]);
+  }
+  // PromiseInBounds is free to do anything out of bounds; clamping keeps it memory-safe.
+  const bool clamp = g.mode != GatherScatterMode::FillOrDrop;
+
+  alignas(16) unsigned char fill[16] = {};
+  dispatch_dtype(x.dtype(), [&]<class T>() {
+    T v = default_fill<T>();
+    std::memcpy(fill, &v, sizeof(T));
+  });
+  if (in.size() == 3) in[2].copy_to(fill, x.dtype());
+
+  const std::vector<int64_t> index_values = indices_as_int64(indices);
+  const auto vec = static_cast<size_t>(indices.shape().back());
+  const int64_t batch = shape_size(batch_shape);
+  const int64_t grain = std::max<int64_t>(1, cpu::kParallelGrain / std::max<int64_t>(loop.size, 1));
+  movement::dispatch_width(width, [&]<class W>() {
+    const W* src = static_cast<const W*>(jx::detail::raw_data(x));
+    W* dst = jx::detail::mutable_data<W>(out);
+    W fill_value;
+    std::memcpy(&fill_value, fill, sizeof(W));
+    cpu::parallel_for(batch, grain, [&](int64_t begin, int64_t end) {
+      BatchOdometer pos(batch_shape, batch_strides, begin);
+      for (int64_t b = begin; b < end; ++b, pos.next()) {
+        int64_t start = starts.offset(index_values.data() + static_cast<size_t>(b) * vec, clamp);
+        if (start == StartMap::kOutOfBounds) fill_window<W>(loop, dst + pos.offset, fill_value);
+        else copy_window<W>(loop, dst + pos.offset, src + start);
+      }
+    });
+  });
+  return {out};
+}
+
+const Primitive gather_p("gather", {.traits = kShapeOnly | kLinear, .abstract_eval = gather_rule, .impl = gather_impl});
+
+// ---- scatter ----
+
+struct ScatterSpec {
+  std::vector<int64_t> update_window_dims, inserted_window_dims, scatter_dims_to_operand_dims;
+  GatherScatterMode mode;
+
+  ScatterSpec(std::string_view op, const Params& p)
+      : update_window_dims(p.get_ints("update_window_dims")),
+        inserted_window_dims(p.get_ints("inserted_window_dims")),
+        scatter_dims_to_operand_dims(p.get_ints("scatter_dims_to_operand_dims")),
+        mode(parse_mode(op, p.get_string("mode"))) {}
+};
+
+std::vector<Aval> scatter_rule(std::string_view op, std::span<const Aval> in, const Params& params) {
+  rules::check_arity(op, in, 3);
+  const Aval& x = in[0];
+  const Aval& indices = in[1];
+  const Aval& updates = in[2];
+  const std::string ctx =
+      jx::detail::cat("; operand ", x.str(), ", indices ", indices.str(), ", updates ", updates.str());
+  check_indices(op, indices, ctx);
+  if (updates.dtype != x.dtype) fail(op, "updates must have the operand's dtype", ctx);
+  ScatterSpec s(op, params);
+  const int64_t rank = x.ndim();
+  const int64_t batch_rank = indices.ndim() - 1;
+  check_dims(op, "update_window_dims", s.update_window_dims, updates.ndim(), true, ctx);
+  check_dims(op, "inserted_window_dims", s.inserted_window_dims, rank, true, ctx);
+  check_dims(op, "scatter_dims_to_operand_dims", s.scatter_dims_to_operand_dims, rank, false, ctx);
+  if (updates.ndim() != static_cast<int64_t>(batch_rank + s.update_window_dims.size()))
+    fail(op, "updates must have rank ", batch_rank + static_cast<int64_t>(s.update_window_dims.size()),
+         " (the batch axes of indices plus update_window_dims ", shape_str(s.update_window_dims), ")", ctx);
+  if (static_cast<int64_t>(s.update_window_dims.size() + s.inserted_window_dims.size()) != rank)
+    fail(op, "update_window_dims ", shape_str(s.update_window_dims), " and inserted_window_dims ",
+         shape_str(s.inserted_window_dims), " must together cover the operand's rank ", rank, ctx);
+  if (static_cast<int64_t>(s.scatter_dims_to_operand_dims.size()) != indices.shape.back())
+    fail(op, "scatter_dims_to_operand_dims ", shape_str(s.scatter_dims_to_operand_dims),
+         " must have one entry per index-vector component (the last axis of indices, of size ",
+         indices.shape.back(), ")", ctx);
+  auto window_dims = complement(rank, s.inserted_window_dims);
+  for (size_t j = 0; j < window_dims.size(); ++j) {
+    int64_t size = updates.shape[static_cast<size_t>(s.update_window_dims[j])];
+    if (size > x.shape[static_cast<size_t>(window_dims[j])])
+      fail(op, "update window dimension ", s.update_window_dims[j], " of size ", size,
+           " exceeds operand dimension ", window_dims[j], ctx);
+  }
+  size_t next_batch = 0;
+  for (int64_t i = 0; i < updates.ndim(); ++i) {
+    if (std::binary_search(s.update_window_dims.begin(), s.update_window_dims.end(), i)) continue;
+    if (updates.shape[static_cast<size_t>(i)] != indices.shape[next_batch])
+      fail(op, "the scatter axes of updates must match the batch axes of indices ",
+           shape_str(Shape(indices.shape.begin(), indices.shape.end() - 1)), ctx);
+    ++next_batch;
+  }
+  return {Aval{x.shape, x.dtype, x.weak_type}};
+}
+
+// How an update combines with the value already there. Integer arithmetic wraps (done
+// in uint64 so signed overflow is never UB); halves compute in float; min/max propagate
+// NaN as lax.min/max do and order complex numbers lexicographically as XLA does.
+enum class Combine { Set, Add, Mul, Min, Max };
+
+template <class T>
+bool is_nan_value(T v) {
+  if constexpr (is_half_v<T>) return std::isnan(static_cast<float>(v));
+  else if constexpr (std::is_floating_point_v<T>) return std::isnan(v);
+  else if constexpr (is_complex_v<T>) return std::isnan(v.real()) || std::isnan(v.imag());
+  else return false;
+}
+
+template <class T>
+bool less(T a, T b) {
+  if constexpr (is_complex_v<T>) return a.real() < b.real() || (a.real() == b.real() && a.imag() < b.imag());
+  else if constexpr (is_half_v<T>) return static_cast<float>(a) < static_cast<float>(b);
+  else return a < b;
+}
+
+template <Combine C, class T>
+T combine(T old, T upd) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return (C == Combine::Add || C == Combine::Max) ? (old || upd) : (old && upd);
+  } else if constexpr (C == Combine::Min || C == Combine::Max) {
+    if (is_nan_value(old)) return old;
+    if (is_nan_value(upd)) return upd;
+    return (C == Combine::Min ? less(upd, old) : less(old, upd)) ? upd : old;
+  } else if constexpr (std::is_integral_v<T>) {
+    auto a = static_cast<uint64_t>(old), b = static_cast<uint64_t>(upd);
+    return static_cast<T>(C == Combine::Add ? a + b : a * b);
+  } else {
+    using F = jx::detail::compute_t<T>;
+    F a = static_cast<F>(old), b = static_cast<F>(upd);
+    return T(C == Combine::Add ? a + b : a * b);
+  }
+}
+
+template <Combine C, class T>
+void combine_window(const WindowLoop& w, T* dst, const T* src) {
+  walk_rows(w, 0, 0, 0, [&](int64_t doff, int64_t soff, int64_t n, int64_t ds, int64_t ss) {
+    for (int64_t i = 0; i < n; ++i) dst[doff + i * ds] = combine<C, T>(dst[doff + i * ds], src[soff + i * ss]);
+  });
+}
+
+template <Combine C>
+std::vector<Array> scatter_impl(std::string_view op, std::span<const Array> in, const Params& params,
+                                std::span<const Aval> out_avals) {
+  const Array& x = in[0];
+  const Array& indices = in[1];
+  const Array& updates = in[2];
+  Array out = movement::copy_to_fresh(x, out_avals[0]);
+  ScatterSpec s(op, params);
+  const auto& os = jx::detail::strides(out);
+  const auto& us = jx::detail::strides(updates);
+
+  // The window: update_window_dims of updates, landing on the uninserted operand dims.
+  auto window_dims = complement(x.ndim(), s.inserted_window_dims);
+  Shape window;
+  std::vector<int64_t> window_dst, window_src;
+  std::vector<int64_t> window_size(static_cast<size_t>(x.ndim()), 1);  // per operand dim
+  for (size_t j = 0; j < window_dims.size(); ++j) {
+    auto u = static_cast<size_t>(s.update_window_dims[j]);
+    window.push_back(updates.shape()[u]);
+    window_src.push_back(us[u]);
+    window_dst.push_back(os[static_cast<size_t>(window_dims[j])]);
+    window_size[static_cast<size_t>(window_dims[j])] = updates.shape()[u];
+  }
+  Shape batch_shape(indices.shape().begin(), indices.shape().end() - 1);
+  const int64_t batch = shape_size(batch_shape);
+  if (batch == 0 || shape_size(window) == 0) return {out};
+  const WindowLoop loop(window, window_dst, window_src);
+
+  std::vector<int64_t> batch_strides;  // the updates' scatter axes
+  for (int64_t i = 0; i < updates.ndim(); ++i)
+    if (!std::binary_search(s.update_window_dims.begin(), s.update_window_dims.end(), i))
+      batch_strides.push_back(us[static_cast<size_t>(i)]);
+
+  StartMap starts;
+  for (int64_t d : s.scatter_dims_to_operand_dims) {
+    auto i = static_cast<size_t>(d);
+    starts.stride.push_back(os[i]);
+    starts.limit.push_back(x.shape()[i] - window_size[i]);
+  }
+  // XLA skips a window that does not fit; only Clip moves it inside instead.
+  const bool clamp = s.mode == GatherScatterMode::Clip;
+  const std::vector<int64_t> index_values = indices_as_int64(indices);
+  const auto vec = static_cast<size_t>(indices.shape().back());
+
+  // Sequential in batch order, so with repeated indices the last update wins (Set) and
+  // floating-point sums are deterministic.
+  auto run = [&]<class T>(auto&& apply_window) {
+    const T* src = static_cast<const T*>(jx::detail::raw_data(updates));
+    T* dst = jx::detail::mutable_data<T>(out);
+    BatchOdometer pos(batch_shape, batch_strides, 0);
+    for (int64_t b = 0; b < batch; ++b, pos.next()) {
+      int64_t start = starts.offset(index_values.data() + static_cast<size_t>(b) * vec, clamp);
+      if (start != StartMap::kOutOfBounds) apply_window(dst + start, src + pos.offset);
+    }
+  };
+  if constexpr (C == Combine::Set) {
+    movement::dispatch_width(x.itemsize(), [&]<class W>() {
+      run.template operator()<W>([&](W* d, const W* u) { copy_window<W>(loop, d, u); });
+    });
+  } else {
+    dispatch_dtype(x.dtype(), [&]<class T>() {
+      run.template operator()<T>([&](T* d, const T* u) { combine_window<C, T>(loop, d, u); });
+    });
+  }
+  return {out};
+}
+
+// The scatter flavours differ only in how an update combines with the operand.
+template <Combine C>
+Primitive::Rules scatter_rules(const char* name, uint32_t traits) {
+  return {.traits = traits,
+          .abstract_eval = [name](std::span<const Aval> in, const Params& p) { return scatter_rule(name, in, p); },
+          .impl = [name](std::span<const Array> in, const Params& p, std::span<const Aval> out) {
+            return scatter_impl<C>(name, in, p, out);
+          }};
+}
+
+const Primitive scatter_p("scatter", scatter_rules<Combine::Set>("scatter", kShapeOnly | kLinear));
+const Primitive scatter_add_p("scatter_add", scatter_rules<Combine::Add>("scatter_add", kLinear));
+const Primitive scatter_mul_p("scatter_mul", scatter_rules<Combine::Mul>("scatter_mul", 0));
+const Primitive scatter_min_p("scatter_min", scatter_rules<Combine::Min>("scatter_min", 0));
+const Primitive scatter_max_p("scatter_max", scatter_rules<Combine::Max>("scatter_max", 0));
+
+Array bind_scatter(const Primitive& p, const Array& operand, const Array& indices, const Array& updates,
+                   const ScatterDimensionNumbers& dnums, GatherScatterMode mode) {
+  return bind1(p, {operand, indices, updates},
+               {{"update_window_dims", dnums.update_window_dims},
+                {"inserted_window_dims", dnums.inserted_window_dims},
+                {"scatter_dims_to_operand_dims", dnums.scatter_dims_to_operand_dims},
+                {"mode", std::string(mode_name(mode))}});
+}
+
+}  // namespace
+
+Array gather(const Array& operand, const Array& indices, const GatherDimensionNumbers& dnums,
+             const Shape& slice_sizes, GatherScatterMode mode, const Array& fill_value) {
+  Params params{{"offset_dims", dnums.offset_dims},
+                {"collapsed_slice_dims", dnums.collapsed_slice_dims},
+                {"start_index_map", dnums.start_index_map},
+                {"slice_sizes", slice_sizes},
+                {"mode", std::string(mode_name(mode))}};
+  if (mode == GatherScatterMode::FillOrDrop && fill_value.valid())
+    return bind1(gather_p, {operand, indices, fill_value}, params);
+  return bind1(gather_p, {operand, indices}, params);
+}
+
+Array scatter(const Array& operand, const Array& indices, const Array& updates, const ScatterDimensionNumbers& dnums,
+              GatherScatterMode mode) {
+  return bind_scatter(scatter_p, operand, indices, updates, dnums, mode);
+}
+Array scatter_add(const Array& operand, const Array& indices, const Array& updates,
+                  const ScatterDimensionNumbers& dnums, GatherScatterMode mode) {
+  return bind_scatter(scatter_add_p, operand, indices, updates, dnums, mode);
+}
+Array scatter_mul(const Array& operand, const Array& indices, const Array& updates,
+                  const ScatterDimensionNumbers& dnums, GatherScatterMode mode) {
+  return bind_scatter(scatter_mul_p, operand, indices, updates, dnums, mode);
+}
+Array scatter_min(const Array& operand, const Array& indices, const Array& updates,
+                  const ScatterDimensionNumbers& dnums, GatherScatterMode mode) {
+  return bind_scatter(scatter_min_p, operand, indices, updates, dnums, mode);
+}
+Array scatter_max(const Array& operand, const Array& indices, const Array& updates,
+                  const ScatterDimensionNumbers& dnums, GatherScatterMode mode) {
+  return bind_scatter(scatter_max_p, operand, indices, updates, dnums, mode);
+}
+
+}  // namespace jx::lax

@@ -1,0 +1,244 @@
+// The monoids behind reductions and cumulative ops (sum, prod, max, min, and, or), and
+// the loop helpers their kernels share. Private to src/lax/{reductions,cumulative}.cpp.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <type_traits>
+
+#include "core/convert.h"
+#include "cpu/strided.h"
+
+namespace jx::lax::kernels {
+
+template <class A>
+inline bool is_nan(const A& v) {
+  if constexpr (is_complex_v<A>) return std::isnan(v.real()) || std::isnan(v.imag());
+  else if constexpr (std::is_floating_point_v<A>) return std::isnan(v);
+  else return false;
+}
+
+// Lexicographic (real, then imaginary) order on complex values, as JAX's max/min and
+// sort; callers handle NaN first.
+template <class C>
+inline bool complex_greater(const C& a, const C& b) {
+  return a.real() > b.real() || (a.real() == b.real() && a.imag() > b.imag());
+}
+
+template <class T>
+inline constexpr bool is_int_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+
+// Integer sums and products accumulate in unsigned arithmetic: it wraps the way NumPy
+// and XLA do, where signed overflow would be undefined behaviour. Narrowing the
+// result back keeps the low bits, which is the same answer.
+template <class T>
+using arith_acc_t = std::conditional_t<is_int_v<T>, std::conditional_t<(sizeof(T) <= 4), uint32_t, uint64_t>,
+                                       detail::compute_t<T>>;
+
+template <class T>
+struct SumOp {
+  using Acc = arith_acc_t<T>;
+  static constexpr bool kSupported = !std::is_same_v<T, bool>;
+  static constexpr bool kOrderMatters = std::is_floating_point_v<Acc> || is_complex_v<Acc>;
+  static Acc identity() { return Acc(0); }
+  static Acc load(T v) { return static_cast<Acc>(v); }
+  static Acc combine(Acc a, Acc b) { return static_cast<Acc>(a + b); }
+  static T store(Acc a) { return static_cast<T>(a); }
+};
+
+template <class T>
+struct ProdOp {
+  using Acc = arith_acc_t<T>;
+  static constexpr bool kSupported = !std::is_same_v<T, bool>;
+  static Acc identity() { return Acc(1); }
+  static Acc load(T v) { return static_cast<Acc>(v); }
+  static Acc combine(Acc a, Acc b) {
+    // The textbook formula (as NumPy), not std::complex's C99 Annex G special cases.
+    if constexpr (is_complex_v<Acc>)
+      return Acc(a.real() * b.real() - a.imag() * b.imag(), a.real() * b.imag() + a.imag() * b.real());
+    else return static_cast<Acc>(a * b);
+  }
+  static T store(Acc a) { return static_cast<T>(a); }
+};
+
+// Max and min propagate NaN (XLA's semantics; NumPy's np.max agrees).
+template <class T>
+struct MaxOp {
+  using Acc = detail::compute_t<T>;
+  static constexpr bool kSupported = true;
+  static Acc identity() {
+    if constexpr (is_complex_v<Acc>) return Acc(-std::numeric_limits<typename Acc::value_type>::infinity(), 0);
+    else if constexpr (std::is_floating_point_v<Acc>) return -std::numeric_limits<Acc>::infinity();
+    else return std::numeric_limits<Acc>::lowest();
+  }
+  static Acc load(T v) { return static_cast<Acc>(v); }
+  static Acc combine(Acc a, Acc b) {
+    if constexpr (is_complex_v<Acc>) {
+      if (is_nan(a)) return a;
+      if (is_nan(b)) return b;
+      return complex_greater(b, a) ? b : a;
+    } else if constexpr (std::is_floating_point_v<Acc>) {
+      // Two selects rather than ||, so the compiler emits compares and blends, not branches.
+      Acc r = a > b ? a : b;
+      return a != a ? a : r;
+    } else {
+      return a > b ? a : b;
+    }
+  }
+  static T store(Acc a) { return static_cast<T>(a); }
+};
+
+template <class T>
+struct MinOp {
+  using Acc = detail::compute_t<T>;
+  static constexpr bool kSupported = true;
+  static Acc identity() {
+    if constexpr (is_complex_v<Acc>) return Acc(std::numeric_limits<typename Acc::value_type>::infinity(), 0);
+    else if constexpr (std::is_floating_point_v<Acc>) return std::numeric_limits<Acc>::infinity();
+    else return std::numeric_limits<Acc>::max();
+  }
+  static Acc load(T v) { return static_cast<Acc>(v); }
+  static Acc combine(Acc a, Acc b) {
+    if constexpr (is_complex_v<Acc>) {
+      if (is_nan(a)) return a;
+      if (is_nan(b)) return b;
+      return complex_greater(a, b) ? b : a;
+    } else if constexpr (std::is_floating_point_v<Acc>) {
+      Acc r = a < b ? a : b;
+      return a != a ? a : r;
+    } else {
+      return a < b ? a : b;
+    }
+  }
+  static T store(Acc a) { return static_cast<T>(a); }
+};
+
+// Logical on bool, bitwise on integers (lax.reduce_and / reduce_or).
+template <class T>
+struct AndOp {
+  using Acc = T;
+  static constexpr bool kSupported = std::is_integral_v<T>;
+  static Acc identity() {
+    if constexpr (std::is_same_v<T, bool>) return true;
+    else if constexpr (std::is_integral_v<T>) return static_cast<T>(~T(0));
+    else return T();
+  }
+  static Acc load(T v) { return v; }
+  static Acc combine(Acc a, Acc b) {
+    if constexpr (std::is_same_v<T, bool>) return a && b;
+    else if constexpr (std::is_integral_v<T>) return static_cast<T>(a & b);
+    else return a;
+  }
+  static T store(Acc a) { return a; }
+};
+
+template <class T>
+struct OrOp {
+  using Acc = T;
+  static constexpr bool kSupported = std::is_integral_v<T>;
+  static Acc identity() { return T(); }
+  static Acc load(T v) { return v; }
+  static Acc combine(Acc a, Acc b) {
+    if constexpr (std::is_same_v<T, bool>) return a || b;
+    else if constexpr (std::is_integral_v<T>) return static_cast<T>(a | b);
+    else return a;
+  }
+  static T store(Acc a) { return a; }
+};
+
+// A growable scratch array of accumulators (std::vector<bool> is not an array of bool).
+template <class A>
+class Scratch {
+ public:
+  explicit Scratch(int64_t n = 0) { grow(n); }
+  // Makes room for n elements, keeping the current ones.
+  void grow(int64_t n) {
+    if (n <= size_) return;
+    std::unique_ptr<A[]> bigger(new A[static_cast<size_t>(n)]());
+    std::copy(data_.get(), data_.get() + size_, bigger.get());
+    data_ = std::move(bigger);
+    size_ = n;
+  }
+  A* data() { return data_.get(); }
+  A& operator[](int64_t i) { return data_[static_cast<size_t>(i)]; }
+
+ private:
+  std::unique_ptr<A[]> data_;
+  int64_t size_ = 0;
+};
+
+// Each operand's element offset of the first element of `row` of a collapsed loop
+// (rows run over all dims but the innermost, row-major).
+template <size_t K>
+std::array<int64_t, K> row_offset(const cpu::StridedLoop<K>& loop, int64_t row) {
+  std::array<int64_t, K> off{};
+  for (int d = loop.ndim() - 2; d >= 0; --d) {
+    int64_t i = row % loop.shape[d];
+    row /= loop.shape[d];
+    for (size_t k = 0; k < K; ++k) off[k] += i * loop.strides[k][d];
+  }
+  return off;
+}
+
+// Steps through a collapsed loop element by element from a linear start index; the
+// row offsets are recomputed only when a row ends, so a step is an add. The loop must
+// be non-empty.
+template <size_t K>
+class LoopCursor {
+ public:
+  LoopCursor(const cpu::StridedLoop<K>& loop, int64_t start) : loop_(loop), cols_(loop.inner_size()) {
+    row_ = start / cols_;
+    col_ = start % cols_;
+    seek();
+  }
+  const std::array<int64_t, K>& offsets() const { return off_; }
+  int64_t offset(size_t k = 0) const { return off_[k]; }
+  void next() {
+    if (++col_ == cols_) {
+      ++row_;
+      col_ = 0;
+      seek();
+    } else {
+      for (size_t k = 0; k < K; ++k) off_[k] += loop_.strides[k].back();
+    }
+  }
+
+ private:
+  void seek() {
+    off_ = row_offset(loop_, row_);
+    for (size_t k = 0; k < K; ++k) off_[k] += col_ * loop_.strides[k].back();
+  }
+  const cpu::StridedLoop<K>& loop_;
+  int64_t cols_, row_ = 0, col_ = 0;
+  std::array<int64_t, K> off_{};
+};
+
+// Calls run(offset, n, stride) for the contiguous-in-index runs that cover linear
+// elements [begin, end) of a one-operand loop.
+template <class F>
+void for_runs(const cpu::StridedLoop<1>& loop, int64_t begin, int64_t end, F&& run) {
+  const int64_t cols = loop.inner_size(), stride = loop.strides[0].back();
+  int64_t row = begin / cols, col = begin % cols;
+  while (begin < end) {
+    int64_t n = std::min(cols - col, end - begin);
+    run(row_offset(loop, row)[0] + col * stride, n, stride);
+    begin += n;
+    ++row;
+    col = 0;
+  }
+}
+
+// Combines each half of [0, n) recursively, in place: partials[0] ends up holding the
+// pairwise combination of all n, so rounding error grows with log n.
+template <class Op>
+void combine_pairwise(typename Op::Acc* partials, int64_t n, int64_t stride = 1) {
+  for (int64_t step = 1; step < n; step *= 2)
+    for (int64_t i = 0; i + step < n; i += 2 * step)
+      partials[i * stride] = Op::combine(partials[i * stride], partials[(i + step) * stride]);
+}
+
+}  // namespace jx::lax::kernels

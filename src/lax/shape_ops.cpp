@@ -1,0 +1,312 @@
+// Shape primitives: iota, broadcast_in_dim, reshape, transpose, squeeze, expand_dims, rev.
+// Everything but iota (and reshape of a layout no view can express) returns a view
+// sharing the operand's storage: only strides and the offset change.
+#include <algorithm>
+#include <numeric>
+
+#include "core/convert.h"
+#include "jx/lax.h"
+#include "lax/data_movement.h"
+#include "lax/rules.h"
+
+namespace jx::lax {
+namespace {
+
+using jx::detail::fail;
+using jx::detail::shape_str;
+
+// Shape-only primitives that are linear in their single operand.
+constexpr uint32_t kLinearShapeOp = kShapeOnly | kLinear;
+
+void check_nonnegative_shape(std::string_view op, const Shape& shape, std::string_view what) {
+  for (int64_t d : shape)
+    if (d < 0) fail(op, what, " must be non-negative, got ", shape_str(shape));
+}
+
+const Array& only_operand(std::span<const Array> in) { return in[0]; }
+
+// ---- iota ----
+
+std::vector<Aval> iota_rule(std::span<const Aval> in, const Params& params) {
+  rules::check_arity("iota", in, 0);
+  DType dtype = params.get_dtype("dtype");
+  const Shape& shape = params.get_ints("shape");
+  int64_t dimension = params.get_int("dimension");
+  if (!rules::dtype_in(dtype, rules::kNumberTypes))
+    fail("iota", "dtype must be numeric, got ", dtype_name(dtype));
+  check_nonnegative_shape("iota", shape, "shape");
+  if (dimension < 0 || dimension >= static_cast<int64_t>(shape.size()))
+    fail("iota", "dimension ", dimension, " is out of bounds for shape ", shape_str(shape));
+  return {Aval{shape, dtype, false}};
+}
+
+std::vector<Array> iota_impl(std::span<const Array>, const Params& params, std::span<const Aval> out_avals) {
+  const Aval& aval = out_avals[0];
+  Array out = jx::detail::alloc_array(aval);
+  const auto dim = static_cast<size_t>(params.get_int("dimension"));
+  const int64_t n = aval.shape[dim];
+  const int64_t outer = shape_size(Shape(aval.shape.begin(), aval.shape.begin() + static_cast<long>(dim)));
+  const int64_t inner = shape_size(Shape(aval.shape.begin() + static_cast<long>(dim) + 1, aval.shape.end()));
+  dispatch_dtype(aval.dtype, [&]<class T>() {
+    T* d = jx::detail::mutable_data<T>(out);
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < n; ++i, d += inner) std::fill_n(d, inner, jx::detail::convert_value<T>(i));
+  });
+  return {out};
+}
+
+const Primitive iota_p("iota", {.traits = 0, .abstract_eval = iota_rule, .impl = iota_impl});
+
+// ---- broadcast_in_dim ----
+
+std::vector<Aval> broadcast_in_dim_rule(std::span<const Aval> in, const Params& params) {
+  rules::check_arity("broadcast_in_dim", in, 1);
+  const Aval& x = in[0];
+  const Shape& shape = params.get_ints("shape");
+  const auto& bdims = params.get_ints("broadcast_dimensions");
+  check_nonnegative_shape("broadcast_in_dim", shape, "shape");
+  if (bdims.size() != x.shape.size())
+    fail("broadcast_in_dim", "broadcast_dimensions ", shape_str(bdims),
+         " must have one entry per operand dimension; operand shape ", shape_str(x.shape));
+  if (x.shape.size() > shape.size())
+    fail("broadcast_in_dim", "cannot broadcast operand of shape ", shape_str(x.shape), " to fewer dimensions ",
+         shape_str(shape));
+  for (size_t i = 0; i < bdims.size(); ++i) {
+    int64_t d = bdims[i];
+    if (d < 0 || d >= static_cast<int64_t>(shape.size()))
+      fail("broadcast_in_dim", "broadcast_dimensions ", shape_str(bdims), " has entry ", d,
+           " out of bounds for result shape ", shape_str(shape));
+    if (i > 0 && d <= bdims[i - 1])
+      fail("broadcast_in_dim", "broadcast_dimensions ", shape_str(bdims), " must be strictly increasing");
+    if (x.shape[i] != 1 && x.shape[i] != shape[static_cast<size_t>(d)])
+      fail("broadcast_in_dim", "operand dimension ", i, " of size ", x.shape[i],
+           " cannot broadcast to result dimension ", d, " of size ", shape[static_cast<size_t>(d)],
+           "; operand shape ", shape_str(x.shape), ", result shape ", shape_str(shape));
+  }
+  return {Aval{shape, x.dtype, x.weak_type}};
+}
+
+std::vector<Array> broadcast_in_dim_impl(std::span<const Array> in, const Params& params,
+                                         std::span<const Aval> out_avals) {
+  const Array& x = only_operand(in);
+  const Aval& aval = out_avals[0];
+  const auto& bdims = params.get_ints("broadcast_dimensions");
+  const auto& xs = jx::detail::strides(x);
+  // New dims and size-1 dims stretched to a larger size repeat the same element: stride 0.
+  std::vector<int64_t> strides(aval.shape.size(), 0);
+  for (size_t i = 0; i < bdims.size(); ++i) {
+    auto d = static_cast<size_t>(bdims[i]);
+    if (x.shape()[i] == aval.shape[d]) strides[d] = xs[i];
+  }
+  return {jx::detail::make_view(x, aval, std::move(strides), x.impl().offset)};
+}
+
+const Primitive broadcast_in_dim_p("broadcast_in_dim", {.traits = kLinearShapeOp,
+                                                        .abstract_eval = broadcast_in_dim_rule,
+                                                        .impl = broadcast_in_dim_impl});
+
+// ---- reshape ----
+
+std::vector<Aval> reshape_rule(std::span<const Aval> in, const Params& params) {
+  rules::check_arity("reshape", in, 1);
+  const Aval& x = in[0];
+  const Shape& new_sizes = params.get_ints("new_sizes");
+  check_nonnegative_shape("reshape", new_sizes, "new_sizes");
+  if (shape_size(new_sizes) != x.size())
+    fail("reshape", "cannot reshape ", shape_str(x.shape), " into ", shape_str(new_sizes));
+  return {Aval{new_sizes, x.dtype, x.weak_type}};
+}
+
+std::vector<Array> reshape_impl(std::span<const Array> in, const Params&, std::span<const Aval> out_avals) {
+  const Array& x = only_operand(in);
+  const Aval& aval = out_avals[0];
+  std::vector<int64_t> strides;
+  if (movement::reshape_strides(x.shape(), jx::detail::strides(x), aval.shape, strides))
+    return {jx::detail::make_view(x, aval, std::move(strides), x.impl().offset)};
+  // The layout cannot be expressed with strides (e.g. flattening a transpose): copy.
+  Array dense = movement::copy_to_fresh(x, x.aval());
+  return {jx::detail::make_view(dense, aval, jx::detail::contiguous_strides(aval.shape), 0)};
+}
+
+const Primitive reshape_p("reshape", {.traits = kLinearShapeOp, .abstract_eval = reshape_rule, .impl = reshape_impl});
+
+// ---- transpose ----
+
+std::vector<Aval> transpose_rule(std::span<const Aval> in, const Params& params) {
+  rules::check_arity("transpose", in, 1);
+  const Aval& x = in[0];
+  const auto& perm = params.get_ints("permutation");
+  std::vector<int64_t> sorted = perm;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<int64_t> expected(x.shape.size());
+  std::iota(expected.begin(), expected.end(), 0);
+  if (sorted != expected)
+    fail("transpose", "permutation ", shape_str(perm), " is not a permutation of the axes of operand shape ",
+         shape_str(x.shape));
+  Shape shape;
+  for (int64_t p : perm) shape.push_back(x.shape[static_cast<size_t>(p)]);
+  return {Aval{shape, x.dtype, x.weak_type}};
+}
+
+std::vector<Array> transpose_impl(std::span<const Array> in, const Params& params, std::span<const Aval> out_avals) {
+  const Array& x = only_operand(in);
+  const auto& xs = jx::detail::strides(x);
+  std::vector<int64_t> strides;
+  for (int64_t p : params.get_ints("permutation")) strides.push_back(xs[static_cast<size_t>(p)]);
+  return {jx::detail::make_view(x, out_avals[0], std::move(strides), x.impl().offset)};
+}
+
+const Primitive transpose_p("transpose",
+                            {.traits = kLinearShapeOp, .abstract_eval = transpose_rule, .impl = transpose_impl});
+
+// ---- squeeze ----
+
+std::vector<Aval> squeeze_rule(std::span<const Aval> in, const Params& params) {
+  rules::check_arity("squeeze", in, 1);
+  const Aval& x = in[0];
+  auto dims = rules::canonical_axes("squeeze", params.get_ints("dimensions"), x.shape);
+  for (int64_t d : dims)
+    if (x.shape[static_cast<size_t>(d)] != 1)
+      fail("squeeze", "cannot squeeze dimension ", d, " of size ", x.shape[static_cast<size_t>(d)],
+           " in operand shape ", shape_str(x.shape), "; only size-1 dimensions can be squeezed");
+  Shape shape;
+  for (size_t i = 0; i < x.shape.size(); ++i)
+    if (std::find(dims.begin(), dims.end(), static_cast<int64_t>(i)) == dims.end()) shape.push_back(x.shape[i]);
+  return {Aval{shape, x.dtype, x.weak_type}};
+}
+
+std::vector<Array> squeeze_impl(std::span<const Array> in, const Params& params, std::span<const Aval> out_avals) {
+  const Array& x = only_operand(in);
+  auto dims = rules::canonical_axes("squeeze", params.get_ints("dimensions"), x.shape());
+  const auto& xs = jx::detail::strides(x);
+  std::vector<int64_t> strides;
+  for (size_t i = 0; i < xs.size(); ++i)
+    if (std::find(dims.begin(), dims.end(), static_cast<int64_t>(i)) == dims.end()) strides.push_back(xs[i]);
+  return {jx::detail::make_view(x, out_avals[0], std::move(strides), x.impl().offset)};
+}
+
+const Primitive squeeze_p("squeeze", {.traits = kLinearShapeOp, .abstract_eval = squeeze_rule, .impl = squeeze_impl});
+
+// ---- expand_dims ----
+
+// The result dims that are new, normalized against the result's rank.
+std::vector<int64_t> expand_dims_positions(const std::vector<int64_t>& dimensions, const Shape& shape) {
+  const auto out_nd = static_cast<int64_t>(shape.size() + dimensions.size());
+  std::vector<int64_t> out;
+  for (int64_t d : dimensions) {
+    if (d < -out_nd || d >= out_nd)
+      fail("expand_dims", "dimension ", d, " is out of bounds for a result of rank ", out_nd, " (operand shape ",
+           shape_str(shape), ")");
+    int64_t c = d < 0 ? d + out_nd : d;
+    if (std::find(out.begin(), out.end(), c) != out.end())
+      fail("expand_dims", "repeated dimension ", d, " in dimensions ", shape_str(dimensions));
+    out.push_back(c);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Interleaves the operand's dims (shape or strides) with `fill` at the new positions.
+std::vector<int64_t> insert_at(const std::vector<int64_t>& v, const std::vector<int64_t>& positions, int64_t fill) {
+  std::vector<int64_t> out(v.size() + positions.size(), fill);
+  size_t src = 0;
+  for (size_t i = 0; i < out.size(); ++i)
+    if (!std::binary_search(positions.begin(), positions.end(), static_cast<int64_t>(i))) out[i] = v[src++];
+  return out;
+}
+
+std::vector<Aval> expand_dims_rule(std::span<const Aval> in, const Params& params) {
+  rules::check_arity("expand_dims", in, 1);
+  const Aval& x = in[0];
+  auto positions = expand_dims_positions(params.get_ints("dimensions"), x.shape);
+  return {Aval{insert_at(x.shape, positions, 1), x.dtype, x.weak_type}};
+}
+
+std::vector<Array> expand_dims_impl(std::span<const Array> in, const Params& params, std::span<const Aval> out_avals) {
+  const Array& x = only_operand(in);
+  auto positions = expand_dims_positions(params.get_ints("dimensions"), x.shape());
+  return {jx::detail::make_view(x, out_avals[0], insert_at(jx::detail::strides(x), positions, 0), x.impl().offset)};
+}
+
+const Primitive expand_dims_p("expand_dims", {.traits = kLinearShapeOp,
+                                              .abstract_eval = expand_dims_rule,
+                                              .impl = expand_dims_impl});
+
+// ---- rev ----
+
+std::vector<Aval> rev_rule(std::span<const Aval> in, const Params& params) {
+  rules::check_arity("rev", in, 1);
+  rules::canonical_axes("rev", params.get_ints("dimensions"), in[0].shape);
+  return {in[0]};
+}
+
+std::vector<Array> rev_impl(std::span<const Array> in, const Params& params, std::span<const Aval> out_avals) {
+  const Array& x = only_operand(in);
+  std::vector<int64_t> strides = jx::detail::strides(x);
+  int64_t offset = x.impl().offset;
+  const bool empty = x.size() == 0;  // keep the offset of an empty array where it was
+  for (int64_t d : rules::canonical_axes("rev", params.get_ints("dimensions"), x.shape())) {
+    auto i = static_cast<size_t>(d);
+    if (!empty) offset += (x.shape()[i] - 1) * strides[i];
+    strides[i] = -strides[i];
+  }
+  return {jx::detail::make_view(x, out_avals[0], std::move(strides), offset)};
+}
+
+const Primitive rev_p("rev", {.traits = kLinearShapeOp, .abstract_eval = rev_rule, .impl = rev_impl});
+
+std::vector<int64_t> canonical(std::string_view op, const std::vector<int64_t>& axes, const Array& x) {
+  return rules::canonical_axes(op, axes, x.shape());
+}
+
+}  // namespace
+
+Array iota(DType dtype, int64_t size) {
+  return bind1(iota_p, {}, {{"dtype", dtype}, {"shape", Shape{size}}, {"dimension", int64_t{0}}});
+}
+
+Array broadcasted_iota(DType dtype, const Shape& shape, int dimension) {
+  int64_t dim = dimension;
+  if (dim < 0) dim += static_cast<int64_t>(shape.size());
+  return bind1(iota_p, {}, {{"dtype", dtype}, {"shape", shape}, {"dimension", dim}});
+}
+
+Array broadcast_in_dim(const Array& x, const Shape& shape, const std::vector<int64_t>& broadcast_dimensions) {
+  return bind1(broadcast_in_dim_p, {x}, {{"shape", shape}, {"broadcast_dimensions", broadcast_dimensions}});
+}
+
+Array broadcast(const Array& x, const Shape& leading_sizes) {
+  Shape shape = leading_sizes;
+  shape.insert(shape.end(), x.shape().begin(), x.shape().end());
+  std::vector<int64_t> bdims(x.shape().size());
+  std::iota(bdims.begin(), bdims.end(), static_cast<int64_t>(leading_sizes.size()));
+  return broadcast_in_dim(x, shape, bdims);
+}
+
+Array reshape(const Array& x, const Shape& new_sizes) { return bind1(reshape_p, {x}, {{"new_sizes", new_sizes}}); }
+
+Array transpose(const Array& x, const std::vector<int64_t>& permutation) {
+  std::vector<int64_t> perm = permutation;
+  const auto nd = static_cast<int64_t>(x.shape().size());
+  for (int64_t& p : perm)
+    if (p < 0 && p >= -nd) p += nd;
+  return bind1(transpose_p, {x}, {{"permutation", perm}});
+}
+
+Array squeeze(const Array& x, const std::vector<int64_t>& dimensions) {
+  auto dims = canonical("squeeze", dimensions, x);
+  std::sort(dims.begin(), dims.end());
+  return bind1(squeeze_p, {x}, {{"dimensions", dims}});
+}
+
+Array expand_dims(const Array& x, const std::vector<int64_t>& dimensions) {
+  return bind1(expand_dims_p, {x}, {{"dimensions", expand_dims_positions(dimensions, x.shape())}});
+}
+
+Array rev(const Array& x, const std::vector<int64_t>& dimensions) {
+  auto dims = canonical("rev", dimensions, x);
+  std::sort(dims.begin(), dims.end());
+  return bind1(rev_p, {x}, {{"dimensions", dims}});
+}
+
+}  // namespace jx::lax

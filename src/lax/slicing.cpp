@@ -1,0 +1,297 @@
+// Slicing primitives: slice, dynamic_slice, dynamic_update_slice, pad, concatenate.
+// slice and dynamic_slice return views (a strided window of the operand's storage); the
+// others write a fresh array.
+#include <algorithm>
+
+#include "jx/lax.h"
+#include "lax/data_movement.h"
+#include "lax/rules.h"
+
+namespace jx::lax {
+namespace {
+
+using jx::detail::fail;
+using jx::detail::shape_str;
+
+constexpr uint32_t kLinearShapeOp = kShapeOnly | kLinear;
+
+void check_length(std::string_view op, std::string_view what, const std::vector<int64_t>& v, const Shape& shape) {
+  if (v.size() != shape.size())
+    fail(op, what, " ", shape_str(v), " must have one entry per operand dimension; operand shape ",
+         shape_str(shape));
+}
+
+// The view of x starting at `start` with `sizes` elements and element `steps` per dim.
+// An empty window keeps x's offset, so no pointer ever leaves the storage.
+Array window_view(const Array& x, const Aval& aval, const std::vector<int64_t>& start,
+                  const std::vector<int64_t>& steps) {
+  const auto& xs = jx::detail::strides(x);
+  std::vector<int64_t> strides(xs.size());
+  int64_t offset = x.impl().offset;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    strides[i] = xs[i] * steps[i];
+    if (aval.size() > 0) offset += start[i] * xs[i];
+  }
+  return jx::detail::make_view(x, aval, std::move(strides), offset);
+}
+
+// ---- slice ----
+
+std::vector<Aval> slice_rule(std::span<const Aval> in, const Params& params) {
+  rules::check_arity("slice", in, 1);
+  const Aval& x = in[0];
+  const auto& start = params.get_ints("start_indices");
+  const auto& limit = params.get_ints("limit_indices");
+  const auto& steps = params.get_ints("strides");
+  check_length("slice", "start_indices", start, x.shape);
+  check_length("slice", "limit_indices", limit, x.shape);
+  check_length("slice", "strides", steps, x.shape);
+  Shape shape;
+  for (size_t i = 0; i < x.shape.size(); ++i) {
+    if (start[i] < 0)
+      fail("slice", "start_indices ", shape_str(start), " must be non-negative; operand shape ", shape_str(x.shape));
+    if (limit[i] > x.shape[i])
+      fail("slice", "limit_indices ", shape_str(limit), " exceed operand shape ", shape_str(x.shape),
+           " at dimension ", i);
+    if (start[i] > limit[i])
+      fail("slice", "start_indices ", shape_str(start), " must not exceed limit_indices ", shape_str(limit),
+           " (dimension ", i, "); operand shape ", shape_str(x.shape));
+    if (steps[i] <= 0)
+      fail("slice", "strides ", shape_str(steps), " must be positive; operand shape ", shape_str(x.shape));
+    shape.push_back((limit[i] - start[i] + steps[i] - 1) / steps[i]);
+  }
+  return {Aval{shape, x.dtype, x.weak_type}};
+}
+
+std::vector<Array> slice_impl(std::span<const Array> in, const Params& params, std::span<const Aval> out_avals) {
+  return {window_view(in[0], out_avals[0], params.get_ints("start_indices"), params.get_ints("strides"))};
+}
+
+const Primitive slice_p("slice", {.traits = kLinearShapeOp, .abstract_eval = slice_rule, .impl = slice_impl});
+
+// ---- dynamic_slice / dynamic_update_slice ----
+
+// Start indices are operands (so they can be traced): one 0-d integer array per dim.
+void check_start_indices(std::string_view op, std::span<const Aval> indices, const Aval& x) {
+  if (indices.size() != x.shape.size())
+    fail(op, "got ", indices.size(), " start indices for operand shape ", shape_str(x.shape), "; expected ",
+         x.shape.size());
+  for (size_t i = 0; i < indices.size(); ++i)
+    if (indices[i].ndim() != 0 || !is_integer(indices[i].dtype))
+      fail(op, "start index ", i, " must be a scalar integer, got ", indices[i].str());
+}
+
+// XLA's semantics: each start index is clamped to [0, dim - size] so the window stays
+// inside the operand; out-of-range (and negative) starts never raise.
+std::vector<int64_t> clamped_starts(std::span<const Array> indices, const Shape& shape, const Shape& sizes) {
+  std::vector<int64_t> start(shape.size());
+  for (size_t i = 0; i < shape.size(); ++i)
+    start[i] = std::clamp<int64_t>(movement::scalar_index(indices[i]), 0, shape[i] - sizes[i]);
+  return start;
+}
+
+std::vector<Aval> dynamic_slice_rule(std::span<const Aval> in, const Params& params) {
+  if (in.empty()) fail("dynamic_slice", "expected an operand and start indices, got no operands");
+  const Aval& x = in[0];
+  check_start_indices("dynamic_slice", in.subspan(1), x);
+  const Shape& sizes = params.get_ints("slice_sizes");
+  check_length("dynamic_slice", "slice_sizes", sizes, x.shape);
+  for (size_t i = 0; i < sizes.size(); ++i)
+    if (sizes[i] < 0 || sizes[i] > x.shape[i])
+      fail("dynamic_slice", "slice_sizes ", shape_str(sizes), " must be within [0, operand shape ",
+           shape_str(x.shape), "] (dimension ", i, ")");
+  return {Aval{sizes, x.dtype, x.weak_type}};
+}
+
+std::vector<Array> dynamic_slice_impl(std::span<const Array> in, const Params& params,
+                                      std::span<const Aval> out_avals) {
+  const Array& x = in[0];
+  auto start = clamped_starts(in.subspan(1), x.shape(), out_avals[0].shape);
+  return {window_view(x, out_avals[0], start, std::vector<int64_t>(start.size(), 1))};
+}
+
+const Primitive dynamic_slice_p("dynamic_slice", {.traits = kLinearShapeOp,
+                                                  .abstract_eval = dynamic_slice_rule,
+                                                  .impl = dynamic_slice_impl});
+
+std::vector<Aval> dynamic_update_slice_rule(std::span<const Aval> in, const Params&) {
+  if (in.size() < 2) fail("dynamic_update_slice", "expected an operand, an update and start indices, got ",
+                          in.size(), " operands");
+  const Aval& x = in[0];
+  const Aval& update = in[1];
+  if (update.dtype != x.dtype)
+    fail("dynamic_update_slice", "update must have the operand's dtype, got operand ", x.str(), " and update ",
+         update.str());
+  if (update.ndim() != x.ndim())
+    fail("dynamic_update_slice", "update must have the operand's rank, got operand ", x.str(), " and update ",
+         update.str());
+  for (size_t i = 0; i < x.shape.size(); ++i)
+    if (update.shape[i] > x.shape[i])
+      fail("dynamic_update_slice", "update shape ", shape_str(update.shape), " does not fit in operand shape ",
+           shape_str(x.shape), " (dimension ", i, ")");
+  check_start_indices("dynamic_update_slice", in.subspan(2), x);
+  return {Aval{x.shape, x.dtype, x.weak_type && update.weak_type}};
+}
+
+std::vector<Array> dynamic_update_slice_impl(std::span<const Array> in, const Params&,
+                                             std::span<const Aval> out_avals) {
+  const Array& x = in[0];
+  const Array& update = in[1];
+  Array out = movement::copy_to_fresh(x, out_avals[0]);
+  if (update.size() == 0) return {out};
+  auto start = clamped_starts(in.subspan(2), x.shape(), update.shape());
+  const auto& os = jx::detail::strides(out);
+  int64_t offset = 0;
+  for (size_t i = 0; i < start.size(); ++i) offset += start[i] * os[i];
+  auto* dst = static_cast<char*>(jx::detail::mutable_data<void>(out)) + offset * x.itemsize();
+  movement::copy_strided(x.itemsize(), update.shape(), jx::detail::raw_data(update), jx::detail::strides(update),
+                        dst, os);
+  return {out};
+}
+
+const Primitive dynamic_update_slice_p("dynamic_update_slice", {.traits = kLinearShapeOp,
+                                                                .abstract_eval = dynamic_update_slice_rule,
+                                                                .impl = dynamic_update_slice_impl});
+
+// ---- pad ----
+
+// padding_config is flattened: (lo, hi, interior) for dim 0, then dim 1, ...
+std::vector<Aval> pad_rule(std::span<const Aval> in, const Params& params) {
+  rules::check_arity("pad", in, 2);
+  const Aval& x = in[0];
+  const Aval& value = in[1];
+  if (value.ndim() != 0 || value.dtype != x.dtype)
+    fail("pad", "padding_value must be a scalar of the operand's dtype, got ", value.str(), " for operand ",
+         x.str());
+  const auto& config = params.get_ints("padding_config");
+  if (config.size() != 3 * x.shape.size())
+    fail("pad", "padding_config has ", config.size() / 3, " entries for operand shape ", shape_str(x.shape),
+         "; expected one (lo, hi, interior) per dimension");
+  Shape shape;
+  for (size_t i = 0; i < x.shape.size(); ++i) {
+    int64_t lo = config[3 * i], hi = config[3 * i + 1], interior = config[3 * i + 2];
+    if (interior < 0)
+      fail("pad", "interior padding must be non-negative, got ", interior, " for dimension ", i);
+    int64_t n = x.shape[i];
+    int64_t size = lo + hi + n + std::max<int64_t>(n - 1, 0) * interior;
+    if (size < 0)
+      fail("pad", "padding (lo=", lo, ", hi=", hi, ", interior=", interior, ") makes dimension ", i,
+           " of operand shape ", shape_str(x.shape), " negative (", size, ")");
+    shape.push_back(size);
+  }
+  return {Aval{shape, x.dtype, x.weak_type && value.weak_type}};
+}
+
+std::vector<Array> pad_impl(std::span<const Array> in, const Params& params, std::span<const Aval> out_avals) {
+  const Array& x = in[0];
+  const Aval& aval = out_avals[0];
+  Array out = jx::detail::alloc_array(aval);
+  const int64_t width = x.itemsize();
+  auto* dst = static_cast<char*>(jx::detail::mutable_data<void>(out));
+  movement::fill_contiguous(width, dst, aval.size(), jx::detail::raw_data(in[1]));
+  // Input element i of a dim lands at lo + i * (interior + 1); negative lo/hi crop.
+  const auto& config = params.get_ints("padding_config");
+  const auto& xs = jx::detail::strides(x);
+  const auto& os = jx::detail::strides(out);
+  Shape count(xs.size());
+  std::vector<int64_t> src_strides(xs.size()), dst_strides(xs.size());
+  int64_t src_offset = 0, dst_offset = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const int64_t lo = config[3 * i], step = config[3 * i + 2] + 1, n = x.shape()[i], out_n = aval.shape[i];
+    const int64_t first = lo >= 0 ? 0 : (-lo + step - 1) / step;
+    const int64_t last = out_n - 1 - lo < 0 ? 0 : std::min(n, (out_n - 1 - lo) / step + 1);
+    count[i] = std::max<int64_t>(0, last - first);
+    src_offset += first * xs[i];
+    dst_offset += (lo + first * step) * os[i];
+    src_strides[i] = xs[i];
+    dst_strides[i] = os[i] * step;
+  }
+  if (shape_size(count) == 0) return {out};
+  movement::copy_strided(width, count, static_cast<const char*>(jx::detail::raw_data(x)) + src_offset * width,
+                        src_strides, dst + dst_offset * width, dst_strides);
+  return {out};
+}
+
+const Primitive pad_p("pad", {.traits = kLinearShapeOp, .abstract_eval = pad_rule, .impl = pad_impl});
+
+// ---- concatenate ----
+
+std::vector<Aval> concatenate_rule(std::span<const Aval> in, const Params& params) {
+  if (in.empty()) fail("concatenate", "needs at least one operand");
+  const Aval& first = in[0];
+  if (first.ndim() == 0) fail("concatenate", "cannot concatenate 0-d arrays, got ", rules::avals_str(in));
+  const int64_t dim = rules::canonical_axis("concatenate", params.get_int("dimension"), first.ndim(), first.shape);
+  Shape shape = first.shape;
+  shape[static_cast<size_t>(dim)] = 0;
+  for (const Aval& a : in) {
+    if (a.dtype != first.dtype) fail("concatenate", "operands must have the same dtype, got ", rules::avals_str(in));
+    bool same = a.ndim() == first.ndim();
+    for (size_t i = 0; same && i < a.shape.size(); ++i)
+      same = static_cast<int64_t>(i) == dim || a.shape[i] == first.shape[i];
+    if (!same)
+      fail("concatenate", "operands must have equal shapes except along dimension ", dim, ", got ",
+           rules::avals_str(in));
+    shape[static_cast<size_t>(dim)] += a.shape[static_cast<size_t>(dim)];
+  }
+  return {Aval{shape, first.dtype, rules::all_weak(in)}};
+}
+
+std::vector<Array> concatenate_impl(std::span<const Array> in, const Params& params,
+                                    std::span<const Aval> out_avals) {
+  const Aval& aval = out_avals[0];
+  Array out = jx::detail::alloc_array(aval);
+  const auto dim = static_cast<size_t>(rules::canonical_axis("concatenate", params.get_int("dimension"),
+                                                             aval.ndim(), aval.shape));
+  const auto& os = jx::detail::strides(out);
+  const int64_t width = itemsize(aval.dtype);
+  auto* dst = static_cast<char*>(jx::detail::mutable_data<void>(out));
+  int64_t at = 0;
+  for (const Array& x : in) {
+    movement::copy_strided(width, x.shape(), jx::detail::raw_data(x), jx::detail::strides(x),
+                          dst + at * os[dim] * width, os);
+    at += x.shape()[dim];
+  }
+  return {out};
+}
+
+const Primitive concatenate_p("concatenate", {.traits = kLinearShapeOp,
+                                              .abstract_eval = concatenate_rule,
+                                              .impl = concatenate_impl});
+
+std::vector<Array> with_operand(const Array& x, const std::vector<Array>& rest) {
+  std::vector<Array> out{x};
+  out.insert(out.end(), rest.begin(), rest.end());
+  return out;
+}
+
+}  // namespace
+
+Array slice(const Array& x, const std::vector<int64_t>& start_indices, const std::vector<int64_t>& limit_indices,
+            const std::vector<int64_t>& strides) {
+  std::vector<int64_t> steps = strides.empty() ? std::vector<int64_t>(start_indices.size(), 1) : strides;
+  return bind1(slice_p, {x},
+               {{"start_indices", start_indices}, {"limit_indices", limit_indices}, {"strides", steps}});
+}
+
+Array dynamic_slice(const Array& x, const std::vector<Array>& start_indices, const Shape& slice_sizes) {
+  return jx::bind(dynamic_slice_p, with_operand(x, start_indices), {{"slice_sizes", slice_sizes}})[0];
+}
+
+Array dynamic_update_slice(const Array& x, const Array& update, const std::vector<Array>& start_indices) {
+  std::vector<Array> operands{x, update};
+  operands.insert(operands.end(), start_indices.begin(), start_indices.end());
+  return jx::bind(dynamic_update_slice_p, operands)[0];
+}
+
+Array pad(const Array& x, const Array& padding_value, const std::vector<PadDim>& config) {
+  std::vector<int64_t> flat;
+  for (const PadDim& p : config) flat.insert(flat.end(), {p.lo, p.hi, p.interior});
+  return bind1(pad_p, {x, padding_value}, {{"padding_config", flat}});
+}
+
+Array concatenate(const std::vector<Array>& xs, int64_t dimension) {
+  if (!xs.empty() && xs[0].ndim() > 0 && dimension < 0 && dimension >= -xs[0].ndim()) dimension += xs[0].ndim();
+  return jx::bind(concatenate_p, xs, {{"dimension", dimension}})[0];
+}
+
+}  // namespace jx::lax

@@ -1,0 +1,259 @@
+// Elementwise lax primitives against NumPy/SciPy fixtures (scripts/fixtures/elementwise.py)
+// over dtypes and views (0-d, size-0, reshaped, transposed, reversed, stepped, broadcast
+// and large enough to run in parallel), under each vector instruction set the CPU has.
+// Hand-checked edge cases and error messages are in lax_elementwise_edge_test.cpp.
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+
+#include "core/array_internal.h"
+#include "cpu/vector_math.h"
+#include "test_util.h"
+
+namespace jx {
+namespace {
+
+using UnaryFn = std::function<Array(const Array&)>;
+using BinaryFn = std::function<Array(const Array&, const Array&)>;
+
+const std::map<std::string, UnaryFn>& unary_ops() {
+  static const std::map<std::string, UnaryFn> ops = {
+      {"neg", lax::neg}, {"abs", lax::abs}, {"sign", lax::sign}, {"floor", lax::floor}, {"ceil", lax::ceil},
+      {"round_away", [](const Array& x) { return lax::round(x, lax::RoundingMethod::AwayFromZero); }},
+      {"round_even", [](const Array& x) { return lax::round(x, lax::RoundingMethod::ToNearestEven); }},
+      {"exp", lax::exp}, {"exp2", lax::exp2}, {"log", lax::log}, {"log1p", lax::log1p}, {"expm1", lax::expm1},
+      {"sqrt", lax::sqrt}, {"rsqrt", lax::rsqrt}, {"cbrt", lax::cbrt}, {"sin", lax::sin}, {"cos", lax::cos},
+      {"tan", lax::tan}, {"asin", lax::asin}, {"acos", lax::acos}, {"atan", lax::atan}, {"sinh", lax::sinh},
+      {"cosh", lax::cosh}, {"tanh", lax::tanh}, {"asinh", lax::asinh}, {"acosh", lax::acosh},
+      {"atanh", lax::atanh}, {"logistic", lax::logistic}, {"erf", lax::erf}, {"erfc", lax::erfc},
+      {"erf_inv", lax::erf_inv}, {"lgamma", lax::lgamma}, {"digamma", lax::digamma},
+      {"is_finite", lax::is_finite}, {"not", lax::bitwise_not}, {"real", lax::real}, {"imag", lax::imag},
+      {"conj", lax::conj},
+      {"integer_pow_3", [](const Array& x) { return lax::integer_pow(x, 3); }},
+      {"integer_pow_m2", [](const Array& x) { return lax::integer_pow(x, -2); }},
+      {"integer_pow_0", [](const Array& x) { return lax::integer_pow(x, 0); }},
+  };
+  return ops;
+}
+
+const std::map<std::string, BinaryFn>& binary_ops() {
+  static const std::map<std::string, BinaryFn> ops = {
+      {"add", lax::add}, {"sub", lax::sub}, {"mul", lax::mul}, {"div", lax::div}, {"rem", lax::rem},
+      {"pow", lax::pow}, {"max", lax::max}, {"min", lax::min}, {"atan2", lax::atan2},
+      {"nextafter", lax::nextafter}, {"and", lax::bitwise_and}, {"or", lax::bitwise_or},
+      {"xor", lax::bitwise_xor}, {"shift_left", lax::shift_left},
+      {"shift_right_arithmetic", lax::shift_right_arithmetic},
+      {"shift_right_logical", lax::shift_right_logical}, {"eq", lax::eq}, {"ne", lax::ne}, {"lt", lax::lt},
+      {"le", lax::le}, {"gt", lax::gt}, {"ge", lax::ge},
+  };
+  return ops;
+}
+
+const std::map<std::string, Array>& fixtures(const std::string& name) {
+  static std::map<std::string, std::map<std::string, Array>> cache;
+  auto it = cache.find(name);
+  if (it == cache.end()) it = cache.emplace(name, testing::fixture_npz("elementwise/" + name)).first;
+  return it->second;
+}
+
+// "op.dtype.role" -> {op, dtype}
+std::pair<std::string, std::string> split_key(const std::string& key) {
+  auto a = key.find('.');
+  auto b = key.find('.', a + 1);
+  return {key.substr(0, a), key.substr(a + 1, b - a - 1)};
+}
+
+// Fixture arrays store bfloat16 as float32; give the test the real dtype.
+Array as_dtype(const Array& stored, const std::string& dtype) {
+  DType d = dtype_from_name(dtype);
+  return stored.dtype() == d ? stored : lax::convert_element_type(stored, d);
+}
+
+// A fresh copy of any view, for oracles that must not share the view's layout.
+Array materialize(const Array& a) {
+  std::vector<char> bytes(static_cast<size_t>(a.nbytes()) + 1);
+  a.copy_to(bytes.data(), a.dtype());
+  return Array(bytes.data(), a.shape(), a.dtype());
+}
+
+// The views every fixture case runs through. Each maps a (24,) array to a view of it,
+// applied alike to inputs and expected outputs.
+enum class View { Plain, Cube, Transposed, Reversed, Stepped, Tiled, Scalar, Broadcast, Empty, EmptyRows };
+const std::vector<View> kViews = {View::Plain,   View::Cube,   View::Transposed, View::Reversed, View::Stepped,
+                                  View::Tiled,   View::Scalar, View::Broadcast,  View::Empty,    View::EmptyRows};
+const char* view_name(View v) {
+  static const char* names[] = {"plain", "cube", "transposed", "reversed", "stepped",
+                                "tiled", "scalar", "broadcast", "empty", "empty_rows"};
+  return names[static_cast<int>(v)];
+}
+
+Array make_test_view(const Array& a, View v) {
+  const int64_t off = a.impl().offset;
+  auto view = [&](const Array& base, Shape shape, std::vector<int64_t> strides, int64_t offset) {
+    return detail::make_view(base, Aval{std::move(shape), a.dtype(), a.weak_type()}, std::move(strides), offset);
+  };
+  switch (v) {
+    case View::Plain: return a;
+    case View::Cube: return view(a, {2, 3, 4}, {12, 4, 1}, off);
+    case View::Transposed: return view(a, {4, 3, 2}, {1, 4, 12}, off);
+    case View::Reversed: return view(a, {24}, {-1}, off + 23);
+    case View::Stepped: {  // every other element of a buffer twice as long
+      std::vector<char> src(static_cast<size_t>(a.nbytes())), twice(2 * src.size());
+      a.copy_to(src.data(), a.dtype());
+      const size_t w = static_cast<size_t>(a.itemsize());
+      for (size_t i = 0; i < 24; ++i) std::memcpy(&twice[2 * i * w], &src[i * w], w);
+      Array base(twice.data(), Shape{48}, a.dtype());
+      return view(base, {24}, {2}, 0);
+    }
+    case View::Tiled: return view(a, {2731, 24}, {0, 1}, off);  // > kParallelGrain elements
+    case View::Scalar: return view(a, {}, {}, off + 5);
+    case View::Broadcast: return view(a, {3, 7}, {0, 0}, off + 5);
+    case View::Empty: return view(a, {0}, {1}, off);
+    case View::EmptyRows: return view(a, {3, 0}, {0, 1}, off);
+  }
+  return a;
+}
+
+struct Tolerance {
+  double rtol, atol;
+};
+
+Tolerance tolerance(const std::string& op, DType d) {
+  double rtol = testing::default_rtol(d);
+  double atol = 0;
+  switch (d) {
+    case DType::Float16: atol = 1e-4; break;
+    case DType::BFloat16: atol = 1e-3; break;
+    case DType::Float32: atol = 1e-6; break;
+    case DType::Float64: atol = 1e-13; break;
+    case DType::Complex64: rtol = 1e-5, atol = 1e-5; break;
+    case DType::Complex128: atol = 1e-12; break;
+    default: break;
+  }
+  // Results computed in float32 from half inputs are rounded twice (float64 oracle
+  // rounds once); allow one more half ulp. Complex pow compounds exp and log errors.
+  if (d == DType::Float16 || d == DType::BFloat16) rtol *= 2;
+  if (op == "pow" && is_complex(d)) rtol *= 10, atol *= 10;
+  return {rtol, atol};
+}
+
+// Runs the body under each instruction set, restoring the default afterwards.
+class ElementwiseFixtureTest : public ::testing::TestWithParam<cpu::VectorIsa> {
+ protected:
+  void SetUp() override {
+    if (GetParam() > cpu::best_vector_isa()) GTEST_SKIP() << "CPU lacks " << cpu::vector_isa_name(GetParam());
+    previous_ = cpu::set_vector_isa(GetParam());
+  }
+  void TearDown() override { cpu::set_vector_isa(previous_); }
+  cpu::VectorIsa previous_ = cpu::VectorIsa::Scalar;
+};
+
+TEST_P(ElementwiseFixtureTest, Unary) {
+  const auto& fx = fixtures("unary");
+  int cases = 0;
+  for (const auto& [key, stored_x] : fx) {
+    if (!key.ends_with(".x")) continue;
+    auto [op, dtype] = split_key(key);
+    SCOPED_TRACE(op + " " + dtype);
+    auto fn = unary_ops().find(op);
+    ASSERT_NE(fn, unary_ops().end()) << "no lax function for fixture op " << op;
+    Array x = as_dtype(stored_x, dtype);
+    const Array& stored_y = fx.at(op + "." + dtype + ".y");
+    Tolerance tol = tolerance(op, x.dtype());
+    for (View v : kViews) {
+      SCOPED_TRACE(view_name(v));
+      Array y = fn->second(make_test_view(x, v));
+      Array expected = make_test_view(stored_y, v);
+      // bfloat16 results are compared with their float32-stored expectations.
+      bool check_dtype = !(dtype == "bfloat16" && stored_y.dtype() == DType::Float32);
+      if (!check_dtype) {
+        EXPECT_EQ(y.dtype(), DType::BFloat16);
+      }
+      EXPECT_ALLCLOSE(y, expected, tol.rtol, tol.atol, check_dtype);
+    }
+    ++cases;
+  }
+  EXPECT_GT(cases, 200);
+}
+
+TEST_P(ElementwiseFixtureTest, Binary) {
+  const auto& fx = fixtures("binary");
+  int cases = 0;
+  for (const auto& [key, stored_x] : fx) {
+    if (!key.ends_with(".x")) continue;
+    auto [op, dtype] = split_key(key);
+    SCOPED_TRACE(op + " " + dtype);
+    auto fn = binary_ops().find(op);
+    ASSERT_NE(fn, binary_ops().end()) << "no lax function for fixture op " << op;
+    Array x = as_dtype(stored_x, dtype);
+    Array y = as_dtype(fx.at(op + "." + dtype + ".y"), dtype);
+    const Array& stored_out = fx.at(op + "." + dtype + ".out");
+    Tolerance tol = tolerance(op, x.dtype());
+    bool check_dtype = dtype != "bfloat16";
+    for (View v : kViews) {
+      SCOPED_TRACE(view_name(v));
+      Array out = fn->second(make_test_view(x, v), make_test_view(y, v));
+      EXPECT_ALLCLOSE(out, make_test_view(stored_out, v), tol.rtol, tol.atol, check_dtype);
+    }
+    // One operand broadcast from a scalar (stride 0), the other contiguous or strided:
+    // must agree with the same operation on materialized copies.
+    for (View v : {View::Plain, View::Reversed, View::Tiled}) {
+      SCOPED_TRACE(std::string("scalar operand with ") + view_name(v));
+      Array xs = make_test_view(x, v);
+      Aval bcast{xs.shape(), y.dtype(), false};
+      Array ys = detail::make_view(y, bcast, std::vector<int64_t>(xs.shape().size(), 0), y.impl().offset + 7);
+      EXPECT_ALLCLOSE(fn->second(xs, ys), fn->second(materialize(xs), materialize(ys)), 0, 0);
+      EXPECT_ALLCLOSE(fn->second(ys, xs), fn->second(materialize(ys), materialize(xs)), 0, 0);
+    }
+    ++cases;
+  }
+  EXPECT_GT(cases, 200);
+}
+
+TEST_P(ElementwiseFixtureTest, ConvertElementType) {
+  const auto& fx = fixtures("convert");
+  int cases = 0;
+  for (const auto& [key, expected] : fx) {
+    auto first = key.find('.');
+    auto second = key.find('.', first + 1);
+    if (second == std::string::npos) continue;  // an input, not a case
+    std::string src = key.substr(0, first), dst = key.substr(first + 1, second - first - 1);
+    std::string tag = key.substr(second + 1);
+    SCOPED_TRACE(src + " -> " + dst + " (" + tag + ")");
+    Array x = as_dtype(fx.at(src + "." + tag), src);
+    DType to = dtype_from_name(dst);
+    Array out = lax::convert_element_type(x, to);
+    EXPECT_EQ(out.dtype(), to);
+    EXPECT_ALLCLOSE(out, expected, 0, 0, /*check_dtype=*/dst != "bfloat16");
+    // Through a reversed view too.
+    int64_t n = x.size();
+    Array rx = detail::make_view(x, x.aval(), {-1}, x.impl().offset + n - 1);
+    Array rexp = detail::make_view(expected, expected.aval(), {-1}, expected.impl().offset + n - 1);
+    EXPECT_ALLCLOSE(lax::convert_element_type(rx, to), rexp, 0, 0, dst != "bfloat16");
+    ++cases;
+  }
+  EXPECT_GT(cases, 250);
+}
+
+INSTANTIATE_TEST_SUITE_P(Isa, ElementwiseFixtureTest,
+                         ::testing::Values(cpu::VectorIsa::Scalar, cpu::VectorIsa::Avx2, cpu::VectorIsa::Avx512),
+                         [](const auto& info) { return std::string(cpu::vector_isa_name(info.param)); });
+
+// Every lax function the fixtures cover exists as a registered primitive of that name.
+TEST(ElementwiseRegistry, PrimitivesAreRegisteredUnderTheirLaxNames) {
+  for (const char* name :
+       {"neg",   "abs",   "sign",   "floor",    "ceil",     "round",      "exp",     "exp2",      "log",
+        "log1p", "expm1", "sqrt",   "rsqrt",    "cbrt",     "sin",        "cos",     "tan",       "asin",
+        "acos",  "atan",  "sinh",   "cosh",     "tanh",     "asinh",      "acosh",   "atanh",     "logistic",
+        "erf",   "erfc",  "erf_inv", "lgamma",  "digamma",  "is_finite",  "not",     "real",      "imag",
+        "conj",  "add",   "sub",    "mul",      "div",      "rem",        "pow",     "integer_pow", "max",
+        "min",   "atan2", "nextafter", "and",   "or",       "xor",        "shift_left",
+        "shift_right_arithmetic", "shift_right_logical", "eq", "ne", "lt", "le", "gt", "ge", "select_n",
+        "clamp", "convert_element_type", "bitcast_convert_type"}) {
+    EXPECT_NE(find_primitive(name), nullptr) << name;
+  }
+}
+
+}  // namespace
+}  // namespace jx

@@ -1,0 +1,206 @@
+// jx::lax::sort against NumPy fixtures (np.sort, stable np.argsort, np.lexsort) from
+// scripts/fixtures/reduce.py, plus JAX's order for NaN, signed zeros and complex
+// numbers, stability, large parallel inputs and error messages.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "core/array_internal.h"
+#include "core/convert.h"
+#include "jx/lax.h"
+#include "test_util.h"
+
+namespace {
+
+using namespace jx;
+using jx::testing::allclose;
+
+// View codes of scripts/fixtures/reduce.py (see lax_reduction_test.cpp).
+Array make_test_view(const Array& x, int64_t code) {
+  Shape shape = x.shape();
+  std::vector<int64_t> strides = detail::strides(x);
+  int64_t offset = x.impl().offset;
+  if (code == 1) {
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if (shape[d] > 0) offset += (shape[d] - 1) * strides[d];
+      strides[d] = -strides[d];
+    }
+  } else if (code == 2) {
+    std::reverse(shape.begin(), shape.end());
+    std::reverse(strides.begin(), strides.end());
+  } else if (code == 4) {
+    shape.back() = (shape.back() + 1) / 2;
+    strides.back() *= 2;
+  }
+  return detail::make_view(x, Aval{shape, x.dtype(), false}, strides, offset);
+}
+
+Array as_dtype(const Array& x, DType dtype) {
+  Array c = detail::contiguous(x);
+  Array out = detail::alloc_array(Aval{x.shape(), dtype, false});
+  detail::convert_buffer(detail::raw_data(c), c.dtype(), detail::mutable_data<void>(out), dtype, x.size());
+  return out;
+}
+
+// int32 indices along `dim`, broadcast over the other dims (what argsort sorts along).
+Array index_along(const Shape& shape, int64_t dim) {
+  std::vector<int32_t> v(static_cast<size_t>(shape_size(shape)));
+  int64_t inner = 1;
+  for (size_t d = dim + 1; d < shape.size(); ++d) inner *= shape[d];
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int32_t>((static_cast<int64_t>(i) / inner) % shape[dim]);
+  return Array(v, shape);
+}
+
+TEST(LaxSort, MatchesNumPyFixtures) {
+  auto arrays = jx::testing::fixture_npz("reduce/sort");
+  int cases = 0;
+  for (const auto& [key, stored] : arrays) {
+    if (key.size() < 2 || key.substr(key.size() - 2) != ".x") continue;
+    const std::string name = key.substr(0, key.size() - 2);
+    SCOPED_TRACE(name);
+    ++cases;
+    const DType dtype = dtype_from_name(name.substr(0, name.find("__")));
+    const auto meta = arrays.at(name + ".meta").to_vector<int64_t>();
+    Array x = make_test_view(dtype == DType::BFloat16 ? as_dtype(stored, dtype) : stored, meta[0]);
+    const int64_t dim = meta[1];
+    Array sorted = lax::sort(x, dim);
+    EXPECT_EQ(sorted.dtype(), dtype);
+    EXPECT_TRUE(allclose(sorted, arrays.at(name + ".sorted"), 0, 0, /*check_dtype=*/false));
+    auto both = lax::sort({x, index_along(x.shape(), dim)}, dim, /*is_stable=*/true, /*num_keys=*/1);
+    ASSERT_EQ(both.size(), 2u);
+    EXPECT_TRUE(allclose(both[0], arrays.at(name + ".sorted"), 0, 0, false));
+    EXPECT_ALLCLOSE(both[1], arrays.at(name + ".argsort"), 0, 0);
+    // Negative dimensions, and an unstable sort still orders the keys.
+    EXPECT_TRUE(allclose(lax::sort(x, dim - x.ndim(), false), arrays.at(name + ".sorted"), 0, 0, false));
+  }
+  EXPECT_GE(cases, 70);
+}
+
+TEST(LaxSort, TwoKeysSortLexicographically) {
+  auto arrays = jx::testing::fixture_npz("reduce/sort");
+  int cases = 0;
+  for (const char* name : {"lexsort__12__dim0", "lexsort__3x8__dim1", "lexsort__8x3__dim0"}) {
+    SCOPED_TRACE(name);
+    const std::string n = name;
+    const int64_t dim = arrays.at(n + ".meta").to_vector<int64_t>()[1];
+    for (bool stable : {true, false}) {
+      auto out = lax::sort({arrays.at(n + ".k1"), arrays.at(n + ".k2"), arrays.at(n + ".v")}, dim, stable, 2);
+      ASSERT_EQ(out.size(), 3u);
+      EXPECT_ALLCLOSE(out[0], arrays.at(n + ".k1_sorted"), 0, 0);
+      EXPECT_ALLCLOSE(out[1], arrays.at(n + ".k2_sorted"), 0, 0);
+      // Ties on both keys (equal pairs, or NaN pairs) may permute the payload when unstable.
+      if (stable) EXPECT_ALLCLOSE(out[2], arrays.at(n + ".v_sorted"), 0, 0);
+    }
+    ++cases;
+  }
+  EXPECT_EQ(cases, 3);
+}
+
+// ---- JAX's total order ----
+
+TEST(LaxSort, NaNsLastZerosEqualAndStable) {
+  const float nan = std::nanf(""), neg_nan = -std::nanf("");
+  Array x({3.0, nan, -0.0, -INFINITY, neg_nan, 0.0, 1.0, INFINITY, -0.0});
+  auto out = lax::sort({x, Array({0, 1, 2, 3, 4, 5, 6, 7, 8})}, 0, true, 1);
+  auto v = out[0].to_vector<float>();
+  // -inf, the three zeros in input order, 1, 3, inf, then both NaNs in input order.
+  EXPECT_EQ(out[1].to_vector<int32_t>(), (std::vector<int32_t>{3, 2, 5, 8, 6, 0, 7, 1, 4}));
+  EXPECT_TRUE(std::signbit(v[1]));
+  EXPECT_FALSE(std::signbit(v[2]));
+  EXPECT_TRUE(std::signbit(v[3]));
+  EXPECT_TRUE(std::isnan(v[7]) && std::isnan(v[8]));
+  // Single-operand sorts agree.
+  auto s = lax::sort(x).to_vector<float>();
+  EXPECT_EQ(s[0], -INFINITY);
+  EXPECT_EQ(s[6], INFINITY);
+  EXPECT_TRUE(std::isnan(s[7]) && std::isnan(s[8]));
+}
+
+TEST(LaxSort, ComplexIsLexicographicWithNaNLast) {
+  const double nan = std::nan("");
+  Array z(std::vector<complex128_t>{{nan, 0}, {1, nan}, {2, 0}, {1, 0}, {-INFINITY, 1}, {1, -1}, {nan, nan}});
+  auto got = lax::sort(z).to_vector<complex128_t>();
+  // As JAX: (real, imag) keys, each with NaN greatest.
+  const std::vector<std::pair<double, double>> want = {{-INFINITY, 1}, {1, -1}, {1, 0}, {1, nan},
+                                                       {2, 0},         {nan, 0}, {nan, nan}};
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    auto same = [](double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; };
+    EXPECT_TRUE(same(got[i].real(), want[i].first) && same(got[i].imag(), want[i].second)) << "at " << i;
+  }
+}
+
+TEST(LaxSort, BoolsAndHalves) {
+  auto b = lax::sort(Array({true, false, true, false})).to_vector<int32_t>();
+  EXPECT_EQ(b, (std::vector<int32_t>{0, 0, 1, 1}));
+  Array h = as_dtype(Array({2.5, -1.0, NAN, 0.5}), DType::Float16);
+  auto hs = lax::sort(h);
+  EXPECT_EQ(hs.dtype(), DType::Float16);
+  auto v = hs.to_vector<float>();
+  EXPECT_EQ(v[0], -1.0f);
+  EXPECT_EQ(v[2], 2.5f);
+  EXPECT_TRUE(std::isnan(v[3]));
+}
+
+TEST(LaxSort, ShapesAndWeakTypes) {
+  Array empty = detail::alloc_array(Aval{{3, 0}, DType::Float32, false});
+  EXPECT_EQ(lax::sort(empty, 1).shape(), Shape({3, 0}));
+  EXPECT_EQ(lax::sort(empty, 0).shape(), Shape({3, 0}));
+  Array one({5.0});
+  EXPECT_EQ(lax::sort(one).item<float>(), 5.0f);
+  Array w = lax::broadcast(Array(2.0), {3});  // weakly typed
+  if (w.weak_type()) EXPECT_TRUE(lax::sort(w).weak_type());
+  auto outs = lax::sort({Array({2, 1}), Array({1.5, 2.5}), Array({true, false})}, 0, true, 1);
+  ASSERT_EQ(outs.size(), 3u);
+  EXPECT_EQ(outs[1].to_vector<float>(), (std::vector<float>{2.5f, 1.5f}));
+  EXPECT_EQ(outs[2].dtype(), DType::Bool);
+  EXPECT_EQ(outs[2].to_vector<int32_t>(), (std::vector<int32_t>{0, 1}));
+}
+
+// ---- large inputs: every line against std::stable_sort ----
+
+TEST(LaxSort, ManyLinesInParallelMatchStdSort) {
+  const int64_t lines = 300, n = 500;
+  std::mt19937 gen(7);
+  std::uniform_int_distribution<int> dist(-50, 50);
+  std::vector<float> v(static_cast<size_t>(lines * n));
+  for (auto& e : v) e = static_cast<float>(dist(gen)) / 4;
+  Array x(v, {lines, n});
+  auto sorted = lax::sort(x, 1).to_vector<float>();
+  // Columns of the transposed layout: dimension 0 of an (n, lines) view.
+  Array xt = make_test_view(x, 2);
+  auto out = lax::sort({xt, index_along(xt.shape(), 0)}, 0, true, 1);
+  auto sorted_t = out[0].to_vector<float>();
+  auto perm_t = out[1].to_vector<int32_t>();
+  for (int64_t l = 0; l < lines; ++l) {
+    std::vector<float> line(v.begin() + l * n, v.begin() + (l + 1) * n);
+    std::vector<int32_t> idx(static_cast<size_t>(n));
+    std::iota(idx.begin(), idx.end(), 0);
+    std::stable_sort(idx.begin(), idx.end(), [&](int32_t a, int32_t b) { return line[a] < line[b]; });
+    for (int64_t k = 0; k < n; ++k) {
+      ASSERT_EQ(sorted[l * n + k], line[idx[k]]);
+      ASSERT_EQ(sorted_t[k * lines + l], line[idx[k]]);
+      ASSERT_EQ(perm_t[k * lines + l], idx[k]);
+    }
+  }
+}
+
+// ---- errors ----
+
+TEST(LaxSortErrors, Messages) {
+  Array a = detail::alloc_array(Aval{{2, 3}, DType::Float32, false});
+  Array b = detail::alloc_array(Aval{{3, 2}, DType::Int32, false});
+  EXPECT_JX_ERROR(lax::sort({a, b}, 0, true, 1), "[sort] operands must have the same shape, got f32[2,3], i32[3,2]");
+  EXPECT_JX_ERROR(lax::sort({a, a}, 0, true, 0), "[sort] num_keys=0 must be between 1 and the number of operands (2)");
+  EXPECT_JX_ERROR(lax::sort({a, a}, 0, true, 3), "[sort] num_keys=3 must be between 1 and the number of operands (2)");
+  EXPECT_JX_ERROR(lax::sort(std::vector<Array>{}, 0, true, 1), "[sort] needs at least one operand");
+  EXPECT_JX_ERROR(lax::sort(a, 2), "[sort] axis 2 is out of bounds for array of shape (2, 3)");
+  EXPECT_JX_ERROR(lax::sort(a, -3), "[sort] axis -3 is out of bounds for array of shape (2, 3)");
+  EXPECT_JX_ERROR(lax::sort(detail::scalar<float>(1.0f)), "[sort] axis -1 is out of bounds for array of shape ()");
+  std::vector<Array> in = {a};
+  EXPECT_JX_ERROR(bind(*find_primitive("sort"), in, {{"dimension", int64_t{0}}, {"num_keys", int64_t{1}}}),
+                  "missing parameter 'is_stable'");
+}
+
+}  // namespace

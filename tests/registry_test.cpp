@@ -1,0 +1,104 @@
+// Walks the primitive registry: every primitive the foundation promises exists, has its
+// rules, and bind() routes through a trace installed on the stack.
+#include <algorithm>
+#include <cctype>
+
+#include "test_util.h"
+
+namespace jx {
+namespace {
+
+const char* kRequired[] = {
+    // elementwise unary
+    "neg", "abs", "sign", "floor", "ceil", "round", "exp", "exp2", "log", "log1p", "expm1", "sqrt", "rsqrt",
+    "cbrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
+    "logistic", "erf", "erfc", "erf_inv", "lgamma", "digamma", "is_finite", "not", "real", "imag", "conj",
+    // elementwise binary
+    "add", "sub", "mul", "div", "rem", "pow", "integer_pow", "max", "min", "atan2", "nextafter", "and", "or",
+    "xor", "shift_left", "shift_right_arithmetic", "shift_right_logical", "eq", "ne", "lt", "le", "gt", "ge",
+    // the rest
+    "select_n", "clamp", "convert_element_type", "bitcast_convert_type", "iota", "broadcast_in_dim", "reshape",
+    "transpose", "squeeze", "expand_dims", "rev", "slice", "dynamic_slice", "dynamic_update_slice", "pad",
+    "concatenate", "gather", "scatter", "scatter_add", "scatter_mul", "scatter_min", "scatter_max", "reduce_sum",
+    "reduce_prod", "reduce_max", "reduce_min", "reduce_and", "reduce_or", "argmax", "argmin", "cumsum",
+    "cumprod", "cummax", "cummin", "sort", "dot_general", "conv_general_dilated", "triangular_solve", "cholesky",
+    "lu", "qr", "eigh", "svd", "threefry2x32"};
+
+TEST(Registry, EveryFoundationPrimitiveIsRegisteredWithItsRules) {
+  for (const char* name : kRequired) {
+    const Primitive* p = find_primitive(name);
+    ASSERT_NE(p, nullptr) << "missing primitive " << name;
+    EXPECT_EQ(p->name(), name);
+    EXPECT_TRUE(static_cast<bool>(p->rules().abstract_eval)) << name << " has no shape rule";
+    EXPECT_TRUE(static_cast<bool>(p->rules().impl)) << name << " has no CPU impl";
+  }
+}
+
+TEST(Registry, NamesAreLowercaseIdentifiers) {
+  auto all = all_primitives();
+  EXPECT_GE(all.size(), std::size(kRequired));
+  for (const Primitive* p : all) {
+    for (char c : p->name()) EXPECT_TRUE(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '_') << p->name();
+  }
+}
+
+TEST(Registry, TraitsAreConsistent) {
+  EXPECT_TRUE(find_primitive("add")->has(kElementwise));
+  EXPECT_TRUE(find_primitive("add")->has(kCommutative));
+  EXPECT_TRUE(find_primitive("mul")->has(kCommutative));
+  EXPECT_FALSE(find_primitive("sub")->has(kCommutative));
+  EXPECT_TRUE(find_primitive("reduce_sum")->has(kReduction));
+  EXPECT_TRUE(find_primitive("reduce_sum")->has(kLinear));
+  EXPECT_TRUE(find_primitive("transpose")->has(kLinear));
+  EXPECT_TRUE(find_primitive("lt")->has(kNotDifferentiable));
+  EXPECT_TRUE(find_primitive("argmax")->has(kNotDifferentiable));
+  EXPECT_FALSE(find_primitive("sin")->has(kLinear));
+}
+
+TEST(Registry, UnknownNameIsNull) { EXPECT_EQ(find_primitive("no_such_primitive"), nullptr); }
+
+// A trace that records what it sees and evaluates eagerly: proves that jnp calls reach
+// bind (the hook every transformation will use).
+class RecordingTrace : public detail::Trace {
+ public:
+  std::vector<std::string> seen;
+  std::vector<Array> process(const Primitive& p, std::span<const Array> in, const Params& params) override {
+    seen.push_back(p.name());
+    return p.eval(in, params);
+  }
+  std::string_view transformation() const override { return "recording"; }
+};
+
+TEST(Bind, NumpyCallsPassThroughTheTraceOnTheStack) {
+  namespace jnp = jx::numpy;
+  RecordingTrace trace;
+  Array x = jnp::ones({3});
+  Array y;
+  {
+    detail::TraceScope scope(&trace);
+    y = jnp::sin(x) + 1.0;
+  }
+  EXPECT_NE(std::find(trace.seen.begin(), trace.seen.end(), "sin"), trace.seen.end());
+  EXPECT_NE(std::find(trace.seen.begin(), trace.seen.end(), "add"), trace.seen.end());
+  EXPECT_NEAR(y.to_vector<float>()[0], std::sin(1.0f) + 1.0f, 1e-6);
+  EXPECT_EQ(detail::trace_stack_depth(), 0);
+}
+
+TEST(Bind, ShapeRuleErrorsNameThePrimitiveAndOperands) {
+  EXPECT_JX_ERROR(lax::add(numpy::ones({3}), numpy::ones({4})), "[add]", "f32[3]", "f32[4]");
+  EXPECT_JX_ERROR(lax::add(numpy::ones({3}), numpy::ones({3}, int32)), "[add]", "i32[3]");
+  EXPECT_JX_ERROR(Array().shape(), "null jx::Array");
+}
+
+TEST(Params, PrintSortedAndHash) {
+  Params p{{"b", int64_t{2}}, {"a", std::vector<int64_t>{1}}, {"c", DType::Float32}, {"d", true}};
+  EXPECT_EQ(p.str(), "a=(1,) b=2 c=float32 d=True");
+  Params q{{"d", true}, {"c", DType::Float32}, {"a", std::vector<int64_t>{1}}, {"b", int64_t{2}}};
+  EXPECT_EQ(p, q);
+  EXPECT_EQ(p.hash(), q.hash());
+  EXPECT_JX_ERROR(p.get_int("a"), "parameter 'a'");
+  EXPECT_JX_ERROR(p.get("zz"), "missing parameter 'zz'");
+}
+
+}  // namespace
+}  // namespace jx
