@@ -23,7 +23,10 @@ template <class T>
 Array arr(std::vector<T> v) {
   return Array(v);
 }
-Array f32(std::vector<float> v) { return Array(v); }
+Array f32(std::vector<double> v) {
+  std::vector<float> f(v.begin(), v.end());
+  return Array(f);
+}
 Array f64(std::vector<double> v) { return Array(v); }
 Array i32(std::vector<int32_t> v) { return Array(v); }
 
@@ -198,7 +201,9 @@ TEST(ElementwiseFloats, SpecialValuesUnderEveryInstructionSet) {
         // Signed zeros must keep their sign.
         auto got = values<double>(y);
         for (size_t i = 0; i < s.out.size(); ++i) {
-          if (s.out[i] == 0 && !std::isnan(got[i])) EXPECT_EQ(std::signbit(got[i]), std::signbit(s.out[i])) << "element " << i;
+          if (s.out[i] == 0 && !std::isnan(got[i])) {
+            EXPECT_EQ(std::signbit(got[i]), std::signbit(s.out[i])) << "element " << i;
+          }
         }
       }
     }
@@ -419,11 +424,12 @@ TEST(ElementwiseLibmvec, ErfInvAndDigammaAreAccurate) {
   for (double x : {0.1, 0.5, 0.9, 0.99, 0.999999, 1 - 1e-15, 1e-300, -0.7}) {
     EXPECT_NEAR(std::erf(cpu::erf_inv(x)), x, 4e-16 * std::max(1.0, std::fabs(x))) << x;
   }
-  EXPECT_NEAR(cpu::erf_inv(1 - 1e-15), 5.8636, 1e-4);
+  EXPECT_NEAR(cpu::erf_inv(1 - 1e-15), 5.675915739744712, 1e-13);  // SciPy's erfinv
+  EXPECT_NEAR(cpu::erf_inv(0.999999), 3.458910737275499, 1e-14);
   // psi(1) = -EulerGamma, psi(1/2) = -EulerGamma - 2 ln 2, psi(-1/2) = psi(1/2) + 2.
   const double g = 0.57721566490153286061;
-  EXPECT_NEAR(cpu::digamma(1.0), -g, 1e-15);
-  EXPECT_NEAR(cpu::digamma(0.5), -g - 2 * std::log(2.0), 1e-15);
+  EXPECT_NEAR(cpu::digamma(1.0), -g, 4e-15);
+  EXPECT_NEAR(cpu::digamma(0.5), -g - 2 * std::log(2.0), 4e-15);
   EXPECT_NEAR(cpu::digamma(-0.5), -g - 2 * std::log(2.0) + 2, 1e-14);
   EXPECT_NEAR(cpu::digamma(1e6), std::log(1e6) - 0.5e-6, 1e-12);
 }
@@ -510,7 +516,7 @@ TEST(ElementwiseConvert, WeakTypesAndNoOps) {
   ASSERT_TRUE(w.weak_type());
   Array strong = lax::convert_element_type(w, DType::Float32);
   EXPECT_FALSE(strong.weak_type());
-  EXPECT_TRUE(exactly(strong, {2.5}));
+  EXPECT_EQ(strong.item<float>(), 2.5f);
   Array weak_out = find_primitive("convert_element_type")
                        ->eval(std::vector<Array>{x}, Params{{"new_dtype", DType::Float64}, {"weak_type", true}})[0];
   EXPECT_TRUE(weak_out.weak_type());

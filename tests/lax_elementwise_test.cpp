@@ -106,7 +106,7 @@ Array make_test_view(const Array& a, View v) {
       Array base(twice.data(), Shape{48}, a.dtype());
       return view(base, {24}, {2}, 0);
     }
-    case View::Tiled: return view(a, {2731, 24}, {0, 1}, off);  // > kParallelGrain elements
+    case View::Tiled: return view(a, {1366, 24}, {0, 1}, off);  // just over kParallelGrain elements
     case View::Scalar: return view(a, {}, {}, off + 5);
     case View::Broadcast: return view(a, {3, 7}, {0, 0}, off + 5);
     case View::Empty: return view(a, {0}, {1}, off);
@@ -138,6 +138,15 @@ Tolerance tolerance(const std::string& op, DType d) {
   return {rtol, atol};
 }
 
+// Ops whose float kernels call libmvec: the only ones an instruction set changes.
+bool uses_libmvec(const std::string& op) {
+  static const std::set<std::string> ops = {"exp",  "exp2",  "expm1", "log",   "log1p", "sin",      "cos",
+                                            "tan",  "asin",  "acos",  "atan",  "sinh",  "cosh",     "tanh",
+                                            "asinh", "acosh", "atanh", "cbrt", "erf",   "erfc",     "logistic",
+                                            "pow",  "atan2"};
+  return ops.count(op) > 0;
+}
+
 // Runs the body under each instruction set, restoring the default afterwards.
 class ElementwiseFixtureTest : public ::testing::TestWithParam<cpu::VectorIsa> {
  protected:
@@ -146,6 +155,8 @@ class ElementwiseFixtureTest : public ::testing::TestWithParam<cpu::VectorIsa> {
     previous_ = cpu::set_vector_isa(GetParam());
   }
   void TearDown() override { cpu::set_vector_isa(previous_); }
+  // Ops that never call libmvec run once, under the best instruction set.
+  bool skip(const std::string& op) const { return GetParam() != cpu::best_vector_isa() && !uses_libmvec(op); }
   cpu::VectorIsa previous_ = cpu::VectorIsa::Scalar;
 };
 
@@ -155,6 +166,7 @@ TEST_P(ElementwiseFixtureTest, Unary) {
   for (const auto& [key, stored_x] : fx) {
     if (!key.ends_with(".x")) continue;
     auto [op, dtype] = split_key(key);
+    if (skip(op)) continue;
     SCOPED_TRACE(op + " " + dtype);
     auto fn = unary_ops().find(op);
     ASSERT_NE(fn, unary_ops().end()) << "no lax function for fixture op " << op;
@@ -174,7 +186,9 @@ TEST_P(ElementwiseFixtureTest, Unary) {
     }
     ++cases;
   }
-  EXPECT_GT(cases, 200);
+  if (GetParam() == cpu::best_vector_isa()) {
+    EXPECT_GT(cases, 200);
+  }
 }
 
 TEST_P(ElementwiseFixtureTest, Binary) {
@@ -183,6 +197,7 @@ TEST_P(ElementwiseFixtureTest, Binary) {
   for (const auto& [key, stored_x] : fx) {
     if (!key.ends_with(".x")) continue;
     auto [op, dtype] = split_key(key);
+    if (skip(op)) continue;
     SCOPED_TRACE(op + " " + dtype);
     auto fn = binary_ops().find(op);
     ASSERT_NE(fn, binary_ops().end()) << "no lax function for fixture op " << op;
@@ -208,7 +223,9 @@ TEST_P(ElementwiseFixtureTest, Binary) {
     }
     ++cases;
   }
-  EXPECT_GT(cases, 200);
+  if (GetParam() == cpu::best_vector_isa()) {
+    EXPECT_GT(cases, 200);
+  }
 }
 
 TEST_P(ElementwiseFixtureTest, ConvertElementType) {
@@ -220,6 +237,7 @@ TEST_P(ElementwiseFixtureTest, ConvertElementType) {
     if (second == std::string::npos) continue;  // an input, not a case
     std::string src = key.substr(0, first), dst = key.substr(first + 1, second - first - 1);
     std::string tag = key.substr(second + 1);
+    if (skip("convert_element_type")) continue;
     SCOPED_TRACE(src + " -> " + dst + " (" + tag + ")");
     Array x = as_dtype(fx.at(src + "." + tag), src);
     DType to = dtype_from_name(dst);
@@ -233,7 +251,9 @@ TEST_P(ElementwiseFixtureTest, ConvertElementType) {
     EXPECT_ALLCLOSE(lax::convert_element_type(rx, to), rexp, 0, 0, dst != "bfloat16");
     ++cases;
   }
-  EXPECT_GT(cases, 250);
+  if (GetParam() == cpu::best_vector_isa()) {
+    EXPECT_GT(cases, 250);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Isa, ElementwiseFixtureTest,

@@ -1,6 +1,10 @@
 // jx::numpy core: JAX's type promotion table (fixture generated with jax), weak C++
 // scalars, broadcasting, asarray/astype, creation defaults and the Array operators.
+#include <functional>
 #include <map>
+#include <span>
+
+#include "core/array_internal.h"
 
 #include "test_util.h"
 
@@ -206,4 +210,174 @@ TEST(NumpyCore, OperatorErrorsNameTheFunction) {
   EXPECT_JX_ERROR(~a, "[invert]", "float32");
   EXPECT_JX_ERROR(jnp::result_type({}), "[result_type]");
   EXPECT_JX_ERROR(Array() + a, "null");
+}
+
+// ---- jnp functions under a transformation ----
+// A trace that only runs shape rules: every jnp function must reach its result through
+// bind alone (no kernels, no concrete reads), with the avals eager evaluation gives.
+
+namespace {
+
+class AbstractTrace;
+
+struct AbstractTracer : jx::detail::Tracer {
+  jx::detail::Trace* owner = nullptr;
+  jx::detail::Trace* trace() const override { return owner; }
+};
+
+class AbstractTrace : public jx::detail::Trace {
+ public:
+  int binds = 0;
+  std::vector<Array> process(const jx::Primitive& p, std::span<const Array> in, const jx::Params& params) override {
+    std::vector<jx::Aval> avals;
+    for (const Array& a : in) avals.push_back(a.aval());
+    ++binds;
+    std::vector<Array> out;
+    for (const jx::Aval& av : p.abstract_eval(avals, params)) out.push_back(make(av));
+    return out;
+  }
+  std::string_view transformation() const override { return "abstract"; }
+  Array make(const jx::Aval& av) {
+    auto impl = std::make_shared<jx::detail::ArrayImpl>();
+    impl->aval = av;
+    auto t = std::make_shared<AbstractTracer>();
+    t->owner = this;
+    impl->tracer = t;
+    return Array(std::move(impl));
+  }
+};
+
+// A concrete array of `aval` (ones; values do not matter, only avals are compared).
+Array concrete_of(const jx::Aval& av) {
+  Array x = jnp::ones(av.shape, av.dtype);
+  return av.weak_type ? jx::detail::with_weak_type(jx::detail::contiguous(x), true) : x;
+}
+
+struct TraceCase {
+  const char* name;
+  std::vector<jx::Aval> inputs;
+  std::function<Array(const std::vector<Array>&)> fn;
+};
+
+}  // namespace
+
+TEST(NumpyCore, FunctionsTraceThroughBindWithEagerAvals) {
+  using jx::Aval;
+  const Aval f32{{3, 4}, jx::float32, false}, i32{{3, 4}, jx::int32, false}, f64{{4}, jx::float64, false};
+  const Aval b{{3, 4}, jx::bool_, false}, u8{{4}, jx::uint8, false}, wf{{}, jx::float64, true}, wi{{}, jx::int32, true};
+  const Aval row{{4}, jx::float32, false}, q{{2}, jx::float32, false}, c64{{3, 4}, jx::complex64, false};
+  const Aval f16{{3, 4}, jx::float16, false}, s0{{}, jx::float32, false};
+  using V = const std::vector<Array>&;
+  std::vector<TraceCase> cases = {
+      {"add_int_weakfloat", {i32, wf}, [](V a) { return a[0] + a[1]; }},
+      {"add_weak_weak", {wi, wf}, [](V a) { return a[0] + a[1]; }},
+      {"mul_bool_weakint", {b, wi}, [](V a) { return a[0] * a[1]; }},
+      {"sub_u8_f64", {u8, f64}, [](V a) { return a[0] - a[1]; }},
+      {"divide_ints", {i32, i32}, [](V a) { return jnp::divide(a[0], a[1]); }},
+      {"floor_divide", {i32, row}, [](V a) { return jnp::floor_divide(a[0], a[1]); }},
+      {"floor_divide_int", {i32, i32}, [](V a) { return jnp::floor_divide(a[0], a[1]); }},
+      {"remainder", {f32, wi}, [](V a) { return jnp::remainder(a[0], a[1]); }},
+      {"fmod", {i32, i32}, [](V a) { return jnp::fmod(a[0], a[1]); }},
+      {"power_int", {i32, i32}, [](V a) { return jnp::power(a[0], a[1]); }},
+      {"power_float", {f32, row}, [](V a) { return jnp::power(a[0], a[1]); }},
+      {"sin_int", {i32}, [](V a) { return jnp::sin(a[0]); }},
+      {"sin_weak", {wi}, [](V a) { return jnp::sin(a[0]); }},
+      {"log10_f16", {f16}, [](V a) { return jnp::log10(a[0]); }},
+      {"abs_complex", {c64}, [](V a) { return jnp::abs(a[0]); }},
+      {"angle_complex", {c64}, [](V a) { return jnp::angle(a[0]); }},
+      {"round_dec", {f16}, [](V a) { return jnp::round(a[0], 2); }},
+      {"round_int_neg", {i32}, [](V a) { return jnp::round(a[0], -1); }},
+      {"trunc", {f32}, [](V a) { return jnp::trunc(a[0]); }},
+      {"where", {b, i32, wf}, [](V a) { return jnp::where(a[0], a[1], a[2]); }},
+      {"clip", {i32, wi, wi}, [](V a) { return jnp::clip(a[0], a[1], a[2]); }},
+      {"fmax", {f32, row}, [](V a) { return jnp::fmax(a[0], a[1]); }},
+      {"hypot", {f32, row}, [](V a) { return jnp::hypot(a[0], a[1]); }},
+      {"logaddexp", {f32, wf}, [](V a) { return jnp::logaddexp(a[0], a[1]); }},
+      {"isclose", {f32, i32}, [](V a) { return jnp::isclose(a[0], a[1]); }},
+      {"isinf_complex", {c64}, [](V a) { return jnp::isinf(a[0]); }},
+      {"signbit", {f16}, [](V a) { return jnp::signbit(a[0]); }},
+      {"copysign", {f32, i32}, [](V a) { return jnp::copysign(a[0], a[1]); }},
+      {"heaviside", {f32, wf}, [](V a) { return jnp::heaviside(a[0], a[1]); }},
+      {"nan_to_num", {c64}, [](V a) { return jnp::nan_to_num(a[0]); }},
+      {"logical_xor", {i32, b}, [](V a) { return jnp::logical_xor(a[0], a[1]); }},
+      {"right_shift_u8", {u8, wi}, [](V a) { return jnp::right_shift(a[0], a[1]); }},
+      {"sum_bool", {b}, [](V a) { return jnp::sum(a[0], 1); }},
+      {"sum_weak", {wf}, [](V a) { return jnp::sum(a[0]); }},
+      {"prod_keep", {i32}, [](V a) { return jnp::prod(a[0], 0, true); }},
+      {"mean_int", {i32}, [](V a) { return jnp::mean(a[0], {0, 1}, true); }},
+      {"var_complex", {c64}, [](V a) { return jnp::var(a[0], 1, 1); }},
+      {"std_f16", {f16}, [](V a) { return jnp::std(a[0]); }},
+      {"max_initial", {f32, wf}, [](V a) { return jnp::max(a[0], 0, false, a[1]); }},
+      {"ptp", {i32}, [](V a) { return jnp::ptp(a[0], 1); }},
+      {"argmax_none_keep", {f32}, [](V a) { return jnp::argmax(a[0], std::nullopt, true); }},
+      {"argmin_bool", {b}, [](V a) { return jnp::argmin(a[0], 1); }},
+      {"any", {f32}, [](V a) { return jnp::any(a[0], -1, true); }},
+      {"cumsum_none", {b}, [](V a) { return jnp::cumsum(a[0]); }},
+      {"cumprod_f16", {f16}, [](V a) { return jnp::cumprod(a[0], 1); }},
+      {"median", {i32}, [](V a) { return jnp::median(a[0], 1, true); }},
+      {"quantile_traced_q", {f32, q}, [](V a) { return jnp::quantile(a[0], a[1], 0); }},
+      {"average", {f32, row}, [](V a) { return jnp::average(a[0], 1, a[1]); }},
+      {"count_nonzero", {f32}, [](V a) { return jnp::count_nonzero(a[0], 0); }},
+      {"logsumexp_b", {f32, row}, [](V a) { return jnp::logsumexp(a[0], 1, a[1], true); }},
+      {"nanmax", {f32}, [](V a) { return jnp::nanmax(a[0], 1); }},
+      {"nanmean", {f64}, [](V a) { return jnp::nanmean(a[0]); }},
+      {"reshape", {f32}, [](V a) { return jnp::reshape(a[0], {2, -1}); }},
+      {"transpose", {f32}, [](V a) { return jnp::transpose(a[0]); }},
+      {"moveaxis", {f32}, [](V a) { return jnp::moveaxis(a[0], 0, 1); }},
+      {"squeeze_expand", {f32}, [](V a) { return jnp::squeeze(jnp::expand_dims(a[0], {0, 3})); }},
+      {"concatenate", {f32, i32}, [](V a) { return jnp::concatenate({a[0], a[1]}, 1); }},
+      {"concatenate_none", {f32, row}, [](V a) { return jnp::concatenate({a[0], a[1]}, std::nullopt); }},
+      {"stack", {f32, i32}, [](V a) { return jnp::stack({a[0], a[1]}, -1); }},
+      {"split", {f32}, [](V a) { return jnp::split(a[0], 2, 1)[1]; }},
+      {"tile", {row}, [](V a) { return jnp::tile(a[0], {2, 3}); }},
+      {"repeat", {f32}, [](V a) { return jnp::repeat(a[0], 2, 1); }},
+      {"repeat_traced_counts", {row, {{4}, jx::int32, false}},
+       [](V a) { return jnp::repeat(a[0], a[1], 0, 7); }},
+      {"repeat_per_element", {f32}, [](V a) { return jnp::repeat(a[0], std::vector<int64_t>{1, 0, 2}, 0); }},
+      {"flip", {f32}, [](V a) { return jnp::flip(a[0]); }},
+      {"roll", {f32}, [](V a) { return jnp::roll(a[0], 5); }},
+      {"rot90", {f32}, [](V a) { return jnp::rot90(a[0], 3); }},
+      {"pad_reflect", {f32}, [](V a) { return jnp::pad(a[0], {5, 1}, "reflect"); }},
+      {"pad_wrap", {f32}, [](V a) { return jnp::pad(a[0], 6, "wrap"); }},
+      {"pad_edge", {f32}, [](V a) { return jnp::pad(a[0], {{0, 2}, {1, 0}}, "edge"); }},
+      {"pad_constant", {i32, wf}, [](V a) { return jnp::pad(a[0], 1, "constant", a[1]); }},
+      {"diagonal", {f32}, [](V a) { return jnp::diagonal(a[0], 1); }},
+      {"diag", {row}, [](V a) { return jnp::diag(a[0], -1); }},
+      {"trace", {i32}, [](V a) { return jnp::trace(a[0]); }},
+      {"tril", {f32}, [](V a) { return jnp::tril(a[0], 1); }},
+      {"broadcast_to", {row}, [](V a) { return jnp::broadcast_to(a[0], {2, 4}); }},
+      {"zeros_like", {wf}, [](V a) { return jnp::zeros_like(a[0]); }},
+      {"full_like", {i32, wf}, [](V a) { return jnp::full_like(a[0], a[1]); }},
+      {"full", {wi}, [](V a) { return jnp::full({2}, a[0]); }},
+      {"linspace", {s0, s0}, [](V a) { return jnp::linspace(a[0], a[1], 5); }},
+      {"logspace", {s0, s0}, [](V a) { return jnp::logspace(a[0], a[1], 5); }},
+      {"meshgrid", {row, q}, [](V a) { return jnp::meshgrid({a[0], a[1]})[1]; }},
+      {"astype", {f32}, [](V a) { return a[0].astype(jx::int8); }},
+      {"asarray_weak", {wf}, [](V a) { return jnp::asarray(a[0]); }},
+      {"method_sum", {i32}, [](V a) { return a[0].sum(); }},
+      {"ravel_multi_index", {{{3}, jx::int32, false}, {{3}, jx::int32, false}},
+       [](V a) { return jnp::ravel_multi_index({a[0], a[1]}, {3, 4}); }},
+  };
+  for (const TraceCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::vector<Array> eager_in;
+    for (const Aval& av : c.inputs) eager_in.push_back(concrete_of(av));
+    Array eager = c.fn(eager_in);
+    AbstractTrace trace;
+    Array traced;
+    {
+      jx::detail::TraceScope scope(&trace);
+      std::vector<Array> traced_in;
+      for (const Aval& av : c.inputs) traced_in.push_back(trace.make(av));
+      try {
+        traced = c.fn(traced_in);
+      } catch (const jx::Error& e) {
+        ADD_FAILURE() << "under a trace: " << e.what();
+        continue;
+      }
+    }
+    EXPECT_GT(trace.binds, 0);
+    EXPECT_FALSE(traced.is_concrete());
+    EXPECT_EQ(traced.aval().str(), eager.aval().str());
+  }
 }

@@ -78,8 +78,12 @@ const std::map<std::string, Array>& fixtures() {
   return f;
 }
 
-double rtol_for(jx::DType d) { return d == jx::float64 ? 1e-12 : d == jx::float32 ? 1e-5 : 0; }
-double atol_for(jx::DType d) { return d == jx::float64 ? 1e-13 : d == jx::float32 ? 1e-6 : 0; }
+double rtol_for(jx::DType d) {
+  return d == jx::float64 ? 1e-12 : d == jx::float32 ? 1e-5 : d == jx::float16 ? 2e-3 : 0;
+}
+double atol_for(jx::DType d) {
+  return d == jx::float64 ? 1e-13 : d == jx::float32 ? 1e-6 : d == jx::float16 ? 2e-3 : 0;
+}
 
 // Row keys "<name>__<case>" of every fixture with an "__out" array.
 std::vector<std::string> rows() {

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <concepts>
 #include <cstdint>
 #include <limits>
@@ -115,10 +116,71 @@ void for_runs(const StridedLoop<K>& loop, int64_t begin, int64_t end, F&& run) {
   }
 }
 
-// for_runs over [0, size), split over the thread pool when size exceeds `grain`.
+// Tiles for operands that run across the output's order (a transposed view): rows of
+// the tile share the operand's cache lines and a column of tiles stays within the TLB.
+inline constexpr int64_t kTileRows = 16, kTileCols = 64;
+
+// Whether some operand's innermost stride jumps over cache lines while its next-outer
+// stride is smaller: walking the output row by row would then touch a new line (and
+// often a new page) for every element.
+template <size_t K>
+bool has_transposed_operand(const StridedLoop<K>& loop) {
+  const int nd = loop.ndim();
+  if (nd < 2) return false;
+  for (size_t k = 0; k < K; ++k) {
+    int64_t inner = std::abs(loop.strides[k][nd - 1]), outer = std::abs(loop.strides[k][nd - 2]);
+    if (inner >= 16 && outer < inner) return true;
+  }
+  return false;
+}
+
+// Calls run(offsets, n, inner_strides) for every run of the last two dims, tile by tile
+// (kTileRows x kTileCols); parallel over blocks of kTileRows rows.
+template <size_t K, class F>
+void tiled_runs(const StridedLoop<K>& loop, F& run, int64_t grain) {
+  const int nd = loop.ndim();
+  const int64_t rows = loop.shape[nd - 2], cols = loop.shape[nd - 1];
+  const int64_t blocks_per_plane = (rows + kTileRows - 1) / kTileRows;
+  int64_t planes = 1;
+  for (int d = 0; d < nd - 2; ++d) planes *= loop.shape[d];
+  std::array<int64_t, K> inner, row_stride;
+  for (size_t k = 0; k < K; ++k) {
+    inner[k] = loop.strides[k][nd - 1];
+    row_stride[k] = loop.strides[k][nd - 2];
+  }
+  auto blocks = [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t r0 = (b % blocks_per_plane) * kTileRows, r1 = std::min(rows, r0 + kTileRows);
+      std::array<int64_t, K> base{};
+      for (int64_t d = nd - 3, rem = b / blocks_per_plane; d >= 0; --d) {
+        const int64_t i = rem % loop.shape[d];
+        rem /= loop.shape[d];
+        for (size_t k = 0; k < K; ++k) base[k] += i * loop.strides[k][d];
+      }
+      for (int64_t c0 = 0; c0 < cols; c0 += kTileCols) {
+        const int64_t n = std::min(kTileCols, cols - c0);
+        for (int64_t r = r0; r < r1; ++r) {
+          std::array<int64_t, K> off;
+          for (size_t k = 0; k < K; ++k) off[k] = base[k] + r * row_stride[k] + c0 * inner[k];
+          run(off, n, inner);
+        }
+      }
+    }
+  };
+  const int64_t num_blocks = planes * blocks_per_plane, block_size = kTileRows * cols;
+  if (num_blocks * block_size <= grain) blocks(0, num_blocks);
+  else parallel_for(num_blocks, std::max<int64_t>(1, grain / block_size), blocks);
+}
+
+// for_runs over [0, size), split over the thread pool when size exceeds `grain`; tiled
+// when an operand is transposed relative to the output.
 template <size_t K, class F>
 void parallel_runs(const StridedLoop<K>& loop, int64_t size, F&& run, int64_t grain = kParallelGrain) {
   if (size <= 0) return;
+  if (has_transposed_operand(loop)) {
+    tiled_runs(loop, run, grain);
+    return;
+  }
   if (size <= grain) {
     for_runs(loop, 0, size, run);
     return;
@@ -239,9 +301,16 @@ void map_unary_blocks(const Array& x, const Array& out, const Block& block) {
         }
       } else {
         C buf[kBlock];
-        for (int64_t j = 0; j < m; ++j) buf[j] = C(a[(i + j) * sa]);
-        block(buf, buf, m);
-        for (int64_t j = 0; j < m; ++j) o[i + j] = store<T>(buf[j]);
+        if constexpr (std::is_same_v<T, float16_t>) {  // F16C converts 8 at a time
+          if (sa == 1) f16_to_f32(a + i, buf, m);
+          else for (int64_t j = 0; j < m; ++j) buf[j] = C(a[(i + j) * sa]);
+          block(buf, buf, m);
+          f32_to_f16(buf, o + i, m);
+        } else {
+          for (int64_t j = 0; j < m; ++j) buf[j] = C(a[(i + j) * sa]);
+          block(buf, buf, m);
+          for (int64_t j = 0; j < m; ++j) o[i + j] = store<T>(buf[j]);
+        }
       }
     }
   });

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "jx/dtype.h"
+
 namespace jx::cpu {
 
 // One-operand functions with libmvec variants. The order is the dispatch tables' order.
@@ -56,6 +58,11 @@ void vec_unary(VecOp op, const double* x, double* y, int64_t n);
 // y[i] = op(a[i], b[i]); y may alias a or b.
 void vec_binary(VecOp2 op, const float* a, const float* b, float* y, int64_t n);
 void vec_binary(VecOp2 op, const double* a, const double* b, double* y, int64_t n);
+
+// Bulk float16 <-> float32 conversion of contiguous buffers: F16C instructions with the
+// AVX2 or AVX-512 instruction set, else one element at a time. Round to nearest even.
+void f16_to_f32(const float16_t* x, float* y, int64_t n);
+void f32_to_f16(const float* x, float16_t* y, int64_t n);
 
 // Scalar libm, for single values and for operands the vector paths do not take.
 float scalar_unary(VecOp op, float x);

@@ -115,27 +115,13 @@ void fill_window(const WindowLoop& w, W* dst, W value) {
 // start that keeps the window inside the operand.
 struct StartMap {
   std::vector<int64_t> stride, limit;
-
   // Offsets may be negative (operands with negative strides), so "out of bounds" has
   // its own value.
   static constexpr int64_t kOutOfBounds = std::numeric_limits<int64_t>::min();
-
-  // The element offset of the window start, or kOutOfBounds when the window does not fit
-  // and the mode says to fill (gather) or drop (scatter) it.
-  int64_t offset(const int64_t* index, bool clamp) const {
-    int64_t off = 0;
-    for (size_t k = 0; k < stride.size(); ++k) {
-      int64_t s = index[k];
-      if (clamp) s = std::clamp<int64_t>(s, 0, limit[k]);
-      else if (s < 0 || s > limit[k]) return kOutOfBounds;
-      off += s * stride[k];
-    }
-    return off;
-  }
 };
 
-// Steps through the batch positions (row-major over `shape`) keeping one running offset
-// per side, so no division happens per position.
+// Steps through the batch positions (row-major over `shape`) keeping a running offset,
+// so no division happens per position.
 struct BatchOdometer {
   const Shape& shape;
   const std::vector<int64_t>& strides;
@@ -160,10 +146,51 @@ struct BatchOdometer {
   }
 };
 
-std::vector<int64_t> indices_as_int64(const Array& indices) {
-  std::vector<int64_t> out(static_cast<size_t>(indices.size()));
-  indices.copy_to(out.data(), DType::Int64);
+// Index vectors as a contiguous int32 or int64 array: kernels are compiled for those two
+// only; other integer dtypes are widened once here.
+Array prepare_indices(const Array& indices) {
+  const DType d = indices.dtype();
+  const DType want = (d == DType::Int64 || d == DType::UInt32) ? DType::Int64 : DType::Int32;
+  if (d == want) return jx::detail::contiguous(indices);
+  Array out = jx::detail::alloc_array(Aval{indices.shape(), want, false});
+  indices.copy_to(jx::detail::mutable_data<void>(out), want);
   return out;
+}
+
+template <class F>
+decltype(auto) dispatch_index(DType d, F&& f) {
+  if (d == DType::Int64) return f.template operator()<int64_t>();
+  return f.template operator()<int32_t>();
+}
+
+// Calls visit(start, batch_offset) for batch positions [begin, end) in row-major order:
+// `start` is the window's element offset into the operand (kOutOfBounds when it does not
+// fit and `clamp` is off) and batch_offset the position's offset in the batch-side array
+// (gather's output, scatter's updates).
+template <class I, class Visit>
+void for_each_window(const I* index, size_t vec, const StartMap& starts, bool clamp, const Shape& batch_shape,
+                     const std::vector<int64_t>& batch_strides, int64_t begin, int64_t end, Visit&& visit) {
+  // Held in locals so that stores through the kernels' element pointers force no reloads.
+  const int64_t* stride = starts.stride.data();
+  const int64_t* limit = starts.limit.data();
+  auto start_of = [&](int64_t b) -> int64_t {
+    const I* v = index + static_cast<size_t>(b) * vec;
+    int64_t off = 0;
+    for (size_t k = 0; k < vec; ++k) {
+      auto s = static_cast<int64_t>(v[k]);
+      if (clamp) s = std::clamp<int64_t>(s, 0, limit[k]);
+      else if (s < 0 || s > limit[k]) return StartMap::kOutOfBounds;
+      off += s * stride[k];
+    }
+    return off;
+  };
+  if (batch_shape.size() == 1) {
+    const int64_t step = batch_strides[0];
+    for (int64_t b = begin; b < end; ++b) visit(start_of(b), b * step);
+    return;
+  }
+  BatchOdometer pos(batch_shape, batch_strides, begin);
+  for (int64_t b = begin; b < end; ++b, pos.next()) visit(start_of(b), pos.offset);
 }
 
 // ---- gather ----
@@ -283,22 +310,32 @@ std::vector<Array> gather_impl(std::span<const Array> in, const Params& params, 
   });
   if (in.size() == 3) in[2].copy_to(fill, x.dtype());
 
-  const std::vector<int64_t> index_values = indices_as_int64(indices);
+  const Array index_values = prepare_indices(indices);
   const auto vec = static_cast<size_t>(indices.shape().back());
   const int64_t batch = shape_size(batch_shape);
   const int64_t grain = std::max<int64_t>(1, cpu::kParallelGrain / std::max<int64_t>(loop.size, 1));
+  const bool single = loop.size == 1;  // x[idx] on a 1-d x, x[i, j]: one element per window
   movement::dispatch_width(width, [&]<class W>() {
     const W* src = static_cast<const W*>(jx::detail::raw_data(x));
     W* dst = jx::detail::mutable_data<W>(out);
     W fill_value;
     std::memcpy(&fill_value, fill, sizeof(W));
-    cpu::parallel_for(batch, grain, [&](int64_t begin, int64_t end) {
-      BatchOdometer pos(batch_shape, batch_strides, begin);
-      for (int64_t b = begin; b < end; ++b, pos.next()) {
-        int64_t start = starts.offset(index_values.data() + static_cast<size_t>(b) * vec, clamp);
-        if (start == StartMap::kOutOfBounds) fill_window<W>(loop, dst + pos.offset, fill_value);
-        else copy_window<W>(loop, dst + pos.offset, src + start);
-      }
+    dispatch_index(index_values.dtype(), [&]<class I>() {
+      const I* iv = jx::detail::data<I>(index_values);
+      cpu::parallel_for(batch, grain, [&](int64_t begin, int64_t end) {
+        if (single) {
+          for_each_window(iv, vec, starts, clamp, batch_shape, batch_strides, begin, end,
+                          [&](int64_t start, int64_t at) {
+                            dst[at] = start == StartMap::kOutOfBounds ? fill_value : src[start];
+                          });
+        } else {
+          for_each_window(iv, vec, starts, clamp, batch_shape, batch_strides, begin, end,
+                          [&](int64_t start, int64_t at) {
+                            if (start == StartMap::kOutOfBounds) fill_window<W>(loop, dst + at, fill_value);
+                            else copy_window<W>(loop, dst + at, src + start);
+                          });
+        }
+      });
     });
   });
   return {out};
@@ -448,27 +485,37 @@ std::vector<Array> scatter_impl(std::string_view op, std::span<const Array> in, 
   }
   // XLA skips a window that does not fit; only Clip moves it inside instead.
   const bool clamp = s.mode == GatherScatterMode::Clip;
-  const std::vector<int64_t> index_values = indices_as_int64(indices);
+  const Array index_values = prepare_indices(indices);
   const auto vec = static_cast<size_t>(indices.shape().back());
+  const bool single = loop.size == 1;
 
   // Sequential in batch order, so with repeated indices the last update wins (Set) and
   // floating-point sums are deterministic.
-  auto run = [&]<class T>(auto&& apply_window) {
+  auto run = [&]<class T>(auto&& apply_element, auto&& apply_window) {
     const T* src = static_cast<const T*>(jx::detail::raw_data(updates));
     T* dst = jx::detail::mutable_data<T>(out);
-    BatchOdometer pos(batch_shape, batch_strides, 0);
-    for (int64_t b = 0; b < batch; ++b, pos.next()) {
-      int64_t start = starts.offset(index_values.data() + static_cast<size_t>(b) * vec, clamp);
-      if (start != StartMap::kOutOfBounds) apply_window(dst + start, src + pos.offset);
-    }
+    dispatch_index(index_values.dtype(), [&]<class I>() {
+      const I* iv = jx::detail::data<I>(index_values);
+      if (single) {
+        for_each_window(iv, vec, starts, clamp, batch_shape, batch_strides, 0, batch, [&](int64_t start, int64_t at) {
+          if (start != StartMap::kOutOfBounds) apply_element(dst + start, src + at);
+        });
+      } else {
+        for_each_window(iv, vec, starts, clamp, batch_shape, batch_strides, 0, batch, [&](int64_t start, int64_t at) {
+          if (start != StartMap::kOutOfBounds) apply_window(dst + start, src + at);
+        });
+      }
+    });
   };
   if constexpr (C == Combine::Set) {
     movement::dispatch_width(x.itemsize(), [&]<class W>() {
-      run.template operator()<W>([&](W* d, const W* u) { copy_window<W>(loop, d, u); });
+      run.template operator()<W>([](W* d, const W* u) { *d = *u; },
+                                 [&](W* d, const W* u) { copy_window<W>(loop, d, u); });
     });
   } else {
     dispatch_dtype(x.dtype(), [&]<class T>() {
-      run.template operator()<T>([&](T* d, const T* u) { combine_window<C, T>(loop, d, u); });
+      run.template operator()<T>([](T* d, const T* u) { *d = combine<C, T>(*d, *u); },
+                                 [&](T* d, const T* u) { combine_window<C, T>(loop, d, u); });
     });
   }
   return {out};

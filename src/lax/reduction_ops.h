@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <type_traits>
@@ -43,7 +44,12 @@ template <class T>
 struct SumOp {
   using Acc = arith_acc_t<T>;
   static constexpr bool kSupported = !std::is_same_v<T, bool>;
-  static constexpr bool kOrderMatters = std::is_floating_point_v<Acc> || is_complex_v<Acc>;
+  static constexpr bool kVectorSelect = std::is_floating_point_v<T>;
+  static constexpr bool kPairwise = true;  // rounding error grows with the depth of the sum tree
+  template <class V>
+  static V combine_vector(V a, V v) {
+    return a + v;
+  }
   static Acc identity() { return Acc(0); }
   static Acc load(T v) { return static_cast<Acc>(v); }
   static Acc combine(Acc a, Acc b) { return static_cast<Acc>(a + b); }
@@ -54,6 +60,12 @@ template <class T>
 struct ProdOp {
   using Acc = arith_acc_t<T>;
   static constexpr bool kSupported = !std::is_same_v<T, bool>;
+  static constexpr bool kVectorSelect = std::is_floating_point_v<T>;
+  static constexpr bool kPairwise = true;
+  template <class V>
+  static V combine_vector(V a, V v) {
+    return a * v;
+  }
   static Acc identity() { return Acc(1); }
   static Acc load(T v) { return static_cast<Acc>(v); }
   static Acc combine(Acc a, Acc b) {
@@ -70,6 +82,12 @@ template <class T>
 struct MaxOp {
   using Acc = detail::compute_t<T>;
   static constexpr bool kSupported = true;
+  static constexpr bool kVectorSelect = std::is_floating_point_v<T>;
+  // On whole vectors: take v where it is greater or NaN, so a NaN sticks.
+  template <class V>
+  static V combine_vector(V a, V v) {
+    return ((v > a) | (v != v)) ? v : a;
+  }
   static Acc identity() {
     if constexpr (is_complex_v<Acc>) return Acc(-std::numeric_limits<typename Acc::value_type>::infinity(), 0);
     else if constexpr (std::is_floating_point_v<Acc>) return -std::numeric_limits<Acc>::infinity();
@@ -82,9 +100,7 @@ struct MaxOp {
       if (is_nan(b)) return b;
       return complex_greater(b, a) ? b : a;
     } else if constexpr (std::is_floating_point_v<Acc>) {
-      // Two selects rather than ||, so the compiler emits compares and blends, not branches.
-      Acc r = a > b ? a : b;
-      return a != a ? a : r;
+      return (a > b || a != a) ? a : b;
     } else {
       return a > b ? a : b;
     }
@@ -96,6 +112,11 @@ template <class T>
 struct MinOp {
   using Acc = detail::compute_t<T>;
   static constexpr bool kSupported = true;
+  static constexpr bool kVectorSelect = std::is_floating_point_v<T>;
+  template <class V>
+  static V combine_vector(V a, V v) {
+    return ((v < a) | (v != v)) ? v : a;
+  }
   static Acc identity() {
     if constexpr (is_complex_v<Acc>) return Acc(std::numeric_limits<typename Acc::value_type>::infinity(), 0);
     else if constexpr (std::is_floating_point_v<Acc>) return std::numeric_limits<Acc>::infinity();
@@ -108,8 +129,7 @@ struct MinOp {
       if (is_nan(b)) return b;
       return complex_greater(a, b) ? b : a;
     } else if constexpr (std::is_floating_point_v<Acc>) {
-      Acc r = a < b ? a : b;
-      return a != a ? a : r;
+      return (a < b || a != a) ? a : b;
     } else {
       return a < b ? a : b;
     }
@@ -149,6 +169,57 @@ struct OrOp {
   }
   static T store(Acc a) { return a; }
 };
+
+// Ops with a combine_vector on GCC/Clang vector extensions (portable across targets):
+// float sums and products keep their accumulators in registers, and float max/min
+// get vector selects where the auto-vectorizer turns their NaN-propagating ternaries
+// into branches.
+template <class Op>
+concept VectorSelect = requires { requires Op::kVectorSelect; };
+template <class Op>
+concept Pairwise = requires { requires Op::kPairwise; };
+
+// acc[j] = combine(acc[j], p[j]) for j < n.
+template <class Op, class T>
+inline void combine_row(typename Op::Acc* acc, const T* p, int64_t n) {
+  using Acc = typename Op::Acc;
+  int64_t j = 0;
+  if constexpr (VectorSelect<Op> && std::is_same_v<T, Acc>) {
+    using V [[gnu::vector_size(16)]] = Acc;
+    constexpr int64_t kLanes = 16 / sizeof(Acc);
+    for (; j + kLanes <= n; j += kLanes) {
+      V a, v;
+      std::memcpy(&a, acc + j, sizeof(V));
+      std::memcpy(&v, p + j, sizeof(V));
+      a = Op::combine_vector(a, v);
+      std::memcpy(acc + j, &a, sizeof(V));
+    }
+  }
+  for (; j < n; ++j) acc[j] = Op::combine(acc[j], Op::load(p[j]));
+}
+
+// combine over p[0..n) for the VectorSelect ops, accumulating in registers (for the
+// Pairwise ops, callers keep n small).
+template <class Op>
+inline typename Op::Acc reduce_contiguous_vector(const typename Op::Acc* p, int64_t n) {
+  using Acc = typename Op::Acc;
+  using V [[gnu::vector_size(16)]] = Acc;
+  constexpr int64_t kLanes = 16 / sizeof(Acc);
+  V a0 = V{} + Op::identity(), a1 = a0;
+  int64_t i = 0;
+  for (; i + 2 * kLanes <= n; i += 2 * kLanes) {
+    V v0, v1;
+    std::memcpy(&v0, p + i, sizeof(V));
+    std::memcpy(&v1, p + i + kLanes, sizeof(V));
+    a0 = Op::combine_vector(a0, v0);
+    a1 = Op::combine_vector(a1, v1);
+  }
+  a0 = Op::combine_vector(a0, a1);
+  Acc r = Op::identity();
+  for (int64_t l = 0; l < kLanes; ++l) r = Op::combine(r, a0[l]);
+  for (; i < n; ++i) r = Op::combine(r, p[i]);
+  return r;
+}
 
 // A growable scratch array of accumulators (std::vector<bool> is not an array of bool).
 template <class A>

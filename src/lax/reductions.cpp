@@ -78,6 +78,9 @@ AbstractEvalRule argminmax_rule(std::string op) {
 template <class Op, class T>
 typename Op::Acc reduce_run(const T* p, int64_t n, int64_t st) {
   using Acc = typename Op::Acc;
+  if constexpr (VectorSelect<Op> && std::is_same_v<T, Acc>) {
+    if (st == 1 && (!Pairwise<Op> || n <= kPairwiseBlock)) return reduce_contiguous_vector<Op>(p, n);
+  }
   if (n > kPairwiseBlock) {
     int64_t half = (n / 2) & ~int64_t{7};
     return Op::combine(reduce_run<Op>(p, half, st), reduce_run<Op>(p + half * st, n - half, st));
@@ -86,8 +89,7 @@ typename Op::Acc reduce_run(const T* p, int64_t n, int64_t st) {
   for (Acc& v : a) v = Op::identity();
   int64_t i = 0;
   if (st == 1) {
-    for (; i + 8 <= n; i += 8)
-      for (int j = 0; j < 8; ++j) a[j] = Op::combine(a[j], Op::load(p[i + j]));
+    for (; i + 8 <= n; i += 8) combine_row<Op>(a, p + i, 8);
   } else {
     for (; i + 8 <= n; i += 8)
       for (int j = 0; j < 8; ++j) a[j] = Op::combine(a[j], Op::load(p[(i + j) * st]));
@@ -268,7 +270,7 @@ void reduce_kernel(const Array& x, const std::vector<int64_t>& axes, Array& resu
           const T* p = row0 + off + i * st;
           Acc* b = block.data();
           if (kept_stride == 1) {
-            for (int64_t j = 0; j < w; ++j) b[j] = Op::combine(b[j], Op::load(p[j]));
+            combine_row<Op>(b, p, w);
           } else {
             for (int64_t j = 0; j < w; ++j) b[j] = Op::combine(b[j], Op::load(p[j * kept_stride]));
           }

@@ -182,33 +182,70 @@ std::vector<Aval> pad_rule(std::span<const Aval> in, const Params& params) {
   return {Aval{shape, x.dtype, x.weak_type && value.weak_type}};
 }
 
+// Fills every element of `out` outside the box [start, start + count) (per dim) with the
+// value at `value`: for each dim d, the slabs before and after the box in d, spanning the
+// box in earlier dims and everything in later ones. Together they tile the complement.
+void fill_outside_box(Array& out, const Shape& start, const Shape& count, const void* value) {
+  const Shape& shape = out.shape();
+  const auto& os = jx::detail::strides(out);
+  const int64_t width = out.itemsize();
+  auto* base = static_cast<char*>(jx::detail::mutable_data<void>(out));
+  for (size_t d = 0; d < shape.size(); ++d) {
+    for (int side = 0; side < 2; ++side) {
+      Shape region(shape.size());
+      int64_t offset = 0;
+      for (size_t i = 0; i < shape.size(); ++i) {
+        int64_t lo = 0, n = shape[i];
+        if (i < d) lo = start[i], n = count[i];
+        if (i == d) {
+          lo = side == 0 ? 0 : start[i] + count[i];
+          n = side == 0 ? start[i] : shape[i] - lo;
+        }
+        region[i] = n;
+        offset += lo * os[i];
+      }
+      if (shape_size(region) == 0) continue;  // also keeps `offset` inside the buffer
+      movement::fill_strided(width, region, base + offset * width, os, value);
+    }
+  }
+}
+
 std::vector<Array> pad_impl(std::span<const Array> in, const Params& params, std::span<const Aval> out_avals) {
   const Array& x = in[0];
   const Aval& aval = out_avals[0];
   Array out = jx::detail::alloc_array(aval);
   const int64_t width = x.itemsize();
   auto* dst = static_cast<char*>(jx::detail::mutable_data<void>(out));
-  movement::fill_contiguous(width, dst, aval.size(), jx::detail::raw_data(in[1]));
+  const void* value = jx::detail::raw_data(in[1]);
   // Input element i of a dim lands at lo + i * (interior + 1); negative lo/hi crop.
   const auto& config = params.get_ints("padding_config");
   const auto& xs = jx::detail::strides(x);
   const auto& os = jx::detail::strides(out);
-  Shape count(xs.size());
+  Shape count(xs.size()), dst_start(xs.size());
   std::vector<int64_t> src_strides(xs.size()), dst_strides(xs.size());
   int64_t src_offset = 0, dst_offset = 0;
+  bool has_interior = false;
   for (size_t i = 0; i < xs.size(); ++i) {
     const int64_t lo = config[3 * i], step = config[3 * i + 2] + 1, n = x.shape()[i], out_n = aval.shape[i];
     const int64_t first = lo >= 0 ? 0 : (-lo + step - 1) / step;
     const int64_t last = out_n - 1 - lo < 0 ? 0 : std::min(n, (out_n - 1 - lo) / step + 1);
     count[i] = std::max<int64_t>(0, last - first);
+    dst_start[i] = lo + first * step;
     src_offset += first * xs[i];
-    dst_offset += (lo + first * step) * os[i];
+    dst_offset += dst_start[i] * os[i];
     src_strides[i] = xs[i];
     dst_strides[i] = os[i] * step;
+    has_interior = has_interior || (step > 1 && count[i] > 1);
   }
-  if (shape_size(count) == 0) return {out};
+  if (shape_size(count) == 0) {
+    movement::fill_contiguous(width, dst, aval.size(), value);
+    return {out};
+  }
+  // Without interior padding the copied data is one dense box: fill only around it.
+  if (has_interior) movement::fill_contiguous(width, dst, aval.size(), value);
+  else fill_outside_box(out, dst_start, count, value);
   movement::copy_strided(width, count, static_cast<const char*>(jx::detail::raw_data(x)) + src_offset * width,
-                        src_strides, dst + dst_offset * width, dst_strides);
+                         src_strides, dst + dst_offset * width, dst_strides);
   return {out};
 }
 

@@ -7,12 +7,14 @@
 // strict weak order, so std::sort and std::stable_sort are well defined on it.
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <numeric>
 #include <vector>
 
 #include "core/convert.h"
 #include "cpu/thread_pool.h"
 #include "jx/lax.h"
+#include "lax/reduction_ops.h"
 #include "lax/rules.h"
 
 namespace jx::lax {
@@ -23,19 +25,6 @@ using jx::detail::fail;
 template <class R>
 inline bool real_less(R a, R b) {
   return !std::isnan(a) && (std::isnan(b) || a < b);
-}
-
-template <class A>
-inline bool key_less(const A& a, const A& b) {
-  if constexpr (is_complex_v<A>) {
-    if (real_less(a.real(), b.real())) return true;
-    if (real_less(b.real(), a.real())) return false;
-    return real_less(a.imag(), b.imag());
-  } else if constexpr (std::is_floating_point_v<A>) {
-    return real_less(a, b);
-  } else {
-    return a < b;
-  }
 }
 
 std::vector<Aval> sort_rule(std::span<const Aval> in, const Params& params) {
@@ -83,63 +72,84 @@ struct SortLayout {
   }
 };
 
-// One operand: sort each line's values directly.
+// Sorts [first, last) in the total order: NaNs are moved to the end first (keeping
+// their order), so the rest sorts with the plain `<`, which already treats -0 and 0
+// as equal. `key` maps an element to its compute-type key.
+template <class It, class Key>
+void sort_nan_last(It first, It last, bool stable, Key key) {
+  using A = std::remove_cvref_t<decltype(key(*first))>;
+  if constexpr (std::is_floating_point_v<A> || is_complex_v<A>) {
+    auto not_nan = [&](const auto& e) { return !kernels::is_nan(key(e)); };
+    last = stable ? std::stable_partition(first, last, not_nan) : std::partition(first, last, not_nan);
+  }
+  auto less = [&](const auto& a, const auto& b) {
+    if constexpr (is_complex_v<A>) {
+      const A ka = key(a), kb = key(b);
+      return ka.real() < kb.real() || (ka.real() == kb.real() && real_less(ka.imag(), kb.imag()));
+    } else {
+      return key(a) < key(b);
+    }
+  };
+  if (stable) std::stable_sort(first, last, less);
+  else std::sort(first, last, less);
+}
+
+// One operand: sort each line's values directly, in the compute type (float16 and
+// bfloat16 round-trip through float exactly).
 template <class T>
 void sort_values(const Array& x, Array& out, const SortLayout& lay, bool stable) {
   using A = jx::detail::compute_t<T>;
   const T* x0 = jx::detail::data<T>(x);
   T* y0 = jx::detail::mutable_data<T>(out);
   const int64_t n = lay.n, in_step = lay.step[0], out_step = lay.step[1];
-  auto less = [](const T& a, const T& b) { return key_less(static_cast<A>(a), static_cast<A>(b)); };
   cpu::parallel_for(lay.lines, std::max<int64_t>(1, cpu::kParallelGrain / n), [&](int64_t begin, int64_t end) {
-    std::vector<T> buf(static_cast<size_t>(n));
+    kernels::Scratch<A> buf(n);
     std::vector<int64_t> off(2);
     for (int64_t line = begin; line < end; ++line) {
       lay.offsets(line, off);
       const T* p = x0 + off[0];
-      for (int64_t k = 0; k < n; ++k) buf[k] = p[k * in_step];
-      if (stable) std::stable_sort(buf.begin(), buf.end(), less);
-      else std::sort(buf.begin(), buf.end(), less);
+      for (int64_t k = 0; k < n; ++k) buf[k] = static_cast<A>(p[k * in_step]);
+      sort_nan_last(buf.data(), buf.data() + n, stable, [](const A& v) -> const A& { return v; });
       T* q = y0 + off[1];
-      for (int64_t k = 0; k < n; ++k) q[k * out_step] = buf[k];
+      for (int64_t k = 0; k < n; ++k) q[k * out_step] = static_cast<T>(buf[k]);
     }
   });
 }
 
-// Orders `perm` (indices into one line) by one key operand. Later passes over earlier
-// keys must be stable for the lexicographic order to come out.
+// Orders `perm` (indices into one line) by one key operand, sorting (key, index)
+// pairs so comparisons read adjacent memory. Later passes over earlier keys must be
+// stable for the lexicographic order to come out.
 template <class T>
-void sort_perm_by_key(const T* line, int64_t step, std::vector<int64_t>& perm, std::vector<jx::detail::compute_t<T>>& keys,
-                      bool stable) {
+void sort_perm_by_key(const T* line, int64_t step, std::vector<int64_t>& perm, bool stable) {
   using A = jx::detail::compute_t<T>;
-  const int64_t n = static_cast<int64_t>(perm.size());
-  keys.resize(perm.size());
-  for (int64_t k = 0; k < n; ++k) keys[k] = static_cast<A>(line[k * step]);
-  auto less = [&keys](int64_t a, int64_t b) { return key_less(keys[a], keys[b]); };
-  if (stable) std::stable_sort(perm.begin(), perm.end(), less);
-  else std::sort(perm.begin(), perm.end(), less);
+  struct Entry {
+    A key;
+    int64_t index;
+  };
+  const size_t n = perm.size();
+  std::unique_ptr<Entry[]> entries(new Entry[n]);
+  for (size_t k = 0; k < n; ++k) entries[k] = {static_cast<A>(line[perm[k] * step]), perm[k]};
+  sort_nan_last(entries.get(), entries.get() + n, stable, [](const Entry& e) -> const A& { return e.key; });
+  for (size_t k = 0; k < n; ++k) perm[k] = entries[k].index;
 }
 
 template <class T>
-void sort_by_key(const Array& key, const std::vector<Array>& ops, std::vector<Array>& outs, const SortLayout& lay,
-                 int64_t num_keys, bool stable) {
+void sort_by_key(const std::vector<Array>& ops, std::vector<Array>& outs, const SortLayout& lay, int64_t num_keys,
+                 bool stable) {
   const size_t num_ops = ops.size();
   const int64_t n = lay.n;
   cpu::parallel_for(lay.lines, std::max<int64_t>(1, cpu::kParallelGrain / n), [&](int64_t begin, int64_t end) {
     std::vector<int64_t> perm(static_cast<size_t>(n)), off(num_ops + 1);
-    std::vector<jx::detail::compute_t<T>> first_keys;
     for (int64_t line = begin; line < end; ++line) {
       lay.offsets(line, off);
       std::iota(perm.begin(), perm.end(), int64_t{0});
       // Least significant key first; the primary key (typed T, dispatched once) last.
       for (int64_t k = num_keys - 1; k >= 1; --k) {
         dispatch_dtype(ops[k].dtype(), [&]<class K>() {
-          std::vector<jx::detail::compute_t<K>> keys;
-          sort_perm_by_key<K>(jx::detail::data<K>(ops[k]) + off[k], lay.step[k], perm, keys,
-                              stable || k != num_keys - 1);
+          sort_perm_by_key<K>(jx::detail::data<K>(ops[k]) + off[k], lay.step[k], perm, stable || k != num_keys - 1);
         });
       }
-      sort_perm_by_key<T>(jx::detail::data<T>(key) + off[0], lay.step[0], perm, first_keys, stable || num_keys > 1);
+      sort_perm_by_key<T>(jx::detail::data<T>(ops[0]) + off[0], lay.step[0], perm, stable || num_keys > 1);
       for (size_t i = 0; i < num_ops; ++i) {
         dispatch_dtype(ops[i].dtype(), [&]<class V>() {
           const V* p = jx::detail::data<V>(ops[i]) + off[i];
@@ -164,7 +174,7 @@ std::vector<Array> sort_impl(std::span<const Array> in, const Params& params, st
     dispatch_dtype(in[0].dtype(), [&]<class T>() { sort_values<T>(in[0], outs[0], lay, stable); });
   } else {
     std::vector<Array> ops(in.begin(), in.end());
-    dispatch_dtype(in[0].dtype(), [&]<class T>() { sort_by_key<T>(in[0], ops, outs, lay, num_keys, stable); });
+    dispatch_dtype(in[0].dtype(), [&]<class T>() { sort_by_key<T>(ops, outs, lay, num_keys, stable); });
   }
   return outs;
 }

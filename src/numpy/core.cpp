@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "core/array_internal.h"
+#include "jx/primitive.h"
 #include "numpy/core_util.h"
 
 namespace jx::numpy {
@@ -90,7 +91,7 @@ std::vector<Array> promote_and_broadcast(const std::vector<Array>& xs, std::stri
 }
 
 Array asarray(const Array& x, std::optional<DType> dtype) {
-  if (dtype) return x.dtype() == *dtype ? x : util::convert(x, *dtype, false);
+  if (dtype) return util::convert(x, *dtype, false);
   if (!x.weak_type()) return x;
   DType canonical = x.dtype();
   switch (dtype_info(x.dtype()).kind) {
@@ -130,14 +131,15 @@ DType canonical_result_type(const std::vector<Array>& xs) {
   return t.dtype;
 }
 
-Array set_weak(const Array& x, bool weak) {
-  if (x.weak_type() == weak || !x.is_concrete()) return x;
-  return detail::with_weak_type(x, weak);
-}
+Array set_weak(const Array& x, bool weak) { return convert(x, x.dtype(), weak); }
 
 Array convert(const Array& x, DType dtype, bool weak) {
-  if (x.dtype() == dtype) return set_weak(x, weak);
-  return set_weak(lax::convert_element_type(x, dtype), weak);
+  if (x.dtype() == dtype && x.weak_type() == weak) return x;
+  // lax::convert_element_type always makes a strong result; jnp needs JAX's weak_type
+  // parameter, so the primitive is bound with it (transformations see the same primitive).
+  static const Primitive* convert_p = find_primitive("convert_element_type");
+  if (!convert_p) detail::fail("convert_element_type", "primitive is not registered");
+  return bind1(*convert_p, {x}, {{"new_dtype", dtype}, {"weak_type", weak}});
 }
 
 Array as_inexact(const Array& x) { return convert(x, to_inexact(x.dtype()), x.weak_type()); }

@@ -20,7 +20,7 @@ DType sum_dtype(DType d);
 
 // result_type with a weak result replaced by its kind's default dtype (weak 2.0 -> float32).
 DType canonical_result_type(const std::vector<Array>& xs);
-// Replaces the weak flag of a concrete array (a no-op on tracers, which carry their own).
+// Replaces the weak flag (a convert_element_type to the same dtype, as JAX binds it).
 Array set_weak(const Array& x, bool weak);
 // lax.convert_element_type with JAX's weak-type rule: the result is weak only if asked.
 Array convert(const Array& x, DType dtype, bool weak = false);

@@ -116,8 +116,12 @@ Array bound(std::string_view op, const char* name, const Array& v, DType dtype, 
   if (!v.valid()) detail::fail(op, name, " is a null jx::Array");
   Array c = lax::convert_element_type(v, dtype);
   if (c.weak_type()) c = detail::with_weak_type(c, false);
-  std::vector<Shape> both = {v.shape(), shape};
-  if (jnp::broadcast_shapes(both, op) != shape)
+  bool fits = v.ndim() <= static_cast<int>(shape.size());
+  for (int i = 1; fits && i <= v.ndim(); ++i) {
+    int64_t d = v.shape()[v.shape().size() - static_cast<size_t>(i)];
+    fits = d == 1 || d == shape[shape.size() - static_cast<size_t>(i)];
+  }
+  if (!fits)
     detail::fail(op, name, " of shape ", detail::shape_str(v.shape()), " does not broadcast to shape ",
                  detail::shape_str(shape));
   return jnp::broadcast_to(c, shape);
@@ -148,6 +152,33 @@ Array unit_floats(std::string_view op, const Array& key, const Shape& shape, DTy
   return lax::sub(lax::bitcast_convert_type(float_bits, dtype), full(shape, dtype, 1.0));
 }
 
+// x * y + z rounded once, as XLA's fused multiply-add computes JAX's
+// `floats * (maxval - minval) + minval`. Narrow floats: the product is exact in float64,
+// so one float64 add and the narrowing round agree with a true FMA (barring a double-
+// rounding tie). float64: Dekker's exact product and Knuth's two-sum carry the errors.
+Array fused_multiply_add(const Array& x, const Array& y, const Array& z) {
+  DType dtype = x.dtype();
+  if (dtype != DType::Float64) {
+    auto wide = [](const Array& a) { return lax::convert_element_type(a, DType::Float64); };
+    return lax::convert_element_type(lax::add(lax::mul(wide(x), wide(y)), wide(z)), dtype);
+  }
+  const Shape& shape = x.shape();
+  auto split = [&](const Array& a) {  // Veltkamp: a = hi + lo with 26-bit halves
+    Array c = lax::mul(full(shape, dtype, 134217729.0), a);
+    Array hi = lax::sub(c, lax::sub(c, a));
+    return std::pair<Array, Array>{hi, lax::sub(a, hi)};
+  };
+  Array p = lax::mul(x, y);
+  auto [xh, xl] = split(x);
+  auto [yh, yl] = split(y);
+  Array p_err = lax::add(
+      lax::add(lax::add(lax::sub(lax::mul(xh, yh), p), lax::mul(xh, yl)), lax::mul(xl, yh)), lax::mul(xl, yl));
+  Array s = lax::add(p, z);
+  Array bv = lax::sub(s, p);
+  Array s_err = lax::add(lax::sub(p, lax::sub(s, bv)), lax::sub(z, bv));
+  return lax::add(s, lax::add(s_err, p_err));
+}
+
 Array uniform_impl(std::string_view op, const Array& key, const Shape& shape, DType dtype, const Array& minval,
                    const Array& maxval) {
   check_key(op, key);
@@ -155,14 +186,43 @@ Array uniform_impl(std::string_view op, const Array& key, const Shape& shape, DT
   check_float_dtype(op, dtype);
   Array lo = bound(op, "minval", minval, dtype, shape), hi = bound(op, "maxval", maxval, dtype, shape);
   Array floats = unit_floats(op, key, shape, dtype);
-  return lax::max(lo, lax::add(lax::mul(floats, lax::sub(hi, lo)), lo));
+  return lax::max(lo, fused_multiply_add(floats, lax::sub(hi, lo), lo));
+}
+
+// XLA's float32 erf_inv (M. Giles' polynomial, Horner steps fused as XLA's CPU and GPU
+// code fuses them), so normals agree with JAX's to an ulp or two rather than differing
+// by the few ulp of that approximation. float64 uses lax::erf_inv.
+Array erf_inv_like_xla(const Array& x) {
+  if (x.dtype() == DType::Float64) return lax::erf_inv(x);
+  static constexpr float kSmall[] = {2.81022636e-08f,  3.43273939e-07f, -3.5233877e-06f,
+                                     -4.39150654e-06f, 0.00021858087f,  -0.00125372503f,
+                                     -0.00417768164f,  0.246640727f,    1.50140941f};
+  static constexpr float kLarge[] = {-0.000200214257f, 0.000100950558f, 0.00134934322f,
+                                     -0.00367342844f,  0.00573950773f,  -0.0076224613f,
+                                     0.00943887047f,   1.00167406f,     2.83297682f};
+  DType narrow = x.dtype();
+  Array xf = lax::convert_element_type(x, DType::Float32);
+  const Shape& shape = x.shape();
+  Array w = lax::neg(lax::log1p(lax::neg(lax::mul(xf, xf))));
+  Array small = lax::lt(w, full(shape, DType::Float32, 5.0));
+  auto coefficient = [&](int i) {
+    return lax::select_n(small, {full(shape, DType::Float32, kLarge[i]), full(shape, DType::Float32, kSmall[i])});
+  };
+  w = lax::select_n(small, {lax::sub(lax::sqrt(w), full(shape, DType::Float32, 3.0)),
+                            lax::sub(w, full(shape, DType::Float32, 2.5))});
+  Array p = coefficient(0);
+  for (int i = 1; i < 9; ++i) p = fused_multiply_add(p, w, coefficient(i));
+  Array result = lax::mul(p, xf);
+  Array at_one = lax::eq(lax::abs(xf), full(shape, DType::Float32, 1.0));
+  result = lax::select_n(at_one, {result, lax::mul(xf, full(shape, DType::Float32, std::numeric_limits<float>::max()))});
+  return narrow == DType::Float32 ? result : lax::convert_element_type(result, narrow);
 }
 
 Array normal_real(std::string_view op, const Array& key, const Shape& shape, DType dtype) {
   // nextafter(-1, 0): the open lower end keeps erf_inv finite.
   Array u = uniform_impl(op, key, shape, dtype, detail::scalar_of(dtype, -(1.0 - epsneg(dtype))),
                          detail::scalar_of(dtype, 1.0));
-  return lax::mul(full(shape, dtype, std::numbers::sqrt2), lax::erf_inv(u));
+  return lax::mul(full(shape, dtype, std::numbers::sqrt2), erf_inv_like_xla(u));
 }
 
 Array gumbel_impl(std::string_view op, const Array& key, const Shape& shape, DType dtype) {
@@ -223,25 +283,57 @@ Array as_int(const Array& v) {
   return c.weak_type() ? detail::with_weak_type(c, false) : c;
 }
 
-// JAX's _randint for 32-bit dtypes: 64 random bits per value reduced modulo the span.
-Array randint32(const Array& key, const Shape& shape, Array minval, Array maxval, DType dtype) {
+// x % s for int64 arrays holding uint64 bit patterns (JAX's uint64 lax.rem), from signed
+// ops: s >= 2^63 needs at most one subtraction; otherwise the top bit of x is reduced as
+// 2^63 mod s. s == 0 gives x, as XLA's remainder by zero does.
+Array urem64(const Array& x, const Array& s) {
+  const Shape& shape = x.shape();
+  auto c = [&](int64_t v) { return full_of<int64_t>(shape, v); };
+  const int64_t kMin = std::numeric_limits<int64_t>::min(), kMax = std::numeric_limits<int64_t>::max();
+  Array zero = c(0);
+  Array s_pos = lax::select_n(lax::le(s, zero), {s, c(1)});  // a safe divisor on every lane
+  // s >= 2^63 (negative as int64): x < 2s, so subtract once when x >= s unsigned.
+  Array x_ge_s = lax::ge(lax::bitwise_xor(x, c(kMin)), lax::bitwise_xor(s, c(kMin)));
+  Array big = lax::select_n(x_ge_s, {x, lax::sub(x, s)});
+  // s < 2^63: (x mod 2^63) mod s plus 2^63 mod s, folded back below s without overflow.
+  Array r1 = lax::rem(lax::bitwise_and(x, c(kMax)), s_pos);
+  Array r2 = lax::rem(lax::add(lax::rem(c(kMax), s_pos), c(1)), s_pos);
+  Array gap = lax::sub(s_pos, r2);
+  Array top = lax::select_n(lax::ge(r1, gap), {lax::add(r1, r2), lax::sub(r1, gap)});
+  Array small = lax::select_n(lax::lt(x, zero), {lax::rem(x, s_pos), top});
+  Array out = lax::select_n(lax::lt(s, zero), {small, big});
+  return lax::select_n(lax::eq(s, zero), {out, x});
+}
+
+// JAX's _randint: 2 * nbits random bits per value reduced modulo the span (biased only
+// when the span is not a power of two, negligibly for small spans). 32-bit dtypes work
+// in uint32; int64 in uint64 bit patterns held as int64.
+Array randint_impl(const Array& key, const Shape& shape, const Array& minval, const Array& maxval, DType dtype) {
   const char* op = "random.randint";
   check_param_shapes(op, shape, {minval.shape(), maxval.shape()});
+  const bool wide = dtype == DType::Int64;
+  const DType udtype = wide ? DType::Int64 : DType::UInt32;
   Array dtype_max = detail::scalar<int64_t>(int_limits(dtype).second);
-  Array out_of_range = jnp::greater(maxval, convert_and_clip(dtype_max, maxval.dtype()));
+  Array out_of_range = jnp::broadcast_to(jnp::greater(maxval, convert_and_clip(dtype_max, maxval.dtype())), shape);
   Array mn = jnp::broadcast_to(convert_and_clip(minval, dtype), shape);
   Array mx = jnp::broadcast_to(convert_and_clip(maxval, dtype), shape);
-  out_of_range = jnp::broadcast_to(out_of_range, shape);
   auto [k1, k2] = split2(key);
-  Array higher = bits32(op, k1, shape), lower = bits32(op, k2, shape);
-  Array span = lax::convert_element_type(lax::sub(mx, mn), DType::UInt32);
-  Array one = full_of<uint32_t>(shape, 1u);
+  auto random_bits = [&](const Array& k) {
+    if (!wide) return bits32(op, k, shape);
+    auto [b0, b1] = threefry_bits(op, k, shape);
+    Array hi = lax::convert_element_type(b0, DType::Int64), lo = lax::convert_element_type(b1, DType::Int64);
+    return lax::bitwise_or(lax::shift_left(hi, full_of<int64_t>(shape, 32)), lo);
+  };
+  auto urem = [&](const Array& x, const Array& s) { return wide ? urem64(x, s) : lax::rem(x, s); };
+  Array higher = random_bits(k1), lower = random_bits(k2);
+  Array span = lax::convert_element_type(lax::sub(mx, mn), udtype);
+  Array one = full(shape, udtype, 1.0);
   span = lax::select_n(lax::le(mx, mn), {span, one});
   span = lax::select_n(lax::bitwise_and(out_of_range, lax::gt(mx, mn)), {span, lax::add(span, one)});
-  Array multiplier = lax::rem(full_of<uint32_t>(shape, 1u << 16), span);
-  multiplier = lax::rem(lax::mul(multiplier, multiplier), span);
-  Array offset = lax::add(lax::mul(lax::rem(higher, span), multiplier), lax::rem(lower, span));
-  offset = lax::rem(offset, span);
+  Array multiplier = urem(full(shape, udtype, wide ? 4294967296.0 : 65536.0), span);
+  multiplier = urem(lax::mul(multiplier, multiplier), span);
+  Array offset = lax::add(lax::mul(urem(higher, span), multiplier), urem(lower, span));
+  offset = urem(offset, span);
   return lax::add(mn, lax::convert_element_type(offset, dtype));
 }
 
@@ -328,9 +420,6 @@ Array randint(const Array& key, const Shape& shape, const Array& minval, const A
   check_shape(op, shape);
   if (!minval.valid() || !maxval.valid()) detail::fail(op, "minval and maxval must be arrays");
   if (!is_integer(dtype)) detail::fail(op, "dtype must be an integer dtype, got ", dtype);
-  if (dtype == DType::Int64)
-    detail::fail(op, "int64 is not supported (JAX draws it with uint64 arithmetic, which jx lacks); "
-                     "use int32 or uint32");
   Array mn = as_int(minval), mx = as_int(maxval);
   if (itemsize(dtype) < 4) {
     // As JAX: sample narrow types in int32 to avoid bias, with bounds clipped to the type.
@@ -339,9 +428,9 @@ Array randint(const Array& key, const Shape& shape, const Array& minval, const A
                    detail::scalar<int32_t>(static_cast<int32_t>(hi)));
     mx = jnp::clip(lax::convert_element_type(mx, DType::Int32), detail::scalar<int32_t>(static_cast<int32_t>(lo)),
                    detail::scalar<int32_t>(static_cast<int32_t>(hi + 1)));
-    return lax::convert_element_type(randint32(key, shape, mn, mx, DType::Int32), dtype);
+    return lax::convert_element_type(randint_impl(key, shape, mn, mx, DType::Int32), dtype);
   }
-  return randint32(key, shape, mn, mx, dtype);
+  return randint_impl(key, shape, mn, mx, dtype);
 }
 
 Array permutation(const Array& key, int64_t n) {
@@ -487,7 +576,7 @@ Array truncated_normal(const Array& key, const Array& lower, const Array& upper,
   Array sqrt2 = full(s, dtype, std::numbers::sqrt2);
   Array a = lax::erf(lax::div(lo, sqrt2)), b = lax::erf(lax::div(hi, sqrt2));
   Array u = uniform_impl(op, key, s, dtype, a, b);
-  Array out = lax::mul(sqrt2, lax::erf_inv(u));
+  Array out = lax::mul(sqrt2, erf_inv_like_xla(u));
   Array inf = full(s, dtype, std::numeric_limits<double>::infinity());
   return lax::min(lax::max(out, lax::nextafter(lo, inf)), lax::nextafter(hi, lax::neg(inf)));
 }

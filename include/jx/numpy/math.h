@@ -50,14 +50,23 @@ Array square(const Array& x);
 Array reciprocal(const Array& x);
 
 // ---- exponents and logarithms ----
+// e ** x.
 Array exp(const Array& x);
+// 2 ** x.
 Array exp2(const Array& x);
+// e ** x - 1, accurate near 0.
 Array expm1(const Array& x);
+// Natural logarithm.
 Array log(const Array& x);
+// Base-2 logarithm.
 Array log2(const Array& x);
+// Base-10 logarithm.
 Array log10(const Array& x);
+// log(1 + x), accurate near 0.
 Array log1p(const Array& x);
+// Square root (NaN for negative reals).
 Array sqrt(const Array& x);
+// Cube root (real, defined for negatives).
 Array cbrt(const Array& x);
 // log(exp(x1) + exp(x2)) without overflow.
 Array logaddexp(const Array& x1, const Array& x2);
@@ -65,34 +74,54 @@ Array logaddexp(const Array& x1, const Array& x2);
 Array logaddexp2(const Array& x1, const Array& x2);
 
 // ---- trigonometry ----
+// Sine (radians).
 Array sin(const Array& x);
+// Cosine (radians).
 Array cos(const Array& x);
+// Tangent (radians).
 Array tan(const Array& x);
+// Inverse sine, in [-pi/2, pi/2].
 Array arcsin(const Array& x);
+// Inverse cosine, in [0, pi].
 Array arccos(const Array& x);
+// Inverse tangent, in (-pi/2, pi/2).
 Array arctan(const Array& x);
+// Hyperbolic sine.
 Array sinh(const Array& x);
+// Hyperbolic cosine.
 Array cosh(const Array& x);
+// Hyperbolic tangent.
 Array tanh(const Array& x);
+// Inverse hyperbolic sine.
 Array arcsinh(const Array& x);
+// Inverse hyperbolic cosine (x >= 1).
 Array arccosh(const Array& x);
+// Inverse hyperbolic tangent (|x| < 1).
 Array arctanh(const Array& x);
 // atan(x1 / x2) in the right quadrant.
 Array arctan2(const Array& x1, const Array& x2);
 // sqrt(x1**2 + x2**2) without overflow.
 Array hypot(const Array& x1, const Array& x2);
+// Degrees to radians.
 Array deg2rad(const Array& x);
+// Radians to degrees.
 Array rad2deg(const Array& x);
+// Same as rad2deg.
 Array degrees(const Array& x);
+// Same as deg2rad.
 Array radians(const Array& x);
 // sin(pi x) / (pi x), 1 at 0.
 Array sinc(const Array& x);
 
 // ---- rounding ----
 // Integer inputs are returned unchanged by floor, ceil and trunc (as JAX).
+// Largest integer <= x.
 Array floor(const Array& x);
+// Smallest integer >= x.
 Array ceil(const Array& x);
+// Rounds toward zero.
 Array trunc(const Array& x);
+// Same as trunc.
 Array fix(const Array& x);
 // Round half to even; integer inputs become float32 (as JAX).
 Array rint(const Array& x);
@@ -113,16 +142,22 @@ Array clip(const Array& x, const std::optional<Array>& lo = std::nullopt,
            const std::optional<Array>& hi = std::nullopt);
 // x where condition, else y (condition is converted to bool); all three broadcast.
 Array where(const Array& condition, const Array& x, const Array& y);
+// Elementwise comparisons (bool results) after promotion and broadcasting.
 Array equal(const Array& x1, const Array& x2);
 Array not_equal(const Array& x1, const Array& x2);
 Array less(const Array& x1, const Array& x2);
 Array less_equal(const Array& x1, const Array& x2);
 Array greater(const Array& x1, const Array& x2);
 Array greater_equal(const Array& x1, const Array& x2);
+// Whether x is NaN (false for integers and bools).
 Array isnan(const Array& x);
+// Whether x is +-inf (either part for complex).
 Array isinf(const Array& x);
+// Whether x is +inf.
 Array isposinf(const Array& x);
+// Whether x is -inf.
 Array isneginf(const Array& x);
+// Whether x is neither inf nor NaN (true for integers).
 Array isfinite(const Array& x);
 // |a - b| <= atol + rtol * |b|, elementwise; infinities equal when equal, NaN never unless
 // equal_nan. Integers compare as float (as NumPy; JAX compares integers exactly).
@@ -135,23 +170,30 @@ bool array_equal(const Array& a, const Array& b, bool equal_nan = false);
 bool array_equiv(const Array& a, const Array& b);
 
 // ---- logic and bits ----
+// Logical ops on truth values (nonzero is true); bool results.
 Array logical_and(const Array& x1, const Array& x2);
 Array logical_or(const Array& x1, const Array& x2);
 Array logical_xor(const Array& x1, const Array& x2);
+// Logical not of the truth value.
 Array logical_not(const Array& x);
 // Bitwise ops on bool and integer dtypes.
 Array bitwise_and(const Array& x1, const Array& x2);
 Array bitwise_or(const Array& x1, const Array& x2);
 Array bitwise_xor(const Array& x1, const Array& x2);
 Array bitwise_not(const Array& x);
+// Same as bitwise_not.
 Array invert(const Array& x);
+// x1 << x2 on integers.
 Array left_shift(const Array& x1, const Array& x2);
 // Arithmetic shift for signed integers, logical for unsigned.
 Array right_shift(const Array& x1, const Array& x2);
 
 // ---- complex numbers ----
+// Complex conjugate (identity on reals).
 Array conj(const Array& x);
+// Same as conj.
 Array conjugate(const Array& x);
+// Real part (identity on reals).
 Array real(const Array& x);
 // Imaginary part (zeros for real inputs).
 Array imag(const Array& x);
