@@ -17,11 +17,22 @@ namespace {
 
 const std::string kDir = std::string(JX_FIXTURES_DIR) + "/io/";
 
-std::string temp_path(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / ("jx_io_test_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return (dir / name).string();
+const std::filesystem::path& temp_dir() {
+  // Removed when the test program exits.
+  struct Dir {
+    std::filesystem::path path =
+        std::filesystem::temp_directory_path() / ("jx_io_test_" + std::to_string(::getpid()));
+    Dir() { std::filesystem::create_directories(path); }
+    ~Dir() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  };
+  static const Dir dir;
+  return dir.path;
 }
+
+std::string temp_path(const std::string& name) { return (temp_dir() / name).string(); }
 
 std::string slurp(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -113,6 +124,7 @@ TEST(IoLoad, UnsupportedDTypesNameTheProblem) {
 TEST(IoLoad, MissingFile) {
   EXPECT_JX_ERROR(load(kDir + "no_such_file.npy"), "[load]", "no_such_file.npy", "cannot open");
   EXPECT_JX_ERROR(load_npz(kDir + "no_such_file.npz"), "[load_npz]", "no_such_file.npz", "cannot open");
+  EXPECT_JX_ERROR(load(kDir), "[load]", "is a directory");
 }
 
 TEST(IoNpz, StoredAndCompressedFromNumpy) {
@@ -275,7 +287,6 @@ TEST(IoNpz, MalformedArchives) {
   std::string stored_flipped = stored;
   stored_flipped[stored_flipped.find("NUMPY") + 20] ^= 0x01;
   expect_error(stored_flipped, "CRC mismatch in member 'a.npy'");
-  // A member that is not .npy content names the member.
   spit(path, stored);
   EXPECT_NO_THROW(load_npz(path));
 }

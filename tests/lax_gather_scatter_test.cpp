@@ -386,6 +386,11 @@ TEST(Errors, Gather) {
   EXPECT_JX_ERROR(lax::gather(x, idx, kRows, {1}), "[gather]", "slice_sizes (1,)", "one entry per operand");
   EXPECT_JX_ERROR(lax::gather(x, idx, kRows, {1, 5}), "[gather]", "slice_sizes (1, 5)", "i32[5,4]");
   EXPECT_JX_ERROR(lax::gather(x, idx, kRows, {2, 4}), "[gather]", "slice size 1", "(2, 4)");
+  // An empty index vector still gathers one window per batch position: sizes are checked.
+  Array none = as_dtype(arange({3, 0}), DType::Int32);
+  EXPECT_JX_ERROR(lax::gather(arange({2}), none, {{1}, {}, {}}, {5}), "[gather]", "slice_sizes (5,)");
+  EXPECT_EQ(lax::gather(arange({2}), as_dtype(arange({0, 1}), DType::Int32), {{1}, {}, {0}}, {5}).shape(),
+            (Shape{0, 5}));
   EXPECT_JX_ERROR(lax::gather(x, idx, {{}, {0}, {0}}, {1, 4}), "[gather]", "offset dimension or collapsed");
   EXPECT_JX_ERROR(lax::gather(x, idx, kRows, {1, 4}, Mode::FillOrDrop, arange({2})), "[gather]", "fill_value",
                   "i32[2]");

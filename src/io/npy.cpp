@@ -3,8 +3,8 @@
 // (2.0 only when the header outgrows 64 KiB, as NumPy does), little-endian, C order.
 #include <bit>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <map>
 #include <optional>
 #include <string>
@@ -310,10 +310,16 @@ std::string npy_bytes(const Array& a, std::string_view op, const std::string& wh
 }
 
 std::string read_file(const std::string& path, std::string_view op) {
-  std::ifstream f(path, std::ios::binary);
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) detail::fail(op, path, ": is a directory, not a file");
+  std::ifstream f(path, std::ios::binary | std::ios::ate);
   if (!f) detail::fail(op, path, ": cannot open file for reading (missing or unreadable)");
-  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  if (f.bad()) detail::fail(op, path, ": read error");
+  std::streamoff size = f.tellg();
+  if (size < 0) detail::fail(op, path, ": cannot determine the file size (not a regular file?)");
+  std::string bytes(static_cast<size_t>(size), '\0');
+  f.seekg(0);
+  f.read(bytes.data(), size);
+  if (f.gcount() != size) detail::fail(op, path, ": read error");
   return bytes;
 }
 

@@ -226,8 +226,12 @@ std::vector<Aval> gather_rule(std::span<const Aval> in, const Params& params) {
          "component (the last axis of indices, of size ", indices.shape.back(), ")", ctx);
   if (static_cast<int64_t>(g.slice_sizes.size()) != rank)
     fail("gather", "slice_sizes ", shape_str(g.slice_sizes), " must have one entry per operand dimension", ctx);
+  // As JAX, an oversized window is allowed when there is nothing to gather (x[empty]
+  // on an empty axis); the batch size, not the index count, decides: indices of shape
+  // (3, 0) still gather three windows.
+  const bool no_windows = shape_size(Shape(indices.shape.begin(), indices.shape.end() - 1)) == 0;
   for (size_t i = 0; i < g.slice_sizes.size(); ++i)
-    if (g.slice_sizes[i] < 0 || (indices.size() > 0 && g.slice_sizes[i] > x.shape[i]))
+    if (g.slice_sizes[i] < 0 || (!no_windows && g.slice_sizes[i] > x.shape[i]))
       fail("gather", "slice_sizes ", shape_str(g.slice_sizes), " must be within [0, operand dimension] at ",
            "dimension ", i, ctx);
   for (int64_t d : g.collapsed_slice_dims)

@@ -58,7 +58,8 @@ std::vector<Aval> slice_rule(std::span<const Aval> in, const Params& params) {
            " (dimension ", i, "); operand shape ", shape_str(x.shape));
     if (steps[i] <= 0)
       fail("slice", "strides ", shape_str(steps), " must be positive; operand shape ", shape_str(x.shape));
-    shape.push_back((limit[i] - start[i] + steps[i] - 1) / steps[i]);
+    const int64_t span = limit[i] - start[i];
+    shape.push_back(span == 0 ? 0 : 1 + (span - 1) / steps[i]);  // ceil(span / step), overflow-free
   }
   return {Aval{shape, x.dtype, x.weak_type}};
 }

@@ -72,20 +72,21 @@ struct SortLayout {
   }
 };
 
-// Sorts [first, last) in the total order: NaNs are moved to the end first (keeping
-// their order), so the rest sorts with the plain `<`, which already treats -0 and 0
-// as equal. `key` maps an element to its compute-type key.
+// Sorts [first, last) in the total order. Real NaNs are moved to the end first
+// (keeping their order), so the rest sorts with the plain `<`, which already treats
+// -0 and 0 as equal. `key` maps an element to its compute-type key.
 template <class It, class Key>
 void sort_nan_last(It first, It last, bool stable, Key key) {
   using A = std::remove_cvref_t<decltype(key(*first))>;
-  if constexpr (std::is_floating_point_v<A> || is_complex_v<A>) {
-    auto not_nan = [&](const auto& e) { return !kernels::is_nan(key(e)); };
+  if constexpr (std::is_floating_point_v<A>) {
+    auto not_nan = [&](const auto& e) { return !std::isnan(key(e)); };
     last = stable ? std::stable_partition(first, last, not_nan) : std::partition(first, last, not_nan);
   }
   auto less = [&](const auto& a, const auto& b) {
-    if constexpr (is_complex_v<A>) {
+    if constexpr (is_complex_v<A>) {  // (real, imag) with NaN greatest in each: rare, so not partitioned
       const A ka = key(a), kb = key(b);
-      return ka.real() < kb.real() || (ka.real() == kb.real() && real_less(ka.imag(), kb.imag()));
+      return real_less(ka.real(), kb.real()) ||
+             (!real_less(kb.real(), ka.real()) && real_less(ka.imag(), kb.imag()));
     } else {
       return key(a) < key(b);
     }

@@ -42,7 +42,7 @@ Labels parse_term(std::string_view term, std::string_view subscripts) {
       continue;
     }
     char c = term[i++];
-    if (!std::isalpha(static_cast<unsigned char>(c)))
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')))  // ASCII only, whatever the locale
       fail(kOp, "invalid subscript '", c, "' in '", subscripts, "': subscripts must be letters");
     out.push_back(c);
   }
