@@ -82,7 +82,8 @@ Array select_n(const Array& which, const std::vector<Array>& cases);
 Array clamp(const Array& lo, const Array& x, const Array& hi);
 
 // ---- types ----
-Array convert_element_type(const Array& x, DType dtype);
+// weak_type marks the result weakly typed (jnp uses it to keep JAX's weak-type rules).
+Array convert_element_type(const Array& x, DType dtype, bool weak_type = false);
 // Reinterprets bits; a narrower target adds a trailing axis, a wider one consumes it.
 Array bitcast_convert_type(const Array& x, DType dtype);
 

@@ -1,9 +1,11 @@
 // jx::random: JAX's functional PRNG. A key is an explicit value (a uint32 array of shape
 // (2,), JAX's raw jax.random.PRNGKey); functions never mutate it, so split it to get
 // fresh keys. Every function is built from lax ops (the threefry2x32 primitive, shifts,
-// bitcasts...), so it traces like any other code. Results are bit-exact with jax.random
-// under its default settings (threefry2x32, jax_threefry_partitionable=True, as of
-// JAX 0.5+), for the same key, shape and dtype.
+// bitcasts...), so it traces like any other code. Matches jax.random under its default
+// settings (threefry2x32 with jax_threefry_partitionable=True, the default of the jax
+// 0.10 the fixtures come from) for the same key, shape and dtype: keys, split, fold_in,
+// bits, uniform, randint, bernoulli, permutation and choice bit for bit; normal within
+// 2 ulp (float32); samplers built on log/erf within a few ulp.
 #pragma once
 
 #include <cstdint>

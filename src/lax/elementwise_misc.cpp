@@ -191,9 +191,9 @@ Array select_n(const Array& which, const std::vector<Array>& cases) {
   return jx::bind(select_n_p, operands)[0];
 }
 
-Array convert_element_type(const Array& x, DType dtype) {
-  if (x.dtype() == dtype && !x.weak_type()) return x;  // nothing to do (JAX binds nothing either)
-  return bind1(convert_element_type_p, {x}, {{"new_dtype", dtype}, {"weak_type", false}});
+Array convert_element_type(const Array& x, DType dtype, bool weak_type) {
+  if (x.dtype() == dtype && x.weak_type() == weak_type) return x;  // nothing to do (JAX binds nothing either)
+  return bind1(convert_element_type_p, {x}, {{"new_dtype", dtype}, {"weak_type", weak_type}});
 }
 
 Array bitcast_convert_type(const Array& x, DType dtype) {

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "core/array_internal.h"
+#include "jx/lax.h"
 #include "jx/primitive.h"
 #include "numpy/core_util.h"
 
@@ -134,12 +135,7 @@ DType canonical_result_type(const std::vector<Array>& xs) {
 Array set_weak(const Array& x, bool weak) { return convert(x, x.dtype(), weak); }
 
 Array convert(const Array& x, DType dtype, bool weak) {
-  if (x.dtype() == dtype && x.weak_type() == weak) return x;
-  // lax::convert_element_type always makes a strong result; jnp needs JAX's weak_type
-  // parameter, so the primitive is bound with it (transformations see the same primitive).
-  static const Primitive* convert_p = find_primitive("convert_element_type");
-  if (!convert_p) detail::fail("convert_element_type", "primitive is not registered");
-  return bind1(*convert_p, {x}, {{"new_dtype", dtype}, {"weak_type", weak}});
+  return lax::convert_element_type(x, dtype, weak);
 }
 
 Array as_inexact(const Array& x) { return convert(x, to_inexact(x.dtype()), x.weak_type()); }
