@@ -104,6 +104,7 @@ bool is_contiguous(const Array& x) {
 const std::vector<int64_t>& strides(const Array& x) { return x.impl().strides; }
 
 void convert_buffer(const void* src, DType sd, void* dst, DType dd, int64_t n) {
+  if (n <= 0) return;  // empty arrays may have null buffers; memcpy(null, null, 0) is UB
   if (sd == dd) {
     std::memcpy(dst, src, static_cast<size_t>(n * itemsize(sd)));
     return;
