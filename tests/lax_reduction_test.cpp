@@ -52,6 +52,7 @@ Array make_test_view(const Array& x, int64_t code) {
 Array as_dtype(const Array& x, DType dtype) {
   Array c = detail::contiguous(x);
   Array out = detail::alloc_array(Aval{x.shape(), dtype, false});
+  if (x.size() == 0) return out;
   detail::convert_buffer(detail::raw_data(c), c.dtype(), detail::mutable_data<void>(out), dtype, x.size());
   return out;
 }
@@ -93,6 +94,12 @@ double rtol_for(DType d) { return is_inexact(d) ? 4 * jx::testing::default_rtol(
 // (bfloat16 fixtures).
 ::testing::AssertionResult matches(const Array& got, const Array& want, DType dtype) {
   if (got.dtype() != dtype) return ::testing::AssertionFailure() << "dtype " << got.dtype() << " != " << dtype;
+  // Empty results: shapes only (to_vector of an empty array trips UBSan in core's
+  // convert_buffer, memcpy to a null pointer).
+  if (want.size() == 0) {
+    if (got.shape() == want.shape()) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << "shape " << got.aval().str() << " != " << want.aval().str();
+  }
   double rtol = rtol_for(dtype);
   return allclose(got, want, rtol, rtol, /*check_dtype=*/false);
 }
@@ -165,8 +172,9 @@ TEST(LaxCumulative, MatchesNumPyFixtures) {
         Array got = ops[i].fn(c.x, c.params[0], reverse);
         EXPECT_TRUE(matches(got, row(out, static_cast<int64_t>(2 * i + reverse)), c.dtype));
         // Negative axes name the same axis.
-        if (!reverse && i == 0)
+        if (!reverse && i == 0) {
           EXPECT_TRUE(matches(ops[i].fn(c.x, c.params[0] - c.x.ndim(), false), row(out, 0), c.dtype));
+        }
       }
     }
   }
