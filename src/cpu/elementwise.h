@@ -47,6 +47,22 @@ using wrap_unsigned_t = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsig
 template <class T>
 constexpr bool is_int_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;
 
+// Element kinds of the compute type C, for constraining elementwise op functors.
+namespace kinds {
+template <class C>
+concept Real = std::is_floating_point_v<C>;
+template <class C>
+concept Complex = is_complex_v<C>;
+template <class C>
+concept Inexact = Real<C> || Complex<C>;
+template <class C>
+concept Int = is_int_v<C>;
+template <class C>
+concept Number = Int<C> || Inexact<C>;
+template <class C>
+concept Ordered = Int<C> || Real<C> || std::is_same_v<C, bool>;
+}  // namespace kinds
+
 template <class T>
 inline T wrap_add(T a, T b) {
   if constexpr (is_int_v<T>) return static_cast<T>(wrap_unsigned_t<T>(a) + wrap_unsigned_t<T>(b));

@@ -16,18 +16,7 @@ namespace {
 
 using cpu::VecOp2;
 
-template <class C>
-concept Real = std::is_floating_point_v<C>;
-template <class C>
-concept Complex = is_complex_v<C>;
-template <class C>
-concept Inexact = Real<C> || Complex<C>;
-template <class C>
-concept Int = cpu::is_int_v<C>;
-template <class C>
-concept Number = Int<C> || Inexact<C>;
-template <class C>
-concept Ordered = Int<C> || Real<C> || std::is_same_v<C, bool>;
+using namespace cpu::kinds;
 
 // ---- arithmetic ----
 

@@ -15,16 +15,7 @@ namespace {
 
 using cpu::VecOp;
 
-template <class C>
-concept Real = std::is_floating_point_v<C>;
-template <class C>
-concept Complex = is_complex_v<C>;
-template <class C>
-concept Inexact = Real<C> || Complex<C>;
-template <class C>
-concept Int = cpu::is_int_v<C>;
-template <class C>
-concept Number = Int<C> || Inexact<C>;
+using namespace cpu::kinds;
 
 // ---- complex helpers std::complex lacks ----
 
