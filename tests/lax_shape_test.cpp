@@ -13,23 +13,11 @@ namespace {
 namespace lax = jx::lax;
 using jx::testing::fixture;
 
-const std::vector<DType> kAllDTypes = {DType::Bool,    DType::Int8,     DType::Int16,   DType::Int32,    DType::Int64,
-                                       DType::UInt8,   DType::UInt32,   DType::Float16, DType::BFloat16, DType::Float32,
-                                       DType::Float64, DType::Complex64, DType::Complex128};
+using jx::testing::arange;
+using jx::testing::as_dtype;
+using jx::testing::kAllDTypes;
 
-// np.arange(n).reshape(shape) as int32: the input every fixture case starts from.
-Array arange(const Shape& shape) {
-  std::vector<int32_t> v(static_cast<size_t>(shape_size(shape)));
-  std::iota(v.begin(), v.end(), 0);
-  return Array(v.data(), shape);
-}
 
-// Element-wise conversion done in the test, independent of convert_element_type.
-Array as_dtype(const Array& a, DType d) {
-  std::vector<unsigned char> buf(static_cast<size_t>(a.size() * itemsize(d)) + 1);
-  a.copy_to(buf.data(), d);
-  return Array(buf.data(), a.shape(), d);
-}
 
 bool shares_storage(const Array& a, const Array& b) { return a.impl().storage == b.impl().storage; }
 

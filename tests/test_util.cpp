@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <complex>
+#include <numeric>
 #include <sstream>
 
 namespace jx::testing {
@@ -9,6 +10,22 @@ namespace jx::testing {
 Array fixture(const std::string& name) { return load(std::string(JX_FIXTURES_DIR) + "/" + name + ".npy"); }
 std::map<std::string, Array> fixture_npz(const std::string& name) {
   return load_npz(std::string(JX_FIXTURES_DIR) + "/" + name + ".npz");
+}
+
+const std::vector<DType> kAllDTypes = {DType::Bool,    DType::Int8,     DType::Int16,   DType::Int32,    DType::Int64,
+                                       DType::UInt8,   DType::UInt32,   DType::Float16, DType::BFloat16, DType::Float32,
+                                       DType::Float64, DType::Complex64, DType::Complex128};
+
+Array arange(const Shape& shape) {
+  std::vector<int32_t> v(static_cast<size_t>(shape_size(shape)));
+  std::iota(v.begin(), v.end(), 0);
+  return Array(v.data(), shape);
+}
+
+Array as_dtype(const Array& a, DType d) {
+  std::vector<unsigned char> buf(static_cast<size_t>(a.size() * itemsize(d)) + 1);
+  a.copy_to(buf.data(), d);
+  return Array(buf.data(), a.shape(), d);
 }
 
 double default_rtol(DType d) {

@@ -17,6 +17,13 @@ std::map<std::string, Array> fixture_npz(const std::string& name);
 // infinities must match exactly). dtype is checked too unless check_dtype is false.
 ::testing::AssertionResult allclose(const Array& actual, const Array& expected, double rtol = 1e-6,
                                     double atol = 1e-6, bool check_dtype = true);
+// Every dtype jx has, for tables that run a case over all of them.
+extern const std::vector<DType> kAllDTypes;
+// np.arange(n).reshape(shape) as int32.
+Array arange(const Shape& shape);
+// Element-wise conversion done by the test itself, independent of convert_element_type.
+Array as_dtype(const Array& a, DType d);
+
 // Tolerances suited to a dtype's precision.
 double default_rtol(DType d);
 
