@@ -12,15 +12,7 @@ namespace {
 
 namespace jnp = jx::numpy;
 
-const std::map<std::string, Array>& fixtures() {
-  static const auto f = jx::testing::fixture_npz("numpy_index/sorting");
-  return f;
-}
-Array F(const std::string& key) {
-  auto it = fixtures().find(key);
-  if (it == fixtures().end()) throw std::runtime_error("missing fixture key " + key);
-  return it->second;
-}
+Array F(const std::string& key) { return jx::testing::fixture_member("numpy_index/sorting", key); }
 
 Array cast(const Array& x, DType d) { return x.dtype() == d ? x : lax::convert_element_type(x, d); }
 

@@ -12,6 +12,15 @@ std::map<std::string, Array> fixture_npz(const std::string& name) {
   return load_npz(std::string(JX_FIXTURES_DIR) + "/" + name + ".npz");
 }
 
+Array fixture_member(const std::string& name, const std::string& key) {
+  static std::map<std::string, std::map<std::string, Array>> cache;
+  auto archive = cache.find(name);
+  if (archive == cache.end()) archive = cache.emplace(name, fixture_npz(name)).first;
+  auto it = archive->second.find(key);
+  if (it == archive->second.end()) throw std::runtime_error("missing fixture key " + key + " in " + name);
+  return it->second;
+}
+
 const std::vector<DType> kAllDTypes = {DType::Bool,    DType::Int8,     DType::Int16,   DType::Int32,    DType::Int64,
                                        DType::UInt8,   DType::UInt32,   DType::Float16, DType::BFloat16, DType::Float32,
                                        DType::Float64, DType::Complex64, DType::Complex128};
