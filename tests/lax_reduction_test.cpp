@@ -18,44 +18,8 @@ namespace {
 using namespace jx;
 using jx::testing::allclose;
 
-// View codes of scripts/fixtures/reduce.py: 1 flips every axis (negative strides),
-// 2 transposes, 3 inserts a stride-0 axis 1 of size 3, 4 takes every other element of
-// the last axis.
-Array make_test_view(const Array& x, int64_t code) {
-  Shape shape = x.shape();
-  std::vector<int64_t> strides = detail::strides(x);
-  int64_t offset = x.impl().offset;
-  switch (code) {
-    case 1:
-      for (size_t d = 0; d < shape.size(); ++d) {
-        if (shape[d] > 0) offset += (shape[d] - 1) * strides[d];
-        strides[d] = -strides[d];
-      }
-      break;
-    case 2:
-      std::reverse(shape.begin(), shape.end());
-      std::reverse(strides.begin(), strides.end());
-      break;
-    case 3:
-      shape.insert(shape.begin() + 1, 3);
-      strides.insert(strides.begin() + 1, 0);
-      break;
-    case 4:
-      shape.back() = (shape.back() + 1) / 2;
-      strides.back() *= 2;
-      break;
-    default: break;
-  }
-  return detail::make_view(x, Aval{shape, x.dtype(), false}, strides, offset);
-}
-
-Array as_dtype(const Array& x, DType dtype) {
-  Array c = detail::contiguous(x);
-  Array out = detail::alloc_array(Aval{x.shape(), dtype, false});
-  if (x.size() == 0) return out;
-  detail::convert_buffer(detail::raw_data(c), c.dtype(), detail::mutable_data<void>(out), dtype, x.size());
-  return out;
-}
+using jx::testing::as_dtype;
+using jx::testing::make_test_view;
 
 // Row i of an array stacked along a new leading axis.
 Array row(const Array& stacked, int64_t i) {

@@ -16,33 +16,8 @@ namespace {
 using namespace jx;
 using jx::testing::allclose;
 
-// View codes of scripts/fixtures/reduce.py (see lax_reduction_test.cpp).
-Array make_test_view(const Array& x, int64_t code) {
-  Shape shape = x.shape();
-  std::vector<int64_t> strides = detail::strides(x);
-  int64_t offset = x.impl().offset;
-  if (code == 1) {
-    for (size_t d = 0; d < shape.size(); ++d) {
-      if (shape[d] > 0) offset += (shape[d] - 1) * strides[d];
-      strides[d] = -strides[d];
-    }
-  } else if (code == 2) {
-    std::reverse(shape.begin(), shape.end());
-    std::reverse(strides.begin(), strides.end());
-  } else if (code == 4) {
-    shape.back() = (shape.back() + 1) / 2;
-    strides.back() *= 2;
-  }
-  return detail::make_view(x, Aval{shape, x.dtype(), false}, strides, offset);
-}
-
-Array as_dtype(const Array& x, DType dtype) {
-  Array c = detail::contiguous(x);
-  Array out = detail::alloc_array(Aval{x.shape(), dtype, false});
-  if (x.size() == 0) return out;
-  detail::convert_buffer(detail::raw_data(c), c.dtype(), detail::mutable_data<void>(out), dtype, x.size());
-  return out;
-}
+using jx::testing::as_dtype;
+using jx::testing::make_test_view;
 
 // Exact comparison (NaN matches NaN); empty arrays compare shapes only, since
 // to_vector of an empty array trips UBSan in core's convert_buffer.

@@ -1,6 +1,9 @@
 #include "test_util.h"
 
+#include "core/array_internal.h"
+
 #include <cmath>
+#include <algorithm>
 #include <complex>
 #include <numeric>
 #include <sstream>
@@ -35,6 +38,34 @@ Array as_dtype(const Array& a, DType d) {
   std::vector<unsigned char> buf(static_cast<size_t>(a.size() * itemsize(d)) + 1);
   a.copy_to(buf.data(), d);
   return Array(buf.data(), a.shape(), d);
+}
+
+Array make_test_view(const Array& x, int64_t code) {
+  Shape shape = x.shape();
+  std::vector<int64_t> strides = detail::strides(x);
+  int64_t offset = x.impl().offset;
+  switch (code) {
+    case 1:
+      for (size_t d = 0; d < shape.size(); ++d) {
+        if (shape[d] > 0) offset += (shape[d] - 1) * strides[d];
+        strides[d] = -strides[d];
+      }
+      break;
+    case 2:
+      std::reverse(shape.begin(), shape.end());
+      std::reverse(strides.begin(), strides.end());
+      break;
+    case 3:
+      shape.insert(shape.begin() + 1, 3);
+      strides.insert(strides.begin() + 1, 0);
+      break;
+    case 4:
+      shape.back() = (shape.back() + 1) / 2;
+      strides.back() *= 2;
+      break;
+    default: break;
+  }
+  return detail::make_view(x, Aval{shape, x.dtype(), false}, strides, offset);
 }
 
 double default_rtol(DType d) {

@@ -27,6 +27,11 @@ Array arange(const Shape& shape);
 // Element-wise conversion done by the test itself, independent of convert_element_type.
 Array as_dtype(const Array& a, DType d);
 
+// A strided view of x by the view codes of scripts/fixtures/reduce.py: 1 flips every axis
+// (negative strides), 2 transposes, 3 inserts a stride-0 axis 1 of size 3, 4 takes every
+// other element of the last axis; any other code returns x's own layout.
+Array make_test_view(const Array& x, int64_t code);
+
 // Tolerances suited to a dtype's precision.
 double default_rtol(DType d);
 
