@@ -47,6 +47,10 @@ class Tracer {
  public:
   virtual ~Tracer() = default;
   virtual Trace* trace() const = 0;
+  // The concrete value this tracer stands for when its transformation knows one (jvp and
+  // linearize carry the primal; batching and staging do not): what lets `if (x > 0)`
+  // work under grad. nullptr when abstract.
+  virtual const Array* known_value() const { return nullptr; }
 };
 
 // Owns an aligned allocation; views share it.

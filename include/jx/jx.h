@@ -11,3 +11,6 @@
 #include "jx/numpy.h"
 #include "jx/primitive.h"
 #include "jx/random.h"
+#include "jx/jaxpr.h"
+#include "jx/transforms.h"
+#include "jx/tree.h"

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -16,9 +17,14 @@
 
 namespace jx {
 
+struct ClosedJaxpr;  // jx/jaxpr.h
+// A sub-program held as a parameter (the body of a call, later jit and control flow).
+// Compared and hashed by identity, as JAX compares jaxprs.
+using JaxprRef = std::shared_ptr<const ClosedJaxpr>;
+
 // A primitive's static parameters (JAX's bind kwargs): a small sorted map from names
 // to values, printable in the IR text, comparable and hashable (for CSE and caches).
-using ParamValue = std::variant<bool, int64_t, double, std::vector<int64_t>, DType, std::string>;
+using ParamValue = std::variant<bool, int64_t, double, std::vector<int64_t>, DType, std::string, JaxprRef>;
 
 class Params {
  public:
@@ -35,6 +41,7 @@ class Params {
   DType get_dtype(std::string_view name) const;
   const std::vector<int64_t>& get_ints(std::string_view name) const;
   const std::string& get_string(std::string_view name) const;
+  const JaxprRef& get_jaxpr(std::string_view name) const;
 
   const std::vector<std::pair<std::string, ParamValue>>& items() const { return items_; }
   bool empty() const { return items_.empty(); }
@@ -61,11 +68,52 @@ enum Trait : uint32_t {
 
 class Primitive;
 
+// ---- the rule signatures ----
+// Throughout, an invalid Array (`!a.valid()`) as a tangent or cotangent is a symbolic
+// zero: the rule may skip work for it and may return one.
+
 using AbstractEvalRule =
     std::function<std::vector<Aval>(std::span<const Aval> in, const Params& params)>;
 // Computes concrete outputs on the CPU. `out` holds the avals abstract_eval produced.
 using ImplRule = std::function<std::vector<Array>(std::span<const Array> in, const Params& params,
                                                   std::span<const Aval> out)>;
+
+// Forward-mode derivative: the primal outputs and their tangents, given the primals and
+// their tangents. Called only when some tangent is nonzero; computes with lax calls
+// (so it composes with every other transformation). Tangents of integer and bool
+// values are always symbolic zeros.
+struct JvpResult {
+  std::vector<Array> primals_out, tangents_out;
+};
+using JvpRule = std::function<JvpResult(std::span<const Array> primals, std::span<const Array> tangents,
+                                        const Params& params)>;
+
+// An operand of a linear primitive when transposing: either a known value, or the linear
+// unknown (JAX's UndefinedPrimal), of which only the aval is known.
+struct TransposeOperand {
+  Array value;  // invalid when linear
+  Aval aval;
+  bool is_linear() const { return !value.valid(); }
+};
+// Reverse mode of a linear primitive: given output cotangents, the cotangent of each
+// linear operand (invalid = zero; entries of known operands are ignored).
+using TransposeRule = std::function<std::vector<Array>(std::span<const Array> cts,
+                                                       std::span<const TransposeOperand> operands,
+                                                       const Params& params)>;
+
+// Batching: operand i carries a batch axis at dims[i], or kNotMapped. The rule returns
+// the outputs and where their batch axes are (or kNotMapped).
+inline constexpr int64_t kNotMapped = -1;
+struct BatchAxis {
+  int64_t size = 0;
+  std::string name;  // vmap's axis_name, for collectives
+};
+struct BatchResult {
+  std::vector<Array> outs;
+  std::vector<int64_t> dims;
+};
+using BatchRule = std::function<BatchResult(std::span<const Array> args, std::span<const int64_t> dims,
+                                            const Params& params, const BatchAxis& axis)>;
 
 // One primitive: its name and every rule it has, defined in one place (one registration
 // block per primitive in src/lax/). Later capabilities add their rules here.
@@ -77,6 +125,9 @@ class Primitive {
     int num_outputs = 1;
     AbstractEvalRule abstract_eval;
     ImplRule impl;
+    JvpRule jvp;              // unset only when kNotDifferentiable
+    TransposeRule transpose;  // set exactly when kLinear
+    BatchRule batch;
   };
 
   Primitive(std::string name, Rules rules);  // registers itself
@@ -104,34 +155,51 @@ std::vector<const Primitive*> all_primitives();
 
 namespace detail {
 
-// An interpreter: the eager evaluator, jvp, batching and staging traces all implement
-// process(). Traces form a stack; a trace deeper in the stack has a lower level.
+// An interpreter: eager evaluation is the absence of one; jvp, linearize (partial
+// evaluation), batching and staging (make_jaxpr, jit) implement process(). A
+// transformation installs its trace as the current one while the user's function runs;
+// every bind goes to the current trace, which unpacks its own tracers, treats anything
+// else as a constant, and binds on its parent (the trace that was current when it was
+// made) for the work below it. Levels count from 1 (the first trace above eager).
 class Trace {
  public:
+  Trace();  // parent = the current trace
   virtual ~Trace() = default;
+  Trace(const Trace&) = delete;
+  Trace& operator=(const Trace&) = delete;
+
   virtual std::vector<Array> process(const Primitive& p, std::span<const Array> in,
                                      const Params& params) = 0;
   // Which transformation this is, for error messages ("grad", "vmap", "jit").
   virtual std::string_view transformation() const = 0;
+  // What a user should do instead of asking for a concrete value under this trace.
+  virtual std::string_view concretization_hint() const { return ""; }
+  Trace* parent() const { return parent_; }
   int level() const { return level_; }
-  void set_level(int level) { level_ = level; }
+  // A trace is dead once its transformation returned; its tracers have then leaked.
+  bool alive() const { return alive_; }
+  void kill() { alive_ = false; }
 
  private:
-  int level_ = 0;
+  Trace* parent_;
+  int level_;
+  bool alive_ = true;
 };
 
-// The innermost trace to run `in` under: the highest-level trace among the tracer
-// arguments and the dynamically installed one. nullptr means eager evaluation.
-Trace* find_top_trace(std::span<const Array> in);
-
-// Installs a trace for the dynamic extent of a scope (thread-local stack).
+// The trace bind() sends operations to (nullptr: eager evaluation).
+Trace* current_trace();
+// Makes `trace` (may be nullptr) current for the dynamic extent of a scope.
 class TraceScope {
  public:
   explicit TraceScope(Trace* trace);
   ~TraceScope();
   TraceScope(const TraceScope&) = delete;
   TraceScope& operator=(const TraceScope&) = delete;
+
+ private:
+  Trace* saved_;
 };
+// How many transformations are active (the current trace's level; 0 when eager).
 int trace_stack_depth();
 
 }  // namespace detail

@@ -89,14 +89,37 @@ Array with_weak_type(const Array& x, bool weak) {
   return Array(std::move(impl));
 }
 
+namespace {
+[[noreturn]] void fail_abstract(const ArrayImpl& impl, std::string_view op, std::string_view what) {
+  const Trace* t = impl.tracer->trace();
+  if (t && !t->alive())
+    fail(op, "got a traced value ", impl.aval.str(), " that leaked out of the ", t->transformation(),
+         " transformation that made it (a tracer stored outside the function being transformed, then used "
+         "after the transformation returned). Return it from the function instead.");
+  std::string_view name = t ? t->transformation() : std::string_view("a transformation");
+  std::string_view hint = t ? t->concretization_hint() : std::string_view();
+  fail(op, what, " of an abstract traced value ", impl.aval.str(), ": its value is not known under ", name,
+       ". ", hint.empty() ? "Use jx::lax::select / jnp::where to choose between values, or pass the value "
+                            "as a static (non-traced) argument." : hint);
+}
+}  // namespace
+
 const ArrayImpl& concrete_impl(const Array& x, std::string_view op) {
   const ArrayImpl& impl = x.impl();
-  if (impl.tracer) {
-    fail(op, "needs a concrete value, but got an abstract traced value ", impl.aval.str(),
-         " under ", impl.tracer->trace() ? impl.tracer->trace()->transformation() : "a transformation",
-         ". Use a jx::lax control-flow primitive or pass the value as a static argument.");
-  }
+  if (impl.tracer) fail_abstract(impl, op, "needs a concrete value, but got the value");
   return impl;
+}
+
+// For the user-facing concrete accessors: follows tracers that know their value (jvp,
+// linearize) down to a concrete array.
+const ArrayImpl& known_concrete_impl(const Array& x, std::string_view op, std::string_view what) {
+  const Array* cur = &x;
+  while (cur->impl().tracer) {
+    const Array* next = cur->impl().tracer->known_value();
+    if (!next) fail_abstract(cur->impl(), op, what);
+    cur = next;
+  }
+  return cur->impl();
 }
 
 bool is_contiguous(const Array& x) {
@@ -246,26 +269,37 @@ int64_t Array::shape(int axis) const {
 
 bool Array::is_concrete() const { return impl_ && !impl_->tracer; }
 
+namespace {
+// The concrete array behind x: x itself, or the value a jvp/linearize tracer carries.
+Array known_concrete(const Array& x, std::string_view op, std::string_view what) {
+  const detail::ArrayImpl& impl = detail::known_concrete_impl(x, op, what);
+  if (&impl == &x.impl()) return x;
+  return Array(std::make_shared<detail::ArrayImpl>(impl));  // shares the storage
+}
+}  // namespace
+
 void Array::copy_to(void* dst, DType dtype) const {
-  detail::concrete_impl(*this, "to_vector");
-  if (detail::is_contiguous(*this)) detail::convert_buffer(detail::raw_data(*this), this->dtype(), dst, dtype, size());
-  else detail::gather_strided(*this, dst, dtype);
+  Array c = known_concrete(*this, "to_vector", "cannot read the elements");
+  if (detail::is_contiguous(c)) detail::convert_buffer(detail::raw_data(c), c.dtype(), dst, dtype, c.size());
+  else detail::gather_strided(c, dst, dtype);
 }
 
 void Array::item_into(void* dst, DType dtype) const {
-  detail::concrete_impl(*this, "item");
+  Array c = known_concrete(*this, "item", "cannot convert to a C++ scalar");
   if (size() != 1)
     detail::fail("item", "can only convert an array of size 1 to a scalar, got shape ",
                  detail::shape_str(shape()));
-  detail::convert_buffer(detail::raw_data(*this), this->dtype(), dst, dtype, 1);
+  detail::convert_buffer(detail::raw_data(c), c.dtype(), dst, dtype, 1);
 }
 
 Array::operator bool() const {
-  detail::concrete_impl(*this, "bool");
   if (size() != 1)
     detail::fail("bool", "the truth value of an array with more than one element is ambiguous; shape ",
                  detail::shape_str(shape()), ". Use jnp::any or jnp::all");
-  return item<bool>();
+  Array c = known_concrete(*this, "bool", "cannot branch on the truth value (C++ if/while/&&)");
+  bool out;
+  detail::convert_buffer(detail::raw_data(c), c.dtype(), &out, DType::Bool, 1);
+  return out;
 }
 
 }  // namespace jx

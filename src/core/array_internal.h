@@ -18,6 +18,10 @@ Array with_weak_type(const Array& x, bool weak);
 
 // The concrete impl, or jx::Error naming `op` if x is null or traced.
 const ArrayImpl& concrete_impl(const Array& x, std::string_view op);
+// The concrete impl behind x, following tracers that know their value (jvp/linearize
+// carry primals); raises a concretization error naming `op`, `what` was attempted and
+// the transformation that made the value abstract.
+const ArrayImpl& known_concrete_impl(const Array& x, std::string_view op, std::string_view what);
 bool is_contiguous(const Array& x);
 // x itself when row-major contiguous, else a contiguous copy.
 Array contiguous(const Array& x);

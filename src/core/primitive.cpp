@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/array_internal.h"
+#include "jx/jaxpr.h"
 
 namespace jx {
 
@@ -53,6 +54,9 @@ const std::vector<int64_t>& Params::get_ints(std::string_view name) const {
 const std::string& Params::get_string(std::string_view name) const {
   return get_as<std::string>(*this, name, "a string");
 }
+const JaxprRef& Params::get_jaxpr(std::string_view name) const {
+  return get_as<JaxprRef>(*this, name, "a jaxpr");
+}
 
 size_t Params::hash() const {
   size_t h = 0x9e3779b97f4a7c15ull;
@@ -67,6 +71,8 @@ size_t Params::hash() const {
             for (int64_t e : x) mix(std::hash<int64_t>{}(e));
           } else if constexpr (std::is_same_v<T, DType>) {
             mix(static_cast<size_t>(x));
+          } else if constexpr (std::is_same_v<T, JaxprRef>) {
+            mix(std::hash<const void*>{}(x.get()));
           } else {
             mix(std::hash<T>{}(x));
           }
@@ -149,31 +155,20 @@ std::vector<Array> Primitive::eval(std::span<const Array> in, const Params& para
 
 namespace detail {
 namespace {
-thread_local std::vector<Trace*> t_trace_stack;
+thread_local Trace* t_current_trace = nullptr;
 }
 
-TraceScope::TraceScope(Trace* trace) {
-  trace->set_level(static_cast<int>(t_trace_stack.size()) + 1);
-  t_trace_stack.push_back(trace);
-}
-TraceScope::~TraceScope() { t_trace_stack.pop_back(); }
-int trace_stack_depth() { return static_cast<int>(t_trace_stack.size()); }
+Trace::Trace() : parent_(t_current_trace), level_(t_current_trace ? t_current_trace->level() + 1 : 1) {}
 
-Trace* find_top_trace(std::span<const Array> in) {
-  Trace* top = t_trace_stack.empty() ? nullptr : t_trace_stack.back();
-  for (const Array& a : in) {
-    const auto& impl = a.impl();
-    if (!impl.tracer) continue;
-    Trace* t = impl.tracer->trace();
-    if (t && (!top || t->level() > top->level())) top = t;
-  }
-  return top;
-}
+Trace* current_trace() { return t_current_trace; }
+TraceScope::TraceScope(Trace* trace) : saved_(t_current_trace) { t_current_trace = trace; }
+TraceScope::~TraceScope() { t_current_trace = saved_; }
+int trace_stack_depth() { return t_current_trace ? t_current_trace->level() : 0; }
 
 }  // namespace detail
 
 std::vector<Array> bind(const Primitive& p, std::span<const Array> in, const Params& params) {
-  if (detail::Trace* t = detail::find_top_trace(in)) return t->process(p, in, params);
+  if (detail::Trace* t = detail::t_current_trace) return t->process(p, in, params);
   return p.eval(in, params);
 }
 

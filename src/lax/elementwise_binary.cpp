@@ -9,6 +9,8 @@
 #include "cpu/elementwise.h"
 #include "cpu/vector_math.h"
 #include "jx/lax.h"
+#include "lax/ad_rules.h"
+#include "lax/batch_rules.h"
 #include "lax/rules.h"
 
 namespace jx::lax {
@@ -371,19 +373,59 @@ constexpr uint32_t kFlat = kElementwise | kNotDifferentiable;
 
 }  // namespace
 
+extern const Primitive add_p, sub_p, mul_p, div_p;
+
 const Primitive add_p("add", {.traits = kElementwise | kLinear | kCommutative,
                               .abstract_eval = rules::binary("add", kNumberTypes),
-                              .impl = cpu::binary_impl<Add>("add")});
+                              .impl = cpu::binary_impl<Add>("add"),
+                              .jvp = ad_rules::binary(
+                                  add_p, [](auto&, auto&, auto&, const Array& t) { return t; },
+                                  [](auto&, auto&, auto&, const Array& t) { return t; }),
+                              .transpose = [](std::span<const Array> cts, std::span<const TransposeOperand>,
+                                              const Params&) { return std::vector<Array>{cts[0], cts[0]}; },
+                              .batch = batch_rules::elementwise(add_p)});
 const Primitive sub_p("sub", {.traits = kElementwise | kLinear,
                               .abstract_eval = rules::binary("sub", kNumberTypes),
-                              .impl = cpu::binary_impl<Sub>("sub")});
+                              .impl = cpu::binary_impl<Sub>("sub"),
+                              .jvp = ad_rules::binary(
+                                  sub_p, [](auto&, auto&, auto&, const Array& t) { return t; },
+                                  [](auto&, auto&, auto&, const Array& t) { return neg(t); }),
+                              .transpose = [](std::span<const Array> cts, std::span<const TransposeOperand>,
+                                              const Params&) { return std::vector<Array>{cts[0], neg(cts[0])}; },
+                              .batch = batch_rules::elementwise(sub_p)});
 // mul and div are linear in one operand at a time (JAX's bilinear transpose rules).
 const Primitive mul_p("mul", {.traits = kElementwise | kLinear | kCommutative,
                               .abstract_eval = rules::binary("mul", kNumberTypes),
-                              .impl = cpu::binary_impl<Mul>("mul")});
+                              .impl = cpu::binary_impl<Mul>("mul"),
+                              .jvp = ad_rules::binary(
+                                  mul_p, [](auto&, const Array& y, auto&, const Array& t) { return mul(t, y); },
+                                  [](const Array& x, auto&, auto&, const Array& t) { return mul(x, t); }),
+                              .transpose =
+                                  [](std::span<const Array> cts, std::span<const TransposeOperand> ops, const Params&) {
+                                    if (ops[0].is_linear() && ops[1].is_linear())
+                                      detail::fail("mul", "is not linear in both operands at once (",
+                                                   ops[0].aval.str(), " * ", ops[1].aval.str(), ")");
+                                    if (ops[0].is_linear()) return std::vector<Array>{mul(cts[0], ops[1].value), Array()};
+                                    return std::vector<Array>{Array(), mul(ops[0].value, cts[0])};
+                                  },
+                              .batch = batch_rules::elementwise(mul_p)});
 const Primitive div_p("div", {.traits = kElementwise | kLinear,
                               .abstract_eval = rules::binary("div", kNumberTypes),
-                              .impl = cpu::binary_impl<Div>("div")});
+                              .impl = cpu::binary_impl<Div>("div"),
+                              .jvp = ad_rules::binary(
+                                  div_p, [](auto&, const Array& y, auto&, const Array& t) { return div(t, y); },
+                                  // d(x/y)/dy = -out / y
+                                  [](auto&, const Array& y, const Array& out, const Array& t) {
+                                    return neg(mul(t, div(out, y)));
+                                  }),
+                              .transpose =
+                                  [](std::span<const Array> cts, std::span<const TransposeOperand> ops, const Params&) {
+                                    if (ops[1].is_linear())
+                                      detail::fail("div", "is linear only in its numerator, but the denominator ",
+                                                   ops[1].aval.str(), " depends on the tangent");
+                                    return std::vector<Array>{div(cts[0], ops[1].value), Array()};
+                                  },
+                              .batch = batch_rules::elementwise(div_p)});
 const Primitive rem_p("rem", {.traits = kElementwise,
                               .abstract_eval = rules::binary("rem", kRealTypes),
                               .impl = cpu::binary_impl<Rem>("rem")});

@@ -8,6 +8,8 @@
 #include "cpu/elementwise.h"
 #include "cpu/vector_math.h"
 #include "jx/lax.h"
+#include "lax/ad_rules.h"
+#include "lax/batch_rules.h"
 #include "lax/rules.h"
 
 namespace jx::lax {
@@ -230,9 +232,14 @@ constexpr uint32_t kFlat = kElementwise | kNotDifferentiable;
 
 }  // namespace
 
+extern const Primitive neg_p, sin_p, cos_p;
+
 const Primitive neg_p("neg", {.traits = kElementwise | kLinear,
                               .abstract_eval = rules::unary("neg", kNumberTypes),
-                              .impl = cpu::unary_impl<Neg>("neg")});
+                              .impl = cpu::unary_impl<Neg>("neg"),
+                              .jvp = ad_rules::linear(neg_p),
+                              .transpose = ad_rules::unary_transpose([](const Array& ct, auto&, auto&) { return neg(ct); }),
+                              .batch = batch_rules::elementwise(neg_p)});
 const Primitive abs_p("abs", {.traits = kElementwise,
                               .abstract_eval = rules::unary_to_real("abs", kSignedTypes | kInexactTypes),
                               .impl = cpu::unary_impl<Abs>("abs")});
@@ -272,10 +279,14 @@ const Primitive cbrt_p("cbrt", {.traits = kElementwise,
                                 .impl = cpu::unary_impl<Cbrt>("cbrt")});
 const Primitive sin_p("sin", {.traits = kElementwise,
                               .abstract_eval = rules::unary("sin", kInexactTypes),
-                              .impl = cpu::unary_impl<Sin>("sin")});
+                              .impl = cpu::unary_impl<Sin>("sin"),
+                              .jvp = ad_rules::unary(sin_p, [](const Array& x, auto&, const Array& t) { return mul(t, cos(x)); }),
+                              .batch = batch_rules::elementwise(sin_p)});
 const Primitive cos_p("cos", {.traits = kElementwise,
                               .abstract_eval = rules::unary("cos", kInexactTypes),
-                              .impl = cpu::unary_impl<Cos>("cos")});
+                              .impl = cpu::unary_impl<Cos>("cos"),
+                              .jvp = ad_rules::unary(cos_p, [](const Array& x, auto&, const Array& t) { return neg(mul(t, sin(x))); }),
+                              .batch = batch_rules::elementwise(cos_p)});
 const Primitive tan_p("tan", {.traits = kElementwise,
                               .abstract_eval = rules::unary("tan", kInexactTypes),
                               .impl = cpu::unary_impl<Tan>("tan")});

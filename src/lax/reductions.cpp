@@ -14,6 +14,8 @@
 #include "cpu/thread_pool.h"
 #include "jx/lax.h"
 #include "lax/reduction_ops.h"
+#include "lax/ad_rules.h"
+#include "lax/batch_rules.h"
 #include "lax/rules.h"
 
 namespace jx::lax {
@@ -417,9 +419,25 @@ ImplRule argminmax_impl(std::string op) {
 
 // ---- primitives ----
 
+extern const Primitive reduce_sum_p;
+
+// The cotangent of a reduction's operand: ct broadcast back over the reduced axes.
+Array broadcast_back(const Array& ct, const Aval& operand, const std::vector<int64_t>& axes) {
+  std::vector<int64_t> kept;
+  for (int64_t d = 0; d < operand.ndim(); ++d)
+    if (std::find(axes.begin(), axes.end(), d) == axes.end()) kept.push_back(d);
+  return broadcast_in_dim(ct, operand.shape, kept);
+}
+
 const Primitive reduce_sum_p("reduce_sum", {.traits = kReduction | kLinear,
                                             .abstract_eval = reduce_rule("reduce_sum", rules::kNumberTypes, true),
-                                            .impl = reduce_impl<SumOp>("reduce_sum")});
+                                            .impl = reduce_impl<SumOp>("reduce_sum"),
+                                            .jvp = ad_rules::linear(reduce_sum_p),
+                                            .transpose = ad_rules::unary_transpose(
+                                                [](const Array& ct, const Aval& x, const Params& params) {
+                                                  return broadcast_back(ct, x, params.get_ints("axes"));
+                                                }),
+                                            .batch = batch_rules::reduction(reduce_sum_p)});
 const Primitive reduce_prod_p("reduce_prod", {.traits = kReduction,
                                               .abstract_eval = reduce_rule("reduce_prod", rules::kNumberTypes, true),
                                               .impl = reduce_impl<ProdOp>("reduce_prod")});

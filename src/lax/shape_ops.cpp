@@ -7,6 +7,8 @@
 #include "core/convert.h"
 #include "jx/lax.h"
 #include "lax/data_movement.h"
+#include "lax/ad_rules.h"
+#include "lax/batch_rules.h"
 #include "lax/rules.h"
 
 namespace jx::lax {
@@ -101,9 +103,37 @@ std::vector<Array> broadcast_in_dim_impl(std::span<const Array> in, const Params
   return {jx::detail::make_view(x, aval, std::move(strides), x.impl().offset)};
 }
 
+// Transpose: sum the cotangent over the new dims and the stretched size-1 dims.
+Array broadcast_in_dim_transpose(const Array& ct, const Aval& x, const Params& params) {
+  const auto& bdims = params.get_ints("broadcast_dimensions");
+  std::vector<int64_t> sum_axes;
+  std::vector<int64_t> stretched;  // operand dims of size 1 stretched (kept as size 1)
+  for (int64_t d = 0; d < ct.ndim(); ++d) {
+    auto it = std::find(bdims.begin(), bdims.end(), d);
+    if (it == bdims.end()) sum_axes.push_back(d);
+    else if (x.shape[static_cast<size_t>(it - bdims.begin())] != ct.shape()[d]) sum_axes.push_back(d);
+  }
+  Array summed = sum_axes.empty() ? ct : reduce_sum(ct, sum_axes);
+  return summed.shape() == x.shape ? summed : reshape(summed, x.shape);
+}
+
+BatchResult broadcast_in_dim_batch(std::span<const Array> args, std::span<const int64_t> dims, const Params& params,
+                                   const BatchAxis& axis) {
+  Array x = batch_rules::move_axis(args[0], dims[0], 0);
+  Shape shape = params.get_ints("shape");
+  shape.insert(shape.begin(), axis.size);
+  std::vector<int64_t> bdims{0};
+  for (int64_t d : params.get_ints("broadcast_dimensions")) bdims.push_back(d + 1);
+  return {{broadcast_in_dim(x, shape, bdims)}, {0}};
+}
+
+extern const Primitive broadcast_in_dim_p;
 const Primitive broadcast_in_dim_p("broadcast_in_dim", {.traits = kLinearShapeOp,
                                                         .abstract_eval = broadcast_in_dim_rule,
-                                                        .impl = broadcast_in_dim_impl});
+                                                        .impl = broadcast_in_dim_impl,
+                                                        .jvp = ad_rules::linear(broadcast_in_dim_p),
+                                                        .transpose = ad_rules::unary_transpose(broadcast_in_dim_transpose),
+                                                        .batch = broadcast_in_dim_batch});
 
 // ---- reshape ----
 

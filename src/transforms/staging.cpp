@@ -1,0 +1,93 @@
+#include "transforms/staging.h"
+
+#include "core/array_internal.h"
+#include "jx/error.h"
+
+namespace jx::detail {
+
+Trace* StagingTracer::trace() const { return trace_; }
+
+Array make_tracer_array(Aval aval, std::shared_ptr<Tracer> tracer) {
+  auto impl = std::make_shared<ArrayImpl>();
+  impl->aval = std::move(aval);
+  impl->tracer = std::move(tracer);
+  return Array(std::move(impl));
+}
+
+std::string_view StagingTrace::concretization_hint() const {
+  return "Values are abstract while a function is staged into a program: choose with jx::lax::select / "
+         "jnp::where, or make the value a static argument.";
+}
+
+Var StagingTrace::fresh_var(const Aval& aval) { return Var{next_id_++, aval}; }
+
+Array StagingTrace::new_input(const Aval& aval) {
+  Var v = fresh_var(aval);
+  invars_.push_back(v);
+  return make_tracer_array(aval, std::make_shared<StagingTracer>(this, v));
+}
+
+bool StagingTrace::owns(const Array& x) const {
+  const auto& impl = x.impl();
+  return impl.tracer && impl.tracer->trace() == this;
+}
+
+Atom StagingTrace::atom_for(const Array& x) {
+  const ArrayImpl& impl = x.impl();
+  if (impl.tracer && impl.tracer->trace() == this) return static_cast<const StagingTracer&>(*impl.tracer).var();
+  if (!impl.tracer && impl.aval.ndim() == 0) return Literal{x};
+  auto [it, inserted] = const_index_.emplace(x.id(), constvars_.size());
+  if (inserted) {
+    constvars_.push_back(fresh_var(impl.aval));
+    consts_.push_back(x);
+  }
+  return constvars_[it->second];
+}
+
+std::vector<Array> StagingTrace::process(const Primitive& p, std::span<const Array> in, const Params& params) {
+  if (!alive()) fail(p.name(), "was applied to a value staged by a ", name_, " trace that has already finished");
+  if (forward_known_) {
+    bool any_unknown = false;
+    for (const Array& x : in) any_unknown |= owns(x);
+    if (!any_unknown) {
+      TraceScope below(parent());
+      return jx::bind(p, in, params);
+    }
+  }
+  std::vector<Aval> in_avals;
+  in_avals.reserve(in.size());
+  Equation eqn;
+  eqn.primitive = &p;
+  eqn.params = params;
+  eqn.inputs.reserve(in.size());
+  for (const Array& x : in) {
+    in_avals.push_back(x.aval());
+    eqn.inputs.push_back(atom_for(x));
+  }
+  std::vector<Aval> out_avals = p.abstract_eval(in_avals, params);
+  std::vector<Array> outs;
+  outs.reserve(out_avals.size());
+  for (Aval& a : out_avals) {
+    Var v = fresh_var(a);
+    eqn.outputs.push_back(v);
+    outs.push_back(make_tracer_array(std::move(a), std::make_shared<StagingTracer>(this, std::move(v))));
+  }
+  eqns_.push_back(std::move(eqn));
+  return outs;
+}
+
+ClosedJaxpr StagingTrace::finish(std::span<const Array> outs) {
+  std::vector<Atom> outvars;
+  outvars.reserve(outs.size());
+  for (const Array& x : outs) outvars.push_back(atom_for(x));
+  kill();
+  ClosedJaxpr out;
+  out.jaxpr.constvars = std::move(constvars_);
+  out.jaxpr.invars = std::move(invars_);
+  out.jaxpr.eqns = std::move(eqns_);
+  out.jaxpr.outvars = std::move(outvars);
+  out.consts = std::move(consts_);
+  return out;
+}
+
+}  // namespace jx::detail

@@ -1,0 +1,64 @@
+// Staging: the interpreter that records primitives into a Jaxpr instead of running them.
+// Used fully by make_jaxpr (and later jit), and as partial evaluation by linearize: with
+// `forward_known`, an operation none of whose operands are this trace's tracers is
+// "known" and runs one level down; only operations touching the staged inputs are
+// recorded (JAX's JaxprTrace). Constants an equation needs become literals (concrete
+// 0-d values) or constvars (everything else, deduplicated by identity).
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "jx/jaxpr.h"
+#include "jx/primitive.h"
+
+namespace jx::detail {
+
+class StagingTrace;
+
+class StagingTracer final : public Tracer {
+ public:
+  StagingTracer(StagingTrace* trace, Var var) : trace_(trace), var_(std::move(var)) {}
+  Trace* trace() const override;
+  const Var& var() const { return var_; }
+
+ private:
+  StagingTrace* trace_;
+  Var var_;
+};
+
+class StagingTrace final : public Trace {
+ public:
+  StagingTrace(std::string name, bool forward_known) : name_(std::move(name)), forward_known_(forward_known) {}
+  std::vector<Array> process(const Primitive& p, std::span<const Array> in, const Params& params) override;
+  std::string_view transformation() const override { return name_; }
+  std::string_view concretization_hint() const override;
+
+  // A new program input of type `aval`, returned as this trace's tracer.
+  Array new_input(const Aval& aval);
+  // Whether x is one of this trace's tracers (an unknown, staged value).
+  bool owns(const Array& x) const;
+  // Closes the program over `outs` (tracers of this trace or constants) and returns it;
+  // the trace is dead afterwards.
+  ClosedJaxpr finish(std::span<const Array> outs);
+
+ private:
+  Atom atom_for(const Array& x);
+  Var fresh_var(const Aval& aval);
+
+  std::string name_;
+  bool forward_known_;
+  int64_t next_id_ = 0;
+  std::vector<Var> invars_, constvars_;
+  std::vector<Array> consts_;
+  std::unordered_map<const void*, size_t> const_index_;  // Array::id() -> constvars_ slot
+  std::vector<Equation> eqns_;
+};
+
+// A tracer Array holding `tracer`, of type `aval`.
+Array make_tracer_array(Aval aval, std::shared_ptr<Tracer> tracer);
+
+}  // namespace jx::detail
