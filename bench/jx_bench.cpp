@@ -76,6 +76,23 @@ int main(int argc, char** argv) {
   }
 
   auto key = jx::random::key(0);
+  // 2. the cost of grad over evaluating the function itself (issue: at most ~3x)
+  {
+    auto loss = [](const jx::Array& x) { return jnp::sum(jnp::sin(x) * x); };
+    for (int64_t n : {int64_t(3), int64_t(1000000)}) {
+      auto x = jx::random::uniform(key, {n});
+      std::string w = "grad_sum_sin_x_x_" + std::to_string(n);
+      int inner = n < 100 ? 2000 : 1;
+      emit(w, "jx_eval", per_call_seconds([&] { (void)loss(x); }, inner, reps + 2));
+      emit(w, "jx_grad", per_call_seconds([&] { (void)jx::grad(loss)(x); }, inner, reps + 2));
+    }
+    // A small MLP layer: loss(w) = sum(tanh(x @ w)), x 256x256.
+    auto ks = jx::random::split(key);
+    auto x = jx::random::normal(ks(0), {256, 256}), w0 = jx::random::normal(ks(1), {256, 256});
+    auto mlp = [&](const jx::Array& w) { return jnp::sum(jnp::tanh(jnp::matmul(x, w))); };
+    emit("grad_mlp_256", "jx_eval", per_call_seconds([&] { (void)mlp(w0); }, 20, reps + 2));
+    emit("grad_mlp_256", "jx_grad", per_call_seconds([&] { (void)jx::grad(mlp)(w0); }, 20, reps + 2));
+  }
   // 3. the tutorial workload
   for (auto dtype : {jx::float32, jx::float64}) {
     const int64_t n = 5000;

@@ -65,6 +65,52 @@ def numpy_workloads(reps):
     return out
 
 
+def grad_peers(reps):
+    """grad / eval ratios of the peers on the workloads of jx_bench's section 2."""
+    out = {}
+    try:
+        import jax
+        import jax.numpy as jnp
+        k = jax.random.PRNGKey(0)
+        loss = lambda x: jnp.sum(jnp.sin(x) * x)
+        for n in (3, 1000000):
+            x = jax.random.uniform(k, (n,), jnp.float32)
+            inner = 200 if n < 100 else 1
+            g = jax.grad(loss)
+            out[("jax", f"grad_sum_sin_x_x_{n}")] = (
+                per_call(lambda: loss(x).block_until_ready(), inner, reps),
+                per_call(lambda: g(x).block_until_ready(), inner, reps))
+        x = jax.random.normal(k, (256, 256), jnp.float32)
+        mlp = lambda w: jnp.sum(jnp.tanh(x @ w))
+        g = jax.grad(mlp)
+        out[("jax", "grad_mlp_256")] = (per_call(lambda: mlp(x).block_until_ready(), 20, reps),
+                                        per_call(lambda: g(x).block_until_ready(), 20, reps))
+    except ImportError:
+        pass
+    try:
+        import torch
+        for n in (3, 1000000):
+            x = torch.rand(n)
+            inner = 2000 if n < 100 else 1
+
+            def tg():
+                xx = x.clone().requires_grad_(True)
+                (torch.sin(xx) * xx).sum().backward()
+                return xx.grad
+            out[("torch", f"grad_sum_sin_x_x_{n}")] = (per_call(lambda: (torch.sin(x) * x).sum(), inner, reps),
+                                                       per_call(tg, inner, reps))
+        x = torch.randn(256, 256)
+
+        def mg():
+            w = x.clone().requires_grad_(True)
+            torch.tanh(x @ w).sum().backward()
+            return w.grad
+        out[("torch", "grad_mlp_256")] = (per_call(lambda: torch.tanh(x @ x).sum(), 20, reps), per_call(mg, 20, reps))
+    except ImportError:
+        pass
+    return out
+
+
 def jax_workloads(reps):
     import jax
     import jax.numpy as jnp
@@ -160,6 +206,9 @@ def main():
             return "-"
         return f"{t * 1e6:.2f}us" if t < 1e-3 else f"{t * 1e3:.2f}ms"
 
+    grads = {w: impls for w, impls in rows.items() if "jx_grad" in impls}
+    for w in grads:
+        del rows[w]
     for w, impls in rows.items():
         jx_t = impls.get("jx_eager", {}).get("seconds")
         limit = None
@@ -173,6 +222,19 @@ def main():
         ratio = f"{jx_t / limit:.2f}" if (jx_t and limit) else "-"
         speed = f"{np_t / jx_t:.2f}x" if (jx_t and np_t) else "-"
         print(f"{w:36} {fmt(jx_t):>10} {fmt(np_t):>10} {fmt(jax_t):>10} {fmt(th_t):>10} {fmt(limit):>10} {ratio:>9} {speed:>9}")
+
+    gp = grad_peers(reps)
+    print()
+    hdr = f"{'grad workload':28} {'jx eval':>10} {'jx grad':>10} {'jx ratio':>9} {'jax ratio':>10} {'jax grad':>10} {'torch ratio':>11} {'torch grad':>10}"
+    print(hdr)
+    print("-" * len(hdr))
+    for w, impls in grads.items():
+        ev, gr = impls["jx_eval"]["seconds"], impls["jx_grad"]["seconds"]
+        cells = []
+        for peer in ("jax", "torch"):
+            p = gp.get((peer, w))
+            cells += [f"{p[1] / p[0]:.2f}" if p else "-", fmt(p[1]) if p else "-"]
+        print(f"{w:28} {fmt(ev):>10} {fmt(gr):>10} {gr / ev:>9.2f} {cells[0]:>10} {cells[1]:>10} {cells[2]:>11} {cells[3]:>10}")
 
 
 if __name__ == "__main__":

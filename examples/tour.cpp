@@ -24,6 +24,12 @@ double best_ms(F&& f, int reps = 5) {
   return best;
 }
 
+// Model parameters as a plain struct, registered as a pytree in one line.
+struct Linear {
+  jx::Array w, b;
+};
+JX_TREE_NODE(Linear, w, b)
+
 }  // namespace
 
 int main() {
@@ -62,6 +68,30 @@ int main() {
   auto path = (std::filesystem::temp_directory_path() / "jx_tour.npy").string();
   jx::save(path, m);
   std::cout << "load(save(m)) == m: " << jnp::array_equal(jx::load(path), m) << "\n";
+
+  section("transformations: grad, vmap, and any composition of them");
+  {
+    auto f = [](const jx::Array& x) { return jnp::sin(x) / x; };
+    std::cout << "f(x) = sin(x) / x;  grad(f)(1.0f) = " << jx::grad(f)(jx::Array(1.0f)) << "\n";
+    std::cout << "grad(grad(f))(1.0f) = " << jx::grad(jx::grad(f))(jx::Array(1.0f)) << "\n";
+    std::cout << "vmap(grad(f))(arange(1, 4)) = " << jx::vmap(jx::grad(f))(jnp::arange(1.0f, 4.0f)) << "\n";
+    // A least-squares model whose parameters are a struct: grad returns the same struct.
+    auto loss = [](const Linear& p, const jx::Array& xs, const jx::Array& ys) {
+      return jnp::mean(jnp::square(xs * p.w + p.b - ys));
+    };
+    Linear params{jx::Array(0.0f), jx::Array(0.0f)};
+    auto xs = jnp::linspace(0.0f, 1.0f, 8), ys = 3.0f * xs + 1.0f;
+    for (int step = 0; step < 200; ++step) {
+      auto grads = jx::grad(loss)(params, xs, ys);
+      params = jx::tree::map([](const jx::Array& p, const jx::Array& g) { return p - 0.5 * g; }, params, grads);
+    }
+    std::cout << "fit y = 3x + 1 by gradient descent: w = " << params.w << ", b = " << params.b << "\n";
+    std::cout << "per-example gradients, vmap(grad(loss), in_axes = (not_mapped, 0, 0)):\n  "
+              << jx::vmap(jx::grad(loss), {.in_axes = {jx::not_mapped, 0, 0}})(params, xs(jx::Slice{0, 3}),
+                                                                                    ys(jx::Slice{0, 3})).w
+              << "\n";
+    std::cout << "make_jaxpr(grad(f))(1.0f) =\n" << jx::make_jaxpr(jx::grad(f))(jx::Array(1.0f)) << "\n";
+  }
 
   section("errors name the operation and the shapes");
   try {

@@ -70,3 +70,28 @@ TEST(GradCore, MakeJaxpr) {
 
 }  // namespace
 }  // namespace jx
+
+namespace jx {
+namespace {
+namespace jnp = jx::numpy;
+
+TEST(GradCore, NamedCallNestsAProgramAndTransformsThroughIt) {
+  auto inner = [](const Array& x) { return lax::mul(lax::sin(x), x); };
+  auto outer = [&](const Array& x) { return lax::reduce_sum(named_call(inner, "inner")(x), {0}); };
+  Array x = jnp::arange(3.0f);
+  ClosedJaxpr j = make_jaxpr(outer)(x);
+  std::string text = j.str();
+  EXPECT_NE(text.find("closed_call"), std::string::npos) << text;
+  EXPECT_NE(text.find("name='inner'"), std::string::npos) << text;
+  Jaxpr parsed = parse_jaxpr(text);
+  EXPECT_EQ(parsed.str(), text);
+  EXPECT_ALLCLOSE(eval_jaxpr(j, std::vector<Array>{x})[0], outer(x));
+  Array g = grad(outer)(x);
+  auto gv = g.to_vector<float>();
+  for (int i = 0; i < 3; ++i) EXPECT_NEAR(gv[i], std::cos(float(i)) * i + std::sin(float(i)), 1e-5);
+  Array v = vmap(inner)(x);
+  EXPECT_ALLCLOSE(v, inner(x));
+}
+
+}  // namespace
+}  // namespace jx

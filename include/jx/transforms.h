@@ -60,6 +60,8 @@ std::vector<Array> vmap_flat(const FlatFn& f, std::span<const Array> args,
                              std::span<const std::optional<int64_t>> out_dims, BatchAxis axis);
 // Stages f applied to arguments of these types into a program.
 ClosedJaxpr make_jaxpr_flat(const FlatFn& f, std::span<const Aval> in_avals);
+// Stages f into a sub-program and applies it as one closed_call equation.
+std::vector<Array> named_call_flat(const FlatFn& f, std::span<const Array> args, const std::string& name);
 // Raises "[op] ... argument N has dtype int32; differentiation needs floating or complex inputs".
 void check_differentiable(std::string_view op, std::span<const Array> leaves);
 // Raises unless out is a real 0-d array (grad's requirement); names the function's output type.
@@ -458,6 +460,27 @@ Array stop_gradient(const Array& x);
 template <class T>
 auto stop_gradient_tree(const T& x) {
   return tree::map([](const Array& l) { return stop_gradient(l); }, x);
+}
+
+// named_call(f, "name")(args...): f, applied as a single `closed_call` equation holding
+// f's program as a sub-program (visible as such in make_jaxpr; transformations see
+// through it). The building block of jit and control flow.
+template <class F>
+auto named_call(F f, std::string name) {
+  return [f = std::move(f), name = std::move(name)]<class... A>(const A&... a) {
+    using Args = detail::traced_args_t<A...>;
+    using R = detail::result_t<F, Args>;
+    Args args(detail::to_array_tree(a)...);
+    auto [xs, def] = tree::flatten(args);
+    tree::TreeDef out_def;
+    detail::FlatFn flat = [&](std::span<const Array> leaves) {
+      return [&]<size_t... I>(std::index_sequence<I...>) {
+        return detail::call_with_leaves<I...>(f, args, def, leaves, &out_def);
+      }(std::index_sequence_for<A...>{});
+    };
+    std::vector<Array> outs = detail::named_call_flat(flat, xs, name);
+    return tree::unflatten<R>(out_def, outs);
+  };
 }
 
 // make_jaxpr(f)(args...): the program f stages to for arguments of these types.

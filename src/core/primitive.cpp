@@ -98,6 +98,7 @@ std::string Params::str() const {
             if (x.size() == 1) os << ",";
             os << ")";
           } else if constexpr (std::is_same_v<T, std::string>) os << "'" << x << "'";
+          else if constexpr (std::is_same_v<T, JaxprRef>) os << (x ? detail::jaxpr_param_str(*x) : std::string("None"));
           else if constexpr (std::is_same_v<T, double>) {
             std::ostringstream d;
             d.precision(17);

@@ -11,9 +11,12 @@
 #include "cpu/blas.h"
 #include "cpu/thread_pool.h"
 #include "jx/lax.h"
+#include "lax/ad_rules.h"
+#include "lax/batch_rules.h"
 #include "lax/rules.h"
 
 namespace jx::lax {
+extern const Primitive dot_general_p;
 namespace {
 
 constexpr const char* kDot = "dot_general";
@@ -290,11 +293,118 @@ std::vector<Array> dot_general_impl(std::span<const Array> in, const Params& p, 
   return {out};
 }
 
+
+// ---- transformation rules ----
+
+Params with_dims(const Params& p, const DotDims& d) {
+  Params q = p;
+  q.set("lhs_contracting_dimensions", d.lhs_contract);
+  q.set("rhs_contracting_dimensions", d.rhs_contract);
+  q.set("lhs_batch_dimensions", d.lhs_batch);
+  q.set("rhs_batch_dimensions", d.rhs_batch);
+  return q;
+}
+
+std::vector<int64_t> argsort(const std::vector<int64_t>& v) {
+  std::vector<int64_t> idx(v.size());
+  std::iota(idx.begin(), idx.end(), 0);
+  std::sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) { return v[a] < v[b]; });
+  return idx;
+}
+
+// Cotangent of lhs (x) given the other operand y (JAX's _dot_general_transpose_lhs):
+// contract ct with y over y's free dims, then permute into x's dim order. With
+// swap_ans the roles are mirrored (the rhs case: y's free dims come first in ct).
+Array transpose_lhs(const Array& ct_in, const Aval& x, const Array& y, const DotDims& d, bool swap_ans) {
+  const auto x_kept = free_dims(x.ndim(), d.lhs_batch, d.lhs_contract);
+  const auto y_kept = free_dims(y.ndim(), d.rhs_batch, d.rhs_contract);
+  const int64_t nb = static_cast<int64_t>(d.lhs_batch.size());
+  const int64_t nx = static_cast<int64_t>(x_kept.size()), ny = static_cast<int64_t>(y_kept.size());
+  std::vector<int64_t> ans_batch(static_cast<size_t>(nb)), ans_y(static_cast<size_t>(ny));
+  std::iota(ans_batch.begin(), ans_batch.end(), 0);
+  std::iota(ans_y.begin(), ans_y.end(), swap_ans ? nb : nb + nx);
+  // The ct has the operands' dtype (a preferred_element_type only widened the output).
+  Array ct = ct_in.dtype() == y.dtype() ? ct_in : convert_element_type(ct_in, y.dtype());
+  Array prod = dot_general(ct, y, DotDimensionNumbers{ans_y, y_kept, ans_batch, d.rhs_batch});
+  // prod's dims: x's batch, x's kept, x's contracting dims ordered as y's contracting.
+  std::vector<int64_t> order = d.lhs_batch;
+  order.insert(order.end(), x_kept.begin(), x_kept.end());
+  for (int64_t i : argsort(d.rhs_contract)) order.push_back(d.lhs_contract[i]);
+  Array out = transpose(prod, argsort(order));
+  return out.dtype() == x.dtype ? out : convert_element_type(out, x.dtype);
+}
+
+DotDims swapped(const DotDims& d) { return {d.rhs_contract, d.lhs_contract, d.rhs_batch, d.lhs_batch}; }
+
+std::vector<Array> dot_general_transpose(std::span<const Array> cts, std::span<const TransposeOperand> ops,
+                                         const Params& p) {
+  if (ops[0].is_linear() && ops[1].is_linear())
+    detail::fail(kDot, "is not linear in both operands at once (", ops[0].aval.str(), " . ", ops[1].aval.str(), ")");
+  std::vector<Array> out(2);
+  if (!cts[0].valid()) return out;
+  const DotDims d = read_dims(p);
+  if (ops[0].is_linear()) out[0] = transpose_lhs(cts[0], ops[0].aval, ops[1].value, d, false);
+  else out[1] = transpose_lhs(cts[0], ops[1].aval, ops[0].value, swapped(d), true);
+  return out;
+}
+
+JvpResult dot_general_jvp(std::span<const Array> primals, std::span<const Array> tangents, const Params& p) {
+  std::vector<Array> out = jx::bind(dot_general_p, primals, p);
+  Array t;
+  if (tangents[0].valid()) t = jx::bind(dot_general_p, std::vector<Array>{tangents[0], primals[1]}, p)[0];
+  if (tangents[1].valid())
+    t = ad::add_tangents(t, jx::bind(dot_general_p, std::vector<Array>{primals[0], tangents[1]}, p)[0]);
+  return {out, {t}};
+}
+
+// Renumbers an operand's dims around a batch axis inserted at `b`.
+std::vector<int64_t> around(std::vector<int64_t> dims, int64_t b) {
+  for (int64_t& x : dims)
+    if (x >= b) ++x;
+  return dims;
+}
+
+// vmap: the batch axes stay where they are. Both mapped: they become a new leading
+// batch dimension of the product. One mapped: it is a free dim of that operand, and the
+// output batch axis is wherever that free dim lands.
+BatchResult dot_general_batch(std::span<const Array> args, std::span<const int64_t> dims, const Params& p,
+                              const BatchAxis&) {
+  const DotDims d = read_dims(p);
+  const int64_t lb = dims[0], rb = dims[1];
+  DotDims n = d;
+  if (lb != kNotMapped) {
+    n.lhs_contract = around(d.lhs_contract, lb);
+    n.lhs_batch = around(d.lhs_batch, lb);
+  }
+  if (rb != kNotMapped) {
+    n.rhs_contract = around(d.rhs_contract, rb);
+    n.rhs_batch = around(d.rhs_batch, rb);
+  }
+  int64_t out_dim = 0;
+  if (lb != kNotMapped && rb != kNotMapped) {
+    n.lhs_batch.insert(n.lhs_batch.begin(), lb);
+    n.rhs_batch.insert(n.rhs_batch.begin(), rb);
+  } else if (lb != kNotMapped) {
+    auto kept = free_dims(args[0].ndim(), n.lhs_batch, n.lhs_contract);
+    out_dim = static_cast<int64_t>(n.lhs_batch.size() + (std::find(kept.begin(), kept.end(), lb) - kept.begin()));
+  } else {
+    auto lhs_kept = free_dims(args[0].ndim(), n.lhs_batch, n.lhs_contract);
+    auto kept = free_dims(args[1].ndim(), n.rhs_batch, n.rhs_contract);
+    out_dim = static_cast<int64_t>(n.lhs_batch.size() + lhs_kept.size() +
+                                   (std::find(kept.begin(), kept.end(), rb) - kept.begin()));
+  }
+  std::vector<Array> in(args.begin(), args.end());
+  return {jx::bind(dot_general_p, in, with_dims(p, n)), {out_dim}};
+}
+
 }  // namespace
 
 const Primitive dot_general_p("dot_general", {.traits = kLinear,
                                               .abstract_eval = dot_general_abstract_eval,
-                                              .impl = dot_general_impl});
+                                              .impl = dot_general_impl,
+                                              .jvp = dot_general_jvp,
+                                              .transpose = dot_general_transpose,
+                                              .batch = dot_general_batch});
 
 Array dot_general(const Array& lhs, const Array& rhs, const DotDimensionNumbers& dnums,
                   std::optional<DType> preferred_element_type) {

@@ -6,12 +6,14 @@
 #include <complex>
 #include <limits>
 
+#include "core/array_internal.h"
 #include "cpu/elementwise.h"
 #include "cpu/vector_math.h"
 #include "jx/lax.h"
 #include "lax/ad_rules.h"
 #include "lax/batch_rules.h"
 #include "lax/rules.h"
+#include "transforms/ad_util.h"
 
 namespace jx::lax {
 namespace {
@@ -371,6 +373,78 @@ std::vector<Array> clamp_impl(std::span<const Array> in, const Params&, std::spa
 
 constexpr uint32_t kFlat = kElementwise | kNotDifferentiable;
 
+// ---- derivative helpers (lax calls only, so the rules compose) ----
+
+// A constant of x's dtype and shape (a stride-0 broadcast of one scalar).
+Array full_like(const Array& x, double v) {
+  Array s = detail::scalar_of(x.dtype(), v);
+  if (x.ndim() == 0) return s;
+  return broadcast_in_dim(s, x.shape(), {});
+}
+// JAX's _replace_zero: x with its zeros replaced by ones (keeps log and pow finite where
+// the derivative is then masked to zero).
+Array replace_zero(const Array& x) { return select_n(eq(x, full_like(x, 0.0)), {x, full_like(x, 1.0)}); }
+
+// d rem(x, y)/dy = -trunc(x / y), trunc written as sign * floor(abs) (JAX's form).
+Array rem_dy(const Array& x, const Array& y, const Array&, const Array& t) {
+  Array q = div(x, y);
+  return neg(mul(t, mul(sign(q), floor(abs(q)))));
+}
+
+// d pow(x, y)/dx = y * x^(y-1). An integer exponent keeps the exact integer pow and its
+// y = 0 case is masked to zero (x^-1 would be inf at x = 0), as JAX does.
+Array pow_dx(const Array& x, const Array& y, const Array&, const Array& t) {
+  if (is_integer(y.dtype())) {
+    Array y_minus_1 = sub(y, full_like(y, 1.0));
+    Array jac = mul(convert_element_type(y, x.dtype()), pow(x, y_minus_1));
+    return mul(t, select_n(eq(y, full_like(y, 0.0)), {jac, full_like(x, 0.0)}));
+  }
+  return mul(t, mul(y, pow(x, sub(y, full_like(y, 1.0)))));
+}
+// d pow(x, y)/dy = log(x) * out, taken as 0 where x == 0 (log of the replaced 1).
+Array pow_dy(const Array& x, const Array&, const Array& out, const Array& t) {
+  return mul(t, mul(log(replace_zero(x)), out));
+}
+
+// JAX's _balanced_eq for max/min: operand x gets the whole tangent where it alone is
+// the result and half of it where both operands tie.
+Array balanced_share(const Array& x, const Array& out, const Array& other) {
+  Array mine = select_n(eq(x, out), {full_like(out, 0.0), full_like(out, 1.0)});
+  Array split = select_n(eq(other, out), {full_like(out, 1.0), full_like(out, 2.0)});
+  return div(mine, split);
+}
+
+// d atan2(x, y) = (y dx - x dy) / (x^2 + y^2).
+Array atan2_dx(const Array& x, const Array& y, const Array&, const Array& t) {
+  return mul(t, div(y, add(mul(x, x), mul(y, y))));
+}
+Array atan2_dy(const Array& x, const Array& y, const Array&, const Array& t) {
+  return mul(t, div(neg(x), add(mul(x, x), mul(y, y))));
+}
+
+// A 0-d bound (or its tangent) seen with x's shape.
+Array broadcast_like(const Array& a, const Array& x) {
+  if (a.ndim() == x.ndim()) return a;
+  return broadcast_in_dim(a, x.shape(), {});
+}
+
+// JAX's clamp jvp: x's tangent where lo < x < hi, lo's where x < lo < hi, hi's where
+// x > hi. Ties pass no tangent from any operand.
+JvpResult clamp_jvp(std::span<const Array> primals, std::span<const Array> tangents, const Params&) {
+  const Array& x = primals[1];
+  Array out = clamp(primals[0], x, primals[2]);
+  Array lo = broadcast_like(primals[0], x), hi = broadcast_like(primals[2], x);
+  Array zero = full_like(out, 0.0);
+  Array t;
+  if (tangents[1].valid())
+    t = select_n(bitwise_and(gt(x, lo), lt(x, hi)), {zero, tangents[1]});
+  if (tangents[0].valid())
+    t = ad::add_tangents(t, select_n(bitwise_and(gt(lo, x), lt(lo, hi)), {zero, broadcast_like(tangents[0], x)}));
+  if (tangents[2].valid())
+    t = ad::add_tangents(t, select_n(lt(hi, x), {zero, broadcast_like(tangents[2], x)}));
+  return JvpResult{{out}, {t}};
+}
+
 }  // namespace
 
 extern const Primitive add_p, sub_p, mul_p, div_p;
@@ -426,64 +500,126 @@ const Primitive div_p("div", {.traits = kElementwise | kLinear,
                                     return std::vector<Array>{div(cts[0], ops[1].value), Array()};
                                   },
                               .batch = batch_rules::elementwise(div_p)});
+extern const Primitive rem_p, pow_p, integer_pow_p, max_p, min_p, atan2_p, nextafter_p, and_p, or_p, xor_p,
+    shift_left_p, shift_right_arithmetic_p, shift_right_logical_p, eq_p, ne_p, lt_p, le_p, gt_p, ge_p, clamp_p;
+
 const Primitive rem_p("rem", {.traits = kElementwise,
                               .abstract_eval = rules::binary("rem", kRealTypes),
-                              .impl = cpu::binary_impl<Rem>("rem")});
-const Primitive pow_p("pow", {.traits = kElementwise, .abstract_eval = pow_rule, .impl = pow_impl});
+                              .impl = cpu::binary_impl<Rem>("rem"),
+                              .jvp = ad_rules::binary(
+                                  rem_p, [](auto&, auto&, auto&, const Array& t) { return t; }, rem_dy),
+                              .batch = batch_rules::elementwise(rem_p)});
+const Primitive pow_p("pow", {.traits = kElementwise,
+                              .abstract_eval = pow_rule,
+                              .impl = pow_impl,
+                              .jvp = ad_rules::binary(pow_p, pow_dx, pow_dy),
+                              .batch = batch_rules::elementwise(pow_p)});
+// d x^n = n x^(n-1) dx; x^0 is constant (a symbolic zero tangent).
 const Primitive integer_pow_p("integer_pow",
-                              {.traits = kElementwise, .abstract_eval = integer_pow_rule, .impl = integer_pow_impl});
+                              {.traits = kElementwise,
+                               .abstract_eval = integer_pow_rule,
+                               .impl = integer_pow_impl,
+                               .jvp =
+                                   [](std::span<const Array> primals, std::span<const Array> tangents,
+                                      const Params& params) {
+                                     const Array& x = primals[0];
+                                     const int64_t y = params.get_int("y");
+                                     Array out = integer_pow(x, y);
+                                     if (y == 0) return JvpResult{{out}, {Array()}};
+                                     Array jac = mul(full_like(x, static_cast<double>(y)), integer_pow(x, y - 1));
+                                     return JvpResult{{out}, {mul(tangents[0], jac)}};
+                                   },
+                               .batch = batch_rules::elementwise(integer_pow_p)});
 const Primitive max_p("max", {.traits = kElementwise | kCommutative,
                               .abstract_eval = rules::binary("max", kAnyTypes),
-                              .impl = cpu::binary_impl<Max>("max")});
+                              .impl = cpu::binary_impl<Max>("max"),
+                              .jvp = ad_rules::binary(
+                                  max_p,
+                                  [](const Array& x, const Array& y, const Array& out, const Array& t) {
+                                    return mul(t, balanced_share(x, out, y));
+                                  },
+                                  [](const Array& x, const Array& y, const Array& out, const Array& t) {
+                                    return mul(t, balanced_share(y, out, x));
+                                  }),
+                              .batch = batch_rules::elementwise(max_p)});
 const Primitive min_p("min", {.traits = kElementwise | kCommutative,
                               .abstract_eval = rules::binary("min", kAnyTypes),
-                              .impl = cpu::binary_impl<Min>("min")});
+                              .impl = cpu::binary_impl<Min>("min"),
+                              .jvp = ad_rules::binary(
+                                  min_p,
+                                  [](const Array& x, const Array& y, const Array& out, const Array& t) {
+                                    return mul(t, balanced_share(x, out, y));
+                                  },
+                                  [](const Array& x, const Array& y, const Array& out, const Array& t) {
+                                    return mul(t, balanced_share(y, out, x));
+                                  }),
+                              .batch = batch_rules::elementwise(min_p)});
 const Primitive atan2_p("atan2", {.traits = kElementwise,
                                   .abstract_eval = rules::binary("atan2", kInexactTypes),
-                                  .impl = cpu::binary_impl<Atan2>("atan2")});
+                                  .impl = cpu::binary_impl<Atan2>("atan2"),
+                                  .jvp = ad_rules::binary(atan2_p, atan2_dx, atan2_dy),
+                                  .batch = batch_rules::elementwise(atan2_p)});
 const Primitive nextafter_p("nextafter", {.traits = kFlat,
                                           .abstract_eval = rules::binary("nextafter", kFloatTypes),
-                                          .impl = nextafter_impl});
+                                          .impl = nextafter_impl,
+                                          .batch = batch_rules::elementwise(nextafter_p)});
 const Primitive and_p("and", {.traits = kFlat | kCommutative,
                               .abstract_eval = rules::binary("and", kBitTypes),
-                              .impl = cpu::binary_impl<And>("and")});
+                              .impl = cpu::binary_impl<And>("and"),
+                              .batch = batch_rules::elementwise(and_p)});
 const Primitive or_p("or", {.traits = kFlat | kCommutative,
                             .abstract_eval = rules::binary("or", kBitTypes),
-                            .impl = cpu::binary_impl<Or>("or")});
+                            .impl = cpu::binary_impl<Or>("or"),
+                            .batch = batch_rules::elementwise(or_p)});
 const Primitive xor_p("xor", {.traits = kFlat | kCommutative,
                               .abstract_eval = rules::binary("xor", kBitTypes),
-                              .impl = cpu::binary_impl<Xor>("xor")});
+                              .impl = cpu::binary_impl<Xor>("xor"),
+                              .batch = batch_rules::elementwise(xor_p)});
 const Primitive shift_left_p("shift_left", {.traits = kFlat,
                                             .abstract_eval = rules::binary("shift_left", kIntTypes),
-                                            .impl = cpu::binary_impl<ShiftLeft>("shift_left")});
+                                            .impl = cpu::binary_impl<ShiftLeft>("shift_left"),
+                                            .batch = batch_rules::elementwise(shift_left_p)});
 const Primitive shift_right_arithmetic_p(
     "shift_right_arithmetic", {.traits = kFlat,
                                .abstract_eval = rules::binary("shift_right_arithmetic", kIntTypes),
-                               .impl = cpu::binary_impl<ShiftRightArithmetic>("shift_right_arithmetic")});
+                               .impl = cpu::binary_impl<ShiftRightArithmetic>("shift_right_arithmetic"),
+                               .batch = batch_rules::elementwise(shift_right_arithmetic_p)});
 const Primitive shift_right_logical_p(
     "shift_right_logical", {.traits = kFlat,
                             .abstract_eval = rules::binary("shift_right_logical", kIntTypes),
-                            .impl = cpu::binary_impl<ShiftRightLogical>("shift_right_logical")});
+                            .impl = cpu::binary_impl<ShiftRightLogical>("shift_right_logical"),
+                            .batch = batch_rules::elementwise(shift_right_logical_p)});
 const Primitive eq_p("eq", {.traits = kFlat | kCommutative,
                             .abstract_eval = rules::binary_to("eq", kAnyTypes, DType::Bool),
-                            .impl = cpu::binary_impl<Eq>("eq")});
+                            .impl = cpu::binary_impl<Eq>("eq"),
+                            .batch = batch_rules::elementwise(eq_p)});
 const Primitive ne_p("ne", {.traits = kFlat | kCommutative,
                             .abstract_eval = rules::binary_to("ne", kAnyTypes, DType::Bool),
-                            .impl = cpu::binary_impl<Ne>("ne")});
+                            .impl = cpu::binary_impl<Ne>("ne"),
+                            .batch = batch_rules::elementwise(ne_p)});
 const Primitive lt_p("lt", {.traits = kFlat,
                             .abstract_eval = rules::binary_to("lt", kBoolTypes | kRealTypes, DType::Bool),
-                            .impl = cpu::binary_impl<Lt>("lt")});
+                            .impl = cpu::binary_impl<Lt>("lt"),
+                            .batch = batch_rules::elementwise(lt_p)});
 const Primitive le_p("le", {.traits = kFlat,
                             .abstract_eval = rules::binary_to("le", kBoolTypes | kRealTypes, DType::Bool),
-                            .impl = cpu::binary_impl<Le>("le")});
+                            .impl = cpu::binary_impl<Le>("le"),
+                            .batch = batch_rules::elementwise(le_p)});
 const Primitive gt_p("gt", {.traits = kFlat,
                             .abstract_eval = rules::binary_to("gt", kBoolTypes | kRealTypes, DType::Bool),
-                            .impl = cpu::binary_impl<Gt>("gt")});
+                            .impl = cpu::binary_impl<Gt>("gt"),
+                            .batch = batch_rules::elementwise(gt_p)});
 const Primitive ge_p("ge", {.traits = kFlat,
                             .abstract_eval = rules::binary_to("ge", kBoolTypes | kRealTypes, DType::Bool),
-                            .impl = cpu::binary_impl<Ge>("ge")});
+                            .impl = cpu::binary_impl<Ge>("ge"),
+                            .batch = batch_rules::elementwise(ge_p)});
 // lo and hi may be 0-d, so operands need not share one shape: not kElementwise.
-const Primitive clamp_p("clamp", {.traits = 0, .abstract_eval = clamp_rule, .impl = clamp_impl});
+const Primitive clamp_p("clamp", {.traits = 0,
+                                  .abstract_eval = clamp_rule,
+                                  .impl = clamp_impl,
+                                  .jvp = clamp_jvp,
+                                  // elementwise batching broadcasts 0-d bounds when x is batched.
+                                  .batch = batch_rules::elementwise(clamp_p)});
 
 Array add(const Array& x, const Array& y) { return bind1(add_p, {x, y}); }
 Array sub(const Array& x, const Array& y) { return bind1(sub_p, {x, y}); }

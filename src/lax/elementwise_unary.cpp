@@ -5,12 +5,14 @@
 #include <complex>
 #include <numbers>
 
+#include "core/array_internal.h"
 #include "cpu/elementwise.h"
 #include "cpu/vector_math.h"
 #include "jx/lax.h"
 #include "lax/ad_rules.h"
 #include "lax/batch_rules.h"
 #include "lax/rules.h"
+#include "transforms/ad_util.h"
 
 namespace jx::lax {
 namespace {
@@ -230,9 +232,38 @@ std::vector<Array> round_impl(std::span<const Array> in, const Params& params, s
 // Outputs that carry no tangent (zero derivative almost everywhere, or not numbers).
 constexpr uint32_t kFlat = kElementwise | kNotDifferentiable;
 
+// ---- derivative helpers (lax calls only, so the rules compose) ----
+
+// A constant of x's dtype and shape (a stride-0 broadcast of one scalar).
+Array full_like(const Array& x, double v) {
+  Array s = detail::scalar_of(x.dtype(), v);
+  if (x.ndim() == 0) return s;
+  return broadcast_in_dim(s, x.shape(), {});
+}
+Array square(const Array& x) { return mul(x, x); }
+// -i as a complex constant of dtype `c`, shaped like x.
+Array minus_i_like(const Array& x, DType c) {
+  Array s = convert_element_type(Array(complex128_t(0.0, -1.0)), c);
+  if (x.ndim() == 0) return s;
+  return broadcast_in_dim(s, x.shape(), {});
+}
+// 1 - x^2, the factor shared by asin, acos, atanh and tanh.
+Array one_minus_square(const Array& x) { return sub(full_like(x, 1.0), square(x)); }
+
+// d|x|: for real x JAX picks the +1 branch at 0 (select(x >= 0, t, -t)); for complex x,
+// Re(conj(x) t) / |x|, with |x| = 0 replaced by 1 so the tangent at 0 is 0.
+Array abs_tangent(const Array& x, const Array& y, const Array& t) {
+  if (!is_complex(x.dtype())) return select_n(ge(x, full_like(x, 0.0)), {neg(t), t});
+  Array safe = select_n(eq(y, full_like(y, 0.0)), {y, full_like(y, 1.0)});
+  return real(mul(t, div(conj(x), convert_element_type(safe, x.dtype()))));
+}
+
 }  // namespace
 
-extern const Primitive neg_p, sin_p, cos_p;
+// Rules capture their primitive by reference, so each is declared before its definition.
+extern const Primitive neg_p, sin_p, cos_p, abs_p, sign_p, floor_p, ceil_p, round_p, exp_p, exp2_p, log_p, log1p_p,
+    expm1_p, sqrt_p, rsqrt_p, cbrt_p, tan_p, asin_p, acos_p, atan_p, sinh_p, cosh_p, tanh_p, asinh_p, acosh_p,
+    atanh_p, logistic_p, erf_p, erfc_p, erf_inv_p, lgamma_p, digamma_p, is_finite_p, not_p, real_p, imag_p, conj_p;
 
 const Primitive neg_p("neg", {.traits = kElementwise | kLinear,
                               .abstract_eval = rules::unary("neg", kNumberTypes),
@@ -242,41 +273,63 @@ const Primitive neg_p("neg", {.traits = kElementwise | kLinear,
                               .batch = batch_rules::elementwise(neg_p)});
 const Primitive abs_p("abs", {.traits = kElementwise,
                               .abstract_eval = rules::unary_to_real("abs", kSignedTypes | kInexactTypes),
-                              .impl = cpu::unary_impl<Abs>("abs")});
+                              .impl = cpu::unary_impl<Abs>("abs"),
+                              .jvp = ad_rules::unary(abs_p, [](const Array& x, const Array& y, const Array& t) { return abs_tangent(x, y, t); }),
+                              .batch = batch_rules::elementwise(abs_p)});
 const Primitive sign_p("sign", {.traits = kFlat,
                                 .abstract_eval = rules::unary("sign", kNumberTypes),
-                                .impl = cpu::unary_impl<Sign>("sign")});
+                                .impl = cpu::unary_impl<Sign>("sign"),
+                              .batch = batch_rules::elementwise(sign_p)});
 const Primitive floor_p("floor", {.traits = kFlat,
                                   .abstract_eval = rules::unary("floor", kFloatTypes),
-                                  .impl = cpu::unary_impl<Floor>("floor")});
+                                  .impl = cpu::unary_impl<Floor>("floor"),
+                              .batch = batch_rules::elementwise(floor_p)});
 const Primitive ceil_p("ceil", {.traits = kFlat,
                                 .abstract_eval = rules::unary("ceil", kFloatTypes),
-                                .impl = cpu::unary_impl<Ceil>("ceil")});
-const Primitive round_p("round", {.traits = kFlat, .abstract_eval = round_rule, .impl = round_impl});
+                                .impl = cpu::unary_impl<Ceil>("ceil"),
+                              .batch = batch_rules::elementwise(ceil_p)});
+const Primitive round_p("round", {.traits = kFlat, .abstract_eval = round_rule, .impl = round_impl,
+                              .batch = batch_rules::elementwise(round_p)});
 const Primitive exp_p("exp", {.traits = kElementwise,
                               .abstract_eval = rules::unary("exp", kInexactTypes),
-                              .impl = cpu::unary_impl<Exp>("exp")});
+                              .impl = cpu::unary_impl<Exp>("exp"),
+                              .jvp = ad_rules::unary(exp_p, [](const Array& x, const Array& y, const Array& t) { return mul(t, y); }),
+                              .batch = batch_rules::elementwise(exp_p)});
 const Primitive exp2_p("exp2", {.traits = kElementwise,
                                 .abstract_eval = rules::unary("exp2", kInexactTypes),
-                                .impl = cpu::unary_impl<Exp2>("exp2")});
+                                .impl = cpu::unary_impl<Exp2>("exp2"),
+                              .jvp = ad_rules::unary(exp2_p, [](const Array& x, const Array& y, const Array& t) { return mul(t, mul(y, full_like(y, std::numbers::ln2))); }),
+                              .batch = batch_rules::elementwise(exp2_p)});
 const Primitive log_p("log", {.traits = kElementwise,
                               .abstract_eval = rules::unary("log", kInexactTypes),
-                              .impl = cpu::unary_impl<Log>("log")});
+                              .impl = cpu::unary_impl<Log>("log"),
+                              .jvp = ad_rules::unary(log_p, [](const Array& x, const Array& y, const Array& t) { return div(t, x); }),
+                              .batch = batch_rules::elementwise(log_p)});
 const Primitive log1p_p("log1p", {.traits = kElementwise,
                                   .abstract_eval = rules::unary("log1p", kInexactTypes),
-                                  .impl = cpu::unary_impl<Log1p>("log1p")});
+                                  .impl = cpu::unary_impl<Log1p>("log1p"),
+                              .jvp = ad_rules::unary(log1p_p, [](const Array& x, const Array& y, const Array& t) { return div(t, add(x, full_like(x, 1.0))); }),
+                              .batch = batch_rules::elementwise(log1p_p)});
 const Primitive expm1_p("expm1", {.traits = kElementwise,
                                   .abstract_eval = rules::unary("expm1", kInexactTypes),
-                                  .impl = cpu::unary_impl<Expm1>("expm1")});
+                                  .impl = cpu::unary_impl<Expm1>("expm1"),
+                              .jvp = ad_rules::unary(expm1_p, [](const Array& x, const Array& y, const Array& t) { return mul(t, add(y, full_like(y, 1.0))); }),
+                              .batch = batch_rules::elementwise(expm1_p)});
 const Primitive sqrt_p("sqrt", {.traits = kElementwise,
                                 .abstract_eval = rules::unary("sqrt", kInexactTypes),
-                                .impl = cpu::unary_impl<Sqrt>("sqrt")});
+                                .impl = cpu::unary_impl<Sqrt>("sqrt"),
+                              .jvp = ad_rules::unary(sqrt_p, [](const Array& x, const Array& y, const Array& t) { return mul(t, div(full_like(y, 0.5), y)); }),
+                              .batch = batch_rules::elementwise(sqrt_p)});
 const Primitive rsqrt_p("rsqrt", {.traits = kElementwise,
                                   .abstract_eval = rules::unary("rsqrt", kInexactTypes),
-                                  .impl = cpu::unary_impl<Rsqrt>("rsqrt")});
+                                  .impl = cpu::unary_impl<Rsqrt>("rsqrt"),
+                              .jvp = ad_rules::unary(rsqrt_p, [](const Array& x, const Array& y, const Array& t) { return mul(t, mul(full_like(x, -0.5), div(y, x))); }),
+                              .batch = batch_rules::elementwise(rsqrt_p)});
 const Primitive cbrt_p("cbrt", {.traits = kElementwise,
                                 .abstract_eval = rules::unary("cbrt", kFloatTypes),
-                                .impl = cpu::unary_impl<Cbrt>("cbrt")});
+                                .impl = cpu::unary_impl<Cbrt>("cbrt"),
+                              .jvp = ad_rules::unary(cbrt_p, [](const Array& x, const Array& y, const Array& t) { return mul(t, div(full_like(y, 1.0 / 3.0), square(y))); }),
+                              .batch = batch_rules::elementwise(cbrt_p)});
 const Primitive sin_p("sin", {.traits = kElementwise,
                               .abstract_eval = rules::unary("sin", kInexactTypes),
                               .impl = cpu::unary_impl<Sin>("sin"),
@@ -289,67 +342,123 @@ const Primitive cos_p("cos", {.traits = kElementwise,
                               .batch = batch_rules::elementwise(cos_p)});
 const Primitive tan_p("tan", {.traits = kElementwise,
                               .abstract_eval = rules::unary("tan", kInexactTypes),
-                              .impl = cpu::unary_impl<Tan>("tan")});
+                              .impl = cpu::unary_impl<Tan>("tan"),
+                              .jvp = ad_rules::unary(tan_p, [](const Array& x, const Array& y, const Array& t) { return mul(t, add(full_like(y, 1.0), square(y))); }),
+                              .batch = batch_rules::elementwise(tan_p)});
 const Primitive asin_p("asin", {.traits = kElementwise,
                                 .abstract_eval = rules::unary("asin", kInexactTypes),
-                                .impl = cpu::unary_impl<Asin>("asin")});
+                                .impl = cpu::unary_impl<Asin>("asin"),
+                              .jvp = ad_rules::unary(asin_p, [](const Array& x, const Array& y, const Array& t) { return mul(t, rsqrt(one_minus_square(x))); }),
+                              .batch = batch_rules::elementwise(asin_p)});
 const Primitive acos_p("acos", {.traits = kElementwise,
                                 .abstract_eval = rules::unary("acos", kInexactTypes),
-                                .impl = cpu::unary_impl<Acos>("acos")});
+                                .impl = cpu::unary_impl<Acos>("acos"),
+                              .jvp = ad_rules::unary(acos_p, [](const Array& x, const Array& y, const Array& t) { return neg(mul(t, rsqrt(one_minus_square(x)))); }),
+                              .batch = batch_rules::elementwise(acos_p)});
 const Primitive atan_p("atan", {.traits = kElementwise,
                                 .abstract_eval = rules::unary("atan", kInexactTypes),
-                                .impl = cpu::unary_impl<Atan>("atan")});
+                                .impl = cpu::unary_impl<Atan>("atan"),
+                              .jvp = ad_rules::unary(atan_p, [](const Array& x, const Array& y, const Array& t) { return div(t, add(full_like(x, 1.0), square(x))); }),
+                              .batch = batch_rules::elementwise(atan_p)});
 const Primitive sinh_p("sinh", {.traits = kElementwise,
                                 .abstract_eval = rules::unary("sinh", kInexactTypes),
-                                .impl = cpu::unary_impl<Sinh>("sinh")});
+                                .impl = cpu::unary_impl<Sinh>("sinh"),
+                              .jvp = ad_rules::unary(sinh_p, [](const Array& x, const Array& y, const Array& t) { return mul(t, cosh(x)); }),
+                              .batch = batch_rules::elementwise(sinh_p)});
 const Primitive cosh_p("cosh", {.traits = kElementwise,
                                 .abstract_eval = rules::unary("cosh", kInexactTypes),
-                                .impl = cpu::unary_impl<Cosh>("cosh")});
+                                .impl = cpu::unary_impl<Cosh>("cosh"),
+                              .jvp = ad_rules::unary(cosh_p, [](const Array& x, const Array& y, const Array& t) { return mul(t, sinh(x)); }),
+                              .batch = batch_rules::elementwise(cosh_p)});
 const Primitive tanh_p("tanh", {.traits = kElementwise,
                                 .abstract_eval = rules::unary("tanh", kInexactTypes),
-                                .impl = cpu::unary_impl<Tanh>("tanh")});
+                                .impl = cpu::unary_impl<Tanh>("tanh"),
+                              .jvp = ad_rules::unary(tanh_p, [](const Array& x, const Array& y, const Array& t) { return mul(t, one_minus_square(y)); }),
+                              .batch = batch_rules::elementwise(tanh_p)});
 const Primitive asinh_p("asinh", {.traits = kElementwise,
                                   .abstract_eval = rules::unary("asinh", kInexactTypes),
-                                  .impl = cpu::unary_impl<Asinh>("asinh")});
+                                  .impl = cpu::unary_impl<Asinh>("asinh"),
+                              .jvp = ad_rules::unary(asinh_p, [](const Array& x, const Array& y, const Array& t) { return mul(t, rsqrt(add(square(x), full_like(x, 1.0)))); }),
+                              .batch = batch_rules::elementwise(asinh_p)});
 const Primitive acosh_p("acosh", {.traits = kElementwise,
                                   .abstract_eval = rules::unary("acosh", kInexactTypes),
-                                  .impl = cpu::unary_impl<Acosh>("acosh")});
+                                  .impl = cpu::unary_impl<Acosh>("acosh"),
+                              .jvp = ad_rules::unary(acosh_p, [](const Array& x, const Array& y, const Array& t) { return mul(t, rsqrt(mul(sub(x, full_like(x, 1.0)), add(x, full_like(x, 1.0))))); }),
+                              .batch = batch_rules::elementwise(acosh_p)});
 const Primitive atanh_p("atanh", {.traits = kElementwise,
                                   .abstract_eval = rules::unary("atanh", kInexactTypes),
-                                  .impl = cpu::unary_impl<Atanh>("atanh")});
+                                  .impl = cpu::unary_impl<Atanh>("atanh"),
+                              .jvp = ad_rules::unary(atanh_p, [](const Array& x, const Array& y, const Array& t) { return div(t, one_minus_square(x)); }),
+                              .batch = batch_rules::elementwise(atanh_p)});
 const Primitive logistic_p("logistic", {.traits = kElementwise,
                                         .abstract_eval = rules::unary("logistic", kInexactTypes),
-                                        .impl = cpu::unary_impl<Logistic>("logistic")});
+                                        .impl = cpu::unary_impl<Logistic>("logistic"),
+                              .jvp = ad_rules::unary(logistic_p, [](const Array& x, const Array& y, const Array& t) { return mul(t, mul(y, sub(full_like(y, 1.0), y))); }),
+                              .batch = batch_rules::elementwise(logistic_p)});
 const Primitive erf_p("erf", {.traits = kElementwise,
                               .abstract_eval = rules::unary("erf", kFloatTypes),
-                              .impl = cpu::unary_impl<Erf>("erf")});
+                              .impl = cpu::unary_impl<Erf>("erf"),
+                              .jvp = ad_rules::unary(erf_p, [](const Array& x, const Array& y, const Array& t) { return mul(t, mul(full_like(x, std::numbers::inv_sqrtpi * 2.0), exp(neg(square(x))))); }),
+                              .batch = batch_rules::elementwise(erf_p)});
 const Primitive erfc_p("erfc", {.traits = kElementwise,
                                 .abstract_eval = rules::unary("erfc", kFloatTypes),
-                                .impl = cpu::unary_impl<Erfc>("erfc")});
+                                .impl = cpu::unary_impl<Erfc>("erfc"),
+                              .jvp = ad_rules::unary(erfc_p, [](const Array& x, const Array& y, const Array& t) { return mul(t, mul(full_like(x, -std::numbers::inv_sqrtpi * 2.0), exp(neg(square(x))))); }),
+                              .batch = batch_rules::elementwise(erfc_p)});
 const Primitive erf_inv_p("erf_inv", {.traits = kElementwise,
                                       .abstract_eval = rules::unary("erf_inv", kFloatTypes),
-                                      .impl = cpu::unary_impl<ErfInv>("erf_inv")});
+                                      .impl = cpu::unary_impl<ErfInv>("erf_inv"),
+                              .jvp = ad_rules::unary(erf_inv_p, [](const Array& x, const Array& y, const Array& t) { return mul(t, mul(full_like(y, std::sqrt(std::numbers::pi) / 2.0), exp(square(y)))); }),
+                              .batch = batch_rules::elementwise(erf_inv_p)});
 const Primitive lgamma_p("lgamma", {.traits = kElementwise,
                                     .abstract_eval = rules::unary("lgamma", kFloatTypes),
-                                    .impl = cpu::unary_impl<Lgamma>("lgamma")});
+                                    .impl = cpu::unary_impl<Lgamma>("lgamma"),
+                              .jvp = ad_rules::unary(lgamma_p, [](const Array& x, const Array& y, const Array& t) { return mul(t, digamma(x)); }),
+                              .batch = batch_rules::elementwise(lgamma_p)});
 const Primitive digamma_p("digamma", {.traits = kElementwise,
                                       .abstract_eval = rules::unary("digamma", kFloatTypes),
-                                      .impl = cpu::unary_impl<Digamma>("digamma")});
+                                      .impl = cpu::unary_impl<Digamma>("digamma"),
+                              .jvp = [](std::span<const Array>, std::span<const Array>, const Params&) -> JvpResult {
+                                // JAX differentiates digamma with polygamma(1, x), a primitive jx lacks.
+                                detail::fail("digamma", "differentiation needs polygamma, which jx does not have yet");
+                              },
+                              .batch = batch_rules::elementwise(digamma_p)});
 const Primitive is_finite_p("is_finite", {.traits = kFlat,
                                           .abstract_eval = rules::unary_to("is_finite", kFloatTypes, DType::Bool),
-                                          .impl = cpu::unary_impl<IsFinite>("is_finite")});
+                                          .impl = cpu::unary_impl<IsFinite>("is_finite"),
+                              .batch = batch_rules::elementwise(is_finite_p)});
 const Primitive not_p("not", {.traits = kFlat,
                               .abstract_eval = rules::unary("not", kBitTypes),
-                              .impl = cpu::unary_impl<Not>("not")});
+                              .impl = cpu::unary_impl<Not>("not"),
+                              .batch = batch_rules::elementwise(not_p)});
 const Primitive real_p("real", {.traits = kElementwise | kLinear,
                                 .abstract_eval = rules::unary_to_real("real", kComplexTypes),
-                                .impl = cpu::unary_impl<RealPart>("real")});
+                                .impl = cpu::unary_impl<RealPart>("real"),
+                              .jvp = ad_rules::linear(real_p),
+                              // JAX: the cotangent of real(z) is complex(ct, 0).
+                              .transpose = ad_rules::unary_transpose([](const Array& ct, const Aval& z, auto&) {
+                                return convert_element_type(ct, z.dtype);
+                              }),
+                              .batch = batch_rules::elementwise(real_p)});
 const Primitive imag_p("imag", {.traits = kElementwise | kLinear,
                                 .abstract_eval = rules::unary_to_real("imag", kComplexTypes),
-                                .impl = cpu::unary_impl<ImagPart>("imag")});
+                                .impl = cpu::unary_impl<ImagPart>("imag"),
+                              .jvp = ad_rules::linear(imag_p),
+                              // JAX: the cotangent of imag(z) is complex(0, -ct) = -i ct.
+                              .transpose = ad_rules::unary_transpose([](const Array& ct, const Aval& z, auto&) {
+                                return mul(convert_element_type(ct, z.dtype), minus_i_like(ct, z.dtype));
+                              }),
+                              .batch = batch_rules::elementwise(imag_p)});
 const Primitive conj_p("conj", {.traits = kElementwise | kLinear,
                                 .abstract_eval = conj_rule,
-                                .impl = cpu::unary_impl<Conj>("conj")});
+                                .impl = cpu::unary_impl<Conj>("conj"),
+                              .jvp = ad_rules::linear(conj_p),
+                              // conj of a complex operand is its own transpose; a real operand (promoted to
+                              // complex by conj) receives the real part of the cotangent.
+                              .transpose = ad_rules::unary_transpose([](const Array& ct, const Aval& x, auto&) {
+                                return is_complex(x.dtype) ? conj(ct) : real(ct);
+                              }),
+                              .batch = batch_rules::elementwise(conj_p)});
 
 Array neg(const Array& x) { return bind1(neg_p, {x}); }
 Array abs(const Array& x) { return bind1(abs_p, {x}); }

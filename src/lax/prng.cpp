@@ -5,6 +5,7 @@
 
 #include "core/array_internal.h"
 #include "jx/lax.h"
+#include "lax/batch_rules.h"
 #include "lax/rules.h"
 
 namespace jx::lax {
@@ -63,10 +64,13 @@ std::vector<Array> threefry_impl(std::span<const Array> in, const Params&, std::
 
 }  // namespace
 
+// Not differentiable (integer bits); batching is elementwise, operands of one shape.
+extern const Primitive threefry2x32_p;
 const Primitive threefry2x32_p("threefry2x32", {.traits = kElementwise | kNotDifferentiable,
                                                 .num_outputs = 2,
                                                 .abstract_eval = threefry_rule,
-                                                .impl = threefry_impl});
+                                                .impl = threefry_impl,
+                                                .batch = batch_rules::elementwise(threefry2x32_p)});
 
 std::pair<Array, Array> threefry2x32(const Array& key0, const Array& key1, const Array& x0, const Array& x1) {
   std::array<Array, 4> in = {key0, key1, x0, x1};

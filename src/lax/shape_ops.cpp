@@ -57,7 +57,18 @@ std::vector<Array> iota_impl(std::span<const Array>, const Params& params, std::
   return {out};
 }
 
-const Primitive iota_p("iota", {.traits = 0, .abstract_eval = iota_rule, .impl = iota_impl});
+// iota has no operands, so vmap never reaches this rule; it exists so the registry
+// is complete: the result is the same for every batch member.
+BatchResult iota_batch(std::span<const Array>, std::span<const int64_t>, const Params& params, const BatchAxis&);
+
+const Primitive iota_p("iota", {.traits = kNotDifferentiable,
+                                .abstract_eval = iota_rule,
+                                .impl = iota_impl,
+                                .batch = iota_batch});
+
+BatchResult iota_batch(std::span<const Array>, std::span<const int64_t>, const Params& params, const BatchAxis&) {
+  return {jx::bind(iota_p, {}, params), {kNotMapped}};
+}
 
 // ---- broadcast_in_dim ----
 
@@ -158,7 +169,26 @@ std::vector<Array> reshape_impl(std::span<const Array> in, const Params&, std::s
   return {jx::detail::make_view(dense, aval, jx::detail::contiguous_strides(aval.shape), 0)};
 }
 
-const Primitive reshape_p("reshape", {.traits = kLinearShapeOp, .abstract_eval = reshape_rule, .impl = reshape_impl});
+// Batching: a row-major reshape only makes sense with the batch axis leading, where
+// every batch member is one contiguous block of the flattened order.
+BatchResult reshape_batch(std::span<const Array> args, std::span<const int64_t> dims, const Params& params,
+                          const BatchAxis& axis) {
+  Array x = batch_rules::move_axis(args[0], dims[0], 0);
+  Shape shape = params.get_ints("new_sizes");
+  shape.insert(shape.begin(), axis.size);
+  return {{reshape(x, shape)}, {0}};
+}
+
+extern const Primitive reshape_p;
+const Primitive reshape_p("reshape", {.traits = kLinearShapeOp,
+                                      .abstract_eval = reshape_rule,
+                                      .impl = reshape_impl,
+                                      .jvp = ad_rules::linear(reshape_p),
+                                      .transpose = ad_rules::unary_transpose(
+                                          [](const Array& ct, const Aval& x, const Params&) {
+                                            return reshape(ct, x.shape);
+                                          }),
+                                      .batch = reshape_batch});
 
 // ---- transpose ----
 
@@ -186,8 +216,30 @@ std::vector<Array> transpose_impl(std::span<const Array> in, const Params& param
   return {jx::detail::make_view(x, out_avals[0], std::move(strides), x.impl().offset)};
 }
 
-const Primitive transpose_p("transpose",
-                            {.traits = kLinearShapeOp, .abstract_eval = transpose_rule, .impl = transpose_impl});
+Array transpose_transpose(const Array& ct, const Aval&, const Params& params) {
+  const auto& perm = params.get_ints("permutation");
+  std::vector<int64_t> inverse(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+  return transpose(ct, inverse);
+}
+
+// Batching: the batch axis becomes output axis 0 inside the one permutation, so the
+// data is viewed once rather than moved and then permuted.
+BatchResult transpose_batch(std::span<const Array> args, std::span<const int64_t> dims, const Params& params,
+                            const BatchAxis&) {
+  const int64_t b = dims[0];
+  std::vector<int64_t> perm{b};
+  for (int64_t p : params.get_ints("permutation")) perm.push_back(p < b ? p : p + 1);
+  return {{transpose(args[0], perm)}, {0}};
+}
+
+extern const Primitive transpose_p;
+const Primitive transpose_p("transpose", {.traits = kLinearShapeOp,
+                                          .abstract_eval = transpose_rule,
+                                          .impl = transpose_impl,
+                                          .jvp = ad_rules::linear(transpose_p),
+                                          .transpose = ad_rules::unary_transpose(transpose_transpose),
+                                          .batch = transpose_batch});
 
 // ---- squeeze ----
 
@@ -215,7 +267,33 @@ std::vector<Array> squeeze_impl(std::span<const Array> in, const Params& params,
   return {jx::detail::make_view(x, out_avals[0], std::move(strides), x.impl().offset)};
 }
 
-const Primitive squeeze_p("squeeze", {.traits = kLinearShapeOp, .abstract_eval = squeeze_rule, .impl = squeeze_impl});
+// Operand dims `dims` of the unbatched operand, renumbered for a batch axis at b.
+std::vector<int64_t> dims_around_batch(const std::vector<int64_t>& dims, int64_t b) {
+  std::vector<int64_t> out;
+  for (int64_t d : dims) out.push_back(d < b ? d : d + 1);
+  return out;
+}
+
+// Batching: the squeezed dims are renumbered around the batch axis, which stays put
+// (shifted left by the squeezed dims before it).
+BatchResult squeeze_batch(std::span<const Array> args, std::span<const int64_t> dims, const Params& params,
+                          const BatchAxis&) {
+  const int64_t b = dims[0];
+  std::vector<int64_t> sq = dims_around_batch(params.get_ints("dimensions"), b);
+  const auto before = static_cast<int64_t>(std::count_if(sq.begin(), sq.end(), [&](int64_t d) { return d < b; }));
+  return {{squeeze(args[0], sq)}, {b - before}};
+}
+
+extern const Primitive squeeze_p;
+const Primitive squeeze_p("squeeze", {.traits = kLinearShapeOp,
+                                      .abstract_eval = squeeze_rule,
+                                      .impl = squeeze_impl,
+                                      .jvp = ad_rules::linear(squeeze_p),
+                                      .transpose = ad_rules::unary_transpose(
+                                          [](const Array& ct, const Aval& x, const Params&) {
+                                            return reshape(ct, x.shape);
+                                          }),
+                                      .batch = squeeze_batch});
 
 // ---- expand_dims ----
 
@@ -258,9 +336,25 @@ std::vector<Array> expand_dims_impl(std::span<const Array> in, const Params& par
   return {jx::detail::make_view(x, out_avals[0], insert_at(jx::detail::strides(x), positions, 0), x.impl().offset)};
 }
 
+// Batching: with the batch axis leading, the new positions are simply shifted by one.
+BatchResult expand_dims_batch(std::span<const Array> args, std::span<const int64_t> dims, const Params& params,
+                              const BatchAxis&) {
+  Array x = batch_rules::move_axis(args[0], dims[0], 0);
+  std::vector<int64_t> positions = params.get_ints("dimensions");
+  for (int64_t& p : positions) ++p;
+  return {{expand_dims(x, positions)}, {0}};
+}
+
+extern const Primitive expand_dims_p;
 const Primitive expand_dims_p("expand_dims", {.traits = kLinearShapeOp,
                                               .abstract_eval = expand_dims_rule,
-                                              .impl = expand_dims_impl});
+                                              .impl = expand_dims_impl,
+                                              .jvp = ad_rules::linear(expand_dims_p),
+                                              .transpose = ad_rules::unary_transpose(
+                                                  [](const Array& ct, const Aval&, const Params& params) {
+                                                    return squeeze(ct, params.get_ints("dimensions"));
+                                                  }),
+                                              .batch = expand_dims_batch});
 
 // ---- rev ----
 
@@ -283,7 +377,22 @@ std::vector<Array> rev_impl(std::span<const Array> in, const Params& params, std
   return {jx::detail::make_view(x, out_avals[0], std::move(strides), offset)};
 }
 
-const Primitive rev_p("rev", {.traits = kLinearShapeOp, .abstract_eval = rev_rule, .impl = rev_impl});
+// Batching: reverse the same dims, renumbered around the batch axis (which stays put).
+BatchResult rev_batch(std::span<const Array> args, std::span<const int64_t> dims, const Params& params,
+                      const BatchAxis&) {
+  return {{rev(args[0], dims_around_batch(params.get_ints("dimensions"), dims[0]))}, {dims[0]}};
+}
+
+extern const Primitive rev_p;
+const Primitive rev_p("rev", {.traits = kLinearShapeOp,
+                              .abstract_eval = rev_rule,
+                              .impl = rev_impl,
+                              .jvp = ad_rules::linear(rev_p),
+                              .transpose = ad_rules::unary_transpose(
+                                  [](const Array& ct, const Aval&, const Params& params) {
+                                    return rev(ct, params.get_ints("dimensions"));
+                                  }),
+                              .batch = rev_batch});
 
 std::vector<int64_t> canonical(std::string_view op, const std::vector<int64_t>& axes, const Array& x) {
   return rules::canonical_axes(op, axes, x.shape());

@@ -4,6 +4,8 @@
 #include <algorithm>
 
 #include "jx/lax.h"
+#include "lax/ad_rules.h"
+#include "lax/batch_rules.h"
 #include "lax/data_movement.h"
 #include "lax/rules.h"
 
@@ -14,6 +16,30 @@ using jx::detail::fail;
 using jx::detail::shape_str;
 
 constexpr uint32_t kLinearShapeOp = kShapeOnly | kLinear;
+
+// A 0-d zero of `dtype` (a padding value for transposes).
+Array scalar_zero(DType dtype) { return ad::zeros(Aval{{}, dtype, false}); }
+
+// The unbatched operand shape under batch axis `dim` (kNotMapped: the shape itself).
+Shape unbatched_shape(const Array& x, int64_t dim) {
+  Shape s = x.shape();
+  if (dim != kNotMapped) s.erase(s.begin() + dim);
+  return s;
+}
+
+// Index operands (0-d, or (B,) when batched) as one (B, k) int64 matrix of start
+// vectors, with `lead` (may be invalid) as an extra first column.
+Array stack_start_indices(std::span<const Array> indices, std::span<const int64_t> dims, int64_t size,
+                          const Array& lead) {
+  std::vector<Array> columns;
+  if (lead.valid()) columns.push_back(broadcast_in_dim(lead, {size, 1}, {0}));
+  for (size_t i = 0; i < indices.size(); ++i) {
+    Array idx = convert_element_type(indices[i], DType::Int64);
+    columns.push_back(dims[i] == kNotMapped ? broadcast_in_dim(idx, {size, 1}, {})
+                                            : broadcast_in_dim(idx, {size, 1}, {0}));
+  }
+  return concatenate(columns, 1);
+}
 
 void check_length(std::string_view op, std::string_view what, const std::vector<int64_t>& v, const Shape& shape) {
   if (v.size() != shape.size())
@@ -68,7 +94,44 @@ std::vector<Array> slice_impl(std::span<const Array> in, const Params& params, s
   return {window_view(in[0], out_avals[0], params.get_ints("start_indices"), params.get_ints("strides"))};
 }
 
-const Primitive slice_p("slice", {.traits = kLinearShapeOp, .abstract_eval = slice_rule, .impl = slice_impl});
+// Transpose: the cotangent goes back where the window was read, zeros elsewhere;
+// strides become interior padding.
+Array slice_transpose(const Array& ct, const Aval& x, const Params& params) {
+  const auto& start = params.get_ints("start_indices");
+  const auto& steps = params.get_ints("strides");
+  std::vector<PadDim> config;
+  for (size_t i = 0; i < x.shape.size(); ++i) {
+    const int64_t n = ct.shape()[i];
+    if (n == 0) {
+      config.push_back({x.shape[i], 0, 0});
+      continue;
+    }
+    const int64_t last = start[i] + (n - 1) * steps[i];  // the last element read
+    config.push_back({start[i], x.shape[i] - last - 1, steps[i] - 1});
+  }
+  return pad(ct, scalar_zero(ct.dtype()), config);
+}
+
+// Batching: the batch axis stays put and is taken whole.
+BatchResult slice_batch(std::span<const Array> args, std::span<const int64_t> dims, const Params& params,
+                        const BatchAxis& axis) {
+  const auto b = static_cast<long>(dims[0]);
+  std::vector<int64_t> start = params.get_ints("start_indices");
+  std::vector<int64_t> limit = params.get_ints("limit_indices");
+  std::vector<int64_t> steps = params.get_ints("strides");
+  start.insert(start.begin() + b, 0);
+  limit.insert(limit.begin() + b, axis.size);
+  steps.insert(steps.begin() + b, 1);
+  return {{slice(args[0], start, limit, steps)}, {dims[0]}};
+}
+
+extern const Primitive slice_p;
+const Primitive slice_p("slice", {.traits = kLinearShapeOp,
+                                  .abstract_eval = slice_rule,
+                                  .impl = slice_impl,
+                                  .jvp = ad_rules::linear(slice_p),
+                                  .transpose = ad_rules::unary_transpose(slice_transpose),
+                                  .batch = slice_batch});
 
 // ---- dynamic_slice / dynamic_update_slice ----
 
@@ -111,9 +174,69 @@ std::vector<Array> dynamic_slice_impl(std::span<const Array> in, const Params& p
   return {window_view(x, out_avals[0], start, std::vector<int64_t>(start.size(), 1))};
 }
 
+std::vector<Array> index_values(std::span<const TransposeOperand> operands, size_t first) {
+  std::vector<Array> out;
+  for (size_t i = first; i < operands.size(); ++i) out.push_back(operands[i].value);
+  return out;
+}
+
+// Transpose (linear in the operand only): the cotangent written into zeros at the
+// same (clamped) window.
+std::vector<Array> dynamic_slice_transpose(std::span<const Array> cts, std::span<const TransposeOperand> operands,
+                                           const Params&) {
+  std::vector<Array> out(operands.size());
+  if (cts[0].valid() && operands[0].is_linear())
+    out[0] = dynamic_update_slice(ad::zeros(Aval{operands[0].aval.shape, cts[0].dtype(), false}), cts[0],
+                                  index_values(operands, 1));
+  return out;
+}
+
+// Batching. Unbatched starts: one dynamic_slice taking the whole batch axis. Batched
+// starts: each batch member reads its own window, which is a gather whose index
+// vectors are the start indices (plus the batch position, when the operand is batched).
+BatchResult dynamic_slice_batch(std::span<const Array> args, std::span<const int64_t> dims, const Params& params,
+                                const BatchAxis& axis) {
+  const Shape& sizes = params.get_ints("slice_sizes");
+  const auto indices = args.subspan(1);
+  const auto index_dims = dims.subspan(1);
+  const bool indices_batched =
+      std::any_of(index_dims.begin(), index_dims.end(), [](int64_t d) { return d != kNotMapped; });
+  if (!indices_batched) {
+    const auto b = static_cast<long>(dims[0]);
+    std::vector<Array> starts(indices.begin(), indices.end());
+    DType index_dtype = starts.empty() ? DType::Int32 : starts[0].dtype();
+    starts.insert(starts.begin() + b, convert_element_type(Array(0), index_dtype));
+    Shape batched_sizes = sizes;
+    batched_sizes.insert(batched_sizes.begin() + b, axis.size);
+    return {{dynamic_slice(args[0], starts, batched_sizes)}, {dims[0]}};
+  }
+  const auto rank = static_cast<int64_t>(sizes.size());
+  GatherDimensionNumbers dn;
+  for (int64_t i = 0; i < rank; ++i) dn.offset_dims.push_back(i + 1);
+  Shape slice_sizes = sizes;
+  Array starts;
+  Array operand = args[0];
+  if (dims[0] == kNotMapped) {
+    starts = stack_start_indices(indices, index_dims, axis.size, Array());
+    for (int64_t i = 0; i < rank; ++i) dn.start_index_map.push_back(i);
+  } else {
+    operand = batch_rules::move_axis(operand, dims[0], 0);
+    starts = stack_start_indices(indices, index_dims, axis.size, iota(DType::Int64, axis.size));
+    for (int64_t i = 0; i <= rank; ++i) dn.start_index_map.push_back(i);
+    dn.collapsed_slice_dims = {0};
+    slice_sizes.insert(slice_sizes.begin(), 1);
+  }
+  // Clip mode clamps each start to [0, dim - size], exactly dynamic_slice's semantics.
+  return {{gather(operand, starts, dn, slice_sizes, GatherScatterMode::Clip)}, {0}};
+}
+
+extern const Primitive dynamic_slice_p;
 const Primitive dynamic_slice_p("dynamic_slice", {.traits = kLinearShapeOp,
                                                   .abstract_eval = dynamic_slice_rule,
-                                                  .impl = dynamic_slice_impl});
+                                                  .impl = dynamic_slice_impl,
+                                                  .jvp = ad_rules::linear_in_first(dynamic_slice_p),
+                                                  .transpose = dynamic_slice_transpose,
+                                                  .batch = dynamic_slice_batch});
 
 std::vector<Aval> dynamic_update_slice_rule(std::span<const Aval> in, const Params&) {
   if (in.size() < 2) fail("dynamic_update_slice", "expected an operand, an update and start indices, got ",
@@ -150,9 +273,66 @@ std::vector<Array> dynamic_update_slice_impl(std::span<const Array> in, const Pa
   return {out};
 }
 
+extern const Primitive dynamic_update_slice_p;
+
+// Linear in (operand, update) jointly; the start indices pass through unchanged.
+JvpResult dynamic_update_slice_jvp(std::span<const Array> primals, std::span<const Array> tangents,
+                                   const Params& params) {
+  std::vector<Array> out = jx::bind(dynamic_update_slice_p, primals, params);
+  if (!tangents[0].valid() && !tangents[1].valid()) return {out, {Array()}};
+  std::vector<Array> args(primals.begin(), primals.end());
+  args[0] = ad::instantiate(tangents[0], Aval{primals[0].shape(), primals[0].dtype(), false});
+  args[1] = ad::instantiate(tangents[1], Aval{primals[1].shape(), primals[1].dtype(), false});
+  return {out, jx::bind(dynamic_update_slice_p, args, params)};
+}
+
+// Transpose: the operand's cotangent is ct with the (clamped) window zeroed; the
+// update's is that window of ct.
+std::vector<Array> dynamic_update_slice_transpose(std::span<const Array> cts,
+                                                  std::span<const TransposeOperand> operands, const Params&) {
+  std::vector<Array> out(operands.size());
+  const Array& ct = cts[0];
+  if (!ct.valid()) return out;
+  std::vector<Array> starts = index_values(operands, 2);
+  const Aval& update = operands[1].aval;
+  if (operands[0].is_linear())
+    out[0] = dynamic_update_slice(ct, ad::zeros(Aval{update.shape, ct.dtype(), false}), starts);
+  if (operands[1].is_linear()) out[1] = dynamic_slice(ct, starts, update.shape);
+  return out;
+}
+
+// Batching. Unbatched starts: one dynamic_update_slice over the whole batch axis (both
+// operand and update get it in front). Batched starts: a scatter writing each batch
+// member's update at its own (clamped) start.
+BatchResult dynamic_update_slice_batch(std::span<const Array> args, std::span<const int64_t> dims, const Params&,
+                                       const BatchAxis& axis) {
+  Array operand = batch_rules::batch_to_front(args[0], dims[0], axis.size);
+  Array update = batch_rules::batch_to_front(args[1], dims[1], axis.size);
+  const auto indices = args.subspan(2);
+  const auto index_dims = dims.subspan(2);
+  const bool indices_batched =
+      std::any_of(index_dims.begin(), index_dims.end(), [](int64_t d) { return d != kNotMapped; });
+  if (!indices_batched) {
+    std::vector<Array> starts(indices.begin(), indices.end());
+    DType index_dtype = starts.empty() ? DType::Int32 : starts[0].dtype();
+    starts.insert(starts.begin(), convert_element_type(Array(0), index_dtype));
+    return {{dynamic_update_slice(operand, update, starts)}, {0}};
+  }
+  const auto rank = static_cast<int64_t>(indices.size());
+  ScatterDimensionNumbers dn;
+  for (int64_t i = 0; i < rank; ++i) dn.update_window_dims.push_back(i + 1);
+  dn.inserted_window_dims = {0};
+  for (int64_t i = 0; i <= rank; ++i) dn.scatter_dims_to_operand_dims.push_back(i);
+  Array starts = stack_start_indices(indices, index_dims, axis.size, iota(DType::Int64, axis.size));
+  return {{scatter(operand, starts, update, dn, GatherScatterMode::Clip)}, {0}};
+}
+
 const Primitive dynamic_update_slice_p("dynamic_update_slice", {.traits = kLinearShapeOp,
                                                                 .abstract_eval = dynamic_update_slice_rule,
-                                                                .impl = dynamic_update_slice_impl});
+                                                                .impl = dynamic_update_slice_impl,
+                                                                .jvp = dynamic_update_slice_jvp,
+                                                                .transpose = dynamic_update_slice_transpose,
+                                                                .batch = dynamic_update_slice_batch});
 
 // ---- pad ----
 
@@ -250,7 +430,71 @@ std::vector<Array> pad_impl(std::span<const Array> in, const Params& params, std
   return {out};
 }
 
-const Primitive pad_p("pad", {.traits = kLinearShapeOp, .abstract_eval = pad_rule, .impl = pad_impl});
+extern const Primitive pad_p;
+
+// Transpose. The operand's cotangent is the strided window of ct where operand
+// elements landed; negative lo/hi cropped some of them away, so ct is first padded
+// back with zeros. The padding value's cotangent is everything else: sum(ct) minus
+// what went to the operand.
+std::vector<Array> pad_transpose(std::span<const Array> cts, std::span<const TransposeOperand> operands,
+                                 const Params& params) {
+  std::vector<Array> out(2);
+  const Array& ct = cts[0];
+  if (!ct.valid()) return out;
+  const auto& config = params.get_ints("padding_config");
+  const Shape& x = operands[0].aval.shape;
+  std::vector<PadDim> uncrop;
+  std::vector<int64_t> start, limit, steps;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const int64_t lo = config[3 * i], hi = config[3 * i + 1], step = config[3 * i + 2] + 1;
+    uncrop.push_back({std::max<int64_t>(-lo, 0), std::max<int64_t>(-hi, 0), 0});
+    const int64_t first = std::max<int64_t>(lo, 0);
+    start.push_back(x[i] == 0 ? 0 : first);
+    limit.push_back(x[i] == 0 ? 0 : first + (x[i] - 1) * step + 1);
+    steps.push_back(step);
+  }
+  Array full = pad(ct, scalar_zero(ct.dtype()), uncrop);
+  Array x_ct = slice(full, start, limit, steps);
+  if (operands[0].is_linear()) out[0] = x_ct;
+  if (operands[1].is_linear()) {
+    std::vector<int64_t> all(x.size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
+    out[1] = sub(reduce_sum(ct, all), reduce_sum(x_ct, all));
+  }
+  return out;
+}
+
+// Batching. With an unbatched padding value the batch axis just gets no padding. A
+// batched padding value: pad with zeros, then choose each member's value outside the
+// operand's footprint (a mask made by padding `true` with `false`).
+BatchResult pad_batch(std::span<const Array> args, std::span<const int64_t> dims, const Params& params,
+                      const BatchAxis& axis) {
+  std::vector<int64_t> config = params.get_ints("padding_config");
+  if (dims[1] == kNotMapped) {
+    const auto b = static_cast<long>(dims[0]);
+    config.insert(config.begin() + 3 * b, {0, 0, 0});
+    return {{jx::bind(pad_p, {args[0], args[1]}, {{"padding_config", config}})[0]}, {dims[0]}};
+  }
+  Array x = batch_rules::batch_to_front(args[0], dims[0], axis.size);
+  Shape shape = unbatched_shape(args[0], dims[0]);
+  Array inside = broadcast_in_dim(Array(true), shape, {});
+  Array mask = jx::bind(pad_p, {inside, Array(false)}, params)[0];
+  std::vector<int64_t> batched_config{0, 0, 0};
+  batched_config.insert(batched_config.end(), config.begin(), config.end());
+  Array padded = jx::bind(pad_p, {x, scalar_zero(x.dtype())}, {{"padding_config", batched_config}})[0];
+  Shape out_shape = padded.shape();
+  std::vector<int64_t> rest;
+  for (int64_t i = 1; i < padded.ndim(); ++i) rest.push_back(i);
+  Array value = broadcast_in_dim(args[1], out_shape, {0});  // a scalar per member: (B,)
+  return {{select_n(broadcast_in_dim(mask, out_shape, rest), {value, padded})}, {0}};
+}
+
+const Primitive pad_p("pad", {.traits = kLinearShapeOp,
+                              .abstract_eval = pad_rule,
+                              .impl = pad_impl,
+                              .jvp = ad_rules::linear(pad_p),
+                              .transpose = pad_transpose,
+                              .batch = pad_batch});
 
 // ---- concatenate ----
 
@@ -292,9 +536,49 @@ std::vector<Array> concatenate_impl(std::span<const Array> in, const Params& par
   return {out};
 }
 
+extern const Primitive concatenate_p;
+
+// Transpose: each linear operand's cotangent is its slab of ct.
+std::vector<Array> concatenate_transpose(std::span<const Array> cts, std::span<const TransposeOperand> operands,
+                                         const Params& params) {
+  std::vector<Array> out(operands.size());
+  const Array& ct = cts[0];
+  if (!ct.valid()) return out;
+  const auto dim = static_cast<size_t>(rules::canonical_axis("concatenate", params.get_int("dimension"), ct.ndim(),
+                                                             ct.shape()));
+  std::vector<int64_t> start(ct.ndim(), 0);
+  std::vector<int64_t> limit = ct.shape();
+  int64_t at = 0;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const int64_t n = operands[i].aval.shape[dim];
+    if (operands[i].is_linear()) {
+      start[dim] = at;
+      limit[dim] = at + n;
+      out[i] = slice(ct, start, limit);
+    }
+    at += n;
+  }
+  return out;
+}
+
+// Batching: every operand gets the batch axis in front (unmapped ones broadcast, a
+// view); the joined dimension shifts by one.
+BatchResult concatenate_batch(std::span<const Array> args, std::span<const int64_t> dims, const Params& params,
+                              const BatchAxis& axis) {
+  std::vector<Array> in;
+  for (size_t i = 0; i < args.size(); ++i) in.push_back(batch_rules::batch_to_front(args[i], dims[i], axis.size));
+  const Shape inner = unbatched_shape(args[0], dims[0]);
+  const int64_t dim = rules::canonical_axis("concatenate", params.get_int("dimension"),
+                                            static_cast<int64_t>(inner.size()), inner);
+  return {jx::bind(concatenate_p, in, {{"dimension", dim + 1}}), {0}};
+}
+
 const Primitive concatenate_p("concatenate", {.traits = kLinearShapeOp,
                                               .abstract_eval = concatenate_rule,
-                                              .impl = concatenate_impl});
+                                              .impl = concatenate_impl,
+                                              .jvp = ad_rules::linear(concatenate_p),
+                                              .transpose = concatenate_transpose,
+                                              .batch = concatenate_batch});
 
 std::vector<Array> with_operand(const Array& x, const std::vector<Array>& rest) {
   std::vector<Array> out{x};

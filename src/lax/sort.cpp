@@ -14,6 +14,7 @@
 #include "core/convert.h"
 #include "cpu/thread_pool.h"
 #include "jx/lax.h"
+#include "lax/batch_rules.h"
 #include "lax/reduction_ops.h"
 #include "lax/rules.h"
 
@@ -180,7 +181,65 @@ std::vector<Array> sort_impl(std::span<const Array> in, const Params& params, st
   return outs;
 }
 
-const Primitive sort_p("sort", {.traits = 0, .num_outputs = -1, .abstract_eval = sort_rule, .impl = sort_impl});
+extern const Primitive sort_p;
+
+// x[..., perm[...], ...] along `dim` (take_along_axis) as a gather: the index vector
+// of every output element is its own position with `perm` substituted at `dim`.
+Array take_along(const Array& x, const Array& perm, int64_t dim) {
+  const Shape& shape = x.shape();
+  const int64_t rank = x.ndim();
+  Shape column_shape = shape;
+  column_shape.push_back(1);
+  std::vector<int64_t> keep(static_cast<size_t>(rank));
+  std::iota(keep.begin(), keep.end(), int64_t{0});
+  std::vector<Array> columns;
+  for (int64_t d = 0; d < rank; ++d) {
+    Array position = d == dim ? perm : broadcasted_iota(perm.dtype(), shape, static_cast<int>(d));
+    columns.push_back(broadcast_in_dim(position, column_shape, keep));
+  }
+  GatherDimensionNumbers dn;
+  dn.collapsed_slice_dims = keep;
+  dn.start_index_map = keep;
+  return gather(x, concatenate(columns, rank), dn, Shape(static_cast<size_t>(rank), 1));
+}
+
+// jvp: sort the operands together with an iota to learn the permutation, then apply
+// it to the tangents with a gather (linear, so reverse mode can transpose it).
+JvpResult sort_jvp(std::span<const Array> primals, std::span<const Array> tangents, const Params& params) {
+  const Shape& shape = primals[0].shape();
+  const int64_t dim = rules::canonical_axis("sort", params.get_int("dimension"), primals[0].ndim(), shape);
+  const DType index_dtype = shape[dim] <= INT32_MAX ? DType::Int32 : DType::Int64;
+  std::vector<Array> operands(primals.begin(), primals.end());
+  operands.push_back(broadcasted_iota(index_dtype, shape, static_cast<int>(dim)));
+  std::vector<Array> sorted = jx::bind(sort_p, operands, params);
+  const Array perm = sorted.back();
+  sorted.pop_back();
+  std::vector<Array> tangents_out(primals.size());
+  for (size_t i = 0; i < primals.size(); ++i)
+    if (tangents[i].valid()) tangents_out[i] = take_along(tangents[i], perm, dim);
+  return {sorted, tangents_out};
+}
+
+// Batching: operands share one shape, so all get the batch axis in front (unmapped
+// ones broadcast, a view) and the sorted dimension shifts by one.
+BatchResult sort_batch(std::span<const Array> args, std::span<const int64_t> dims, const Params& params,
+                       const BatchAxis& axis) {
+  std::vector<Array> in;
+  for (size_t i = 0; i < args.size(); ++i) in.push_back(batch_rules::batch_to_front(args[i], dims[i], axis.size));
+  const int64_t rank = in[0].ndim() - 1;
+  Shape inner(in[0].shape().begin() + 1, in[0].shape().end());
+  Params batched = params;
+  batched.set("dimension", rules::canonical_axis("sort", params.get_int("dimension"), rank, inner) + 1);
+  std::vector<Array> out = jx::bind(sort_p, in, batched);
+  return {out, std::vector<int64_t>(out.size(), 0)};
+}
+
+const Primitive sort_p("sort", {.traits = 0,
+                                .num_outputs = -1,
+                                .abstract_eval = sort_rule,
+                                .impl = sort_impl,
+                                .jvp = sort_jvp,
+                                .batch = sort_batch});
 
 }  // namespace
 

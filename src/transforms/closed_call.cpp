@@ -1,0 +1,82 @@
+// closed_call: a primitive whose parameter is a whole sub-program, the IR's nesting
+// construct (jit and the control-flow primitives build on the same shape). Its rules
+// are the transformations applied to the body: jvp and batching evaluate the body under
+// the transformation (inlining it), eager evaluation runs eval_jaxpr.
+#include "core/array_internal.h"
+#include "jx/error.h"
+#include "jx/lax.h"
+#include "jx/transforms.h"
+#include "lax/rules.h"
+
+namespace jx {
+namespace {
+
+const Jaxpr& body(const Params& params) {
+  const JaxprRef& j = params.get_jaxpr("jaxpr");
+  if (!j) detail::fail("closed_call", "has a null sub-program");
+  return j->jaxpr;
+}
+
+std::vector<Aval> closed_call_rule(std::span<const Aval> in, const Params& params) {
+  const Jaxpr& j = body(params);
+  if (!j.constvars.empty())
+    detail::fail("closed_call", "sub-program must have no constvars (pass constants as operands)");
+  std::vector<Aval> want = j.in_avals();
+  if (want.size() != in.size())
+    detail::fail("closed_call", "sub-program '", params.get_string("name"), "' takes ", want.size(),
+                 " operands, got ", in.size(), " (", lax::rules::avals_str(in), ")");
+  for (size_t i = 0; i < in.size(); ++i)
+    if (want[i].shape != in[i].shape || want[i].dtype != in[i].dtype)
+      detail::fail("closed_call", "operand ", i, " of '", params.get_string("name"), "' is ", in[i].str(),
+                   " but the sub-program expects ", want[i].str());
+  return j.out_avals();
+}
+
+detail::FlatFn body_fn(const Params& params) {
+  JaxprRef j = params.get_jaxpr("jaxpr");
+  return [j](std::span<const Array> xs) { return eval_jaxpr(j->jaxpr, {}, xs); };
+}
+
+}  // namespace
+
+extern const Primitive closed_call_p;
+const Primitive closed_call_p(
+    "closed_call",
+    {.traits = 0,
+     .num_outputs = -1,
+     .abstract_eval = closed_call_rule,
+     .impl = [](std::span<const Array> in, const Params& params,
+                std::span<const Aval>) { return eval_jaxpr(body(params), {}, in); },
+     .jvp =
+         [](std::span<const Array> primals, std::span<const Array> tangents, const Params& params) {
+           auto [p, t] = detail::jvp_flat(body_fn(params), primals, tangents, "jvp");
+           return JvpResult{std::move(p), std::move(t)};
+         },
+     .batch =
+         [](std::span<const Array> args, std::span<const int64_t> dims, const Params& params, const BatchAxis& axis) {
+           std::vector<std::optional<int64_t>> in;
+           for (int64_t d : dims) in.push_back(d == kNotMapped ? std::nullopt : std::optional<int64_t>(d));
+           std::vector<std::optional<int64_t>> out{0};
+           std::vector<Array> outs = detail::vmap_flat(body_fn(params), args, in, out, axis);
+           return BatchResult{outs, std::vector<int64_t>(outs.size(), 0)};
+         }});
+
+namespace detail {
+
+std::vector<Array> named_call_flat(const FlatFn& f, std::span<const Array> args, const std::string& name) {
+  std::vector<Aval> avals;
+  for (const Array& a : args) avals.push_back(a.aval());
+  ClosedJaxpr staged = make_jaxpr_flat(f, avals);
+  // Constants become leading operands: sub-programs hold no constvars.
+  auto sub = std::make_shared<ClosedJaxpr>();
+  sub->jaxpr.invars = staged.jaxpr.constvars;
+  sub->jaxpr.invars.insert(sub->jaxpr.invars.end(), staged.jaxpr.invars.begin(), staged.jaxpr.invars.end());
+  sub->jaxpr.eqns = std::move(staged.jaxpr.eqns);
+  sub->jaxpr.outvars = std::move(staged.jaxpr.outvars);
+  std::vector<Array> operands = staged.consts;
+  operands.insert(operands.end(), args.begin(), args.end());
+  return jx::bind(closed_call_p, operands, {{"jaxpr", JaxprRef(sub)}, {"name", name}});
+}
+
+}  // namespace detail
+}  // namespace jx
