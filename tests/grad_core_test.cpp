@@ -57,7 +57,7 @@ TEST(GradCore, ControlFlowOnConcreteValuesUnderGrad) {
   auto f = [](const Array& x) { return (x > 0) ? lax::sin(x) : lax::cos(x); };
   EXPECT_NEAR(grad(f)(Array(1.0f)).item<float>(), std::cos(1.0f), 1e-6);
   EXPECT_NEAR(grad(f)(Array(-1.0f)).item<float>(), -std::sin(-1.0f), 1e-6);
-  EXPECT_JX_ERROR(vmap(f)(jnp::ones({3})), "[bool]", "vmap", "f32[]");
+  EXPECT_JX_ERROR(vmap(f)(jnp::ones({3})), "[bool]", "vmap", "bool[]", "jnp::where");
 }
 
 TEST(GradCore, MakeJaxpr) {

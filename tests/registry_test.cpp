@@ -100,5 +100,62 @@ TEST(Params, PrintSortedAndHash) {
   EXPECT_JX_ERROR(p.get("zz"), "missing parameter 'zz'");
 }
 
+// ---- transformation rules: every primitive has the rules its traits promise ----
+
+// Test-only primitives (registered by the tests below, named "test_...") are skipped.
+bool is_test_primitive(const Primitive& p) { return p.name().rfind("test_", 0) == 0; }
+
+TEST(Registry, EveryPrimitiveHasItsTransformationRules) {
+  std::vector<std::string> offenders;
+  for (const Primitive* p : all_primitives()) {
+    if (is_test_primitive(*p)) continue;
+    const auto& r = p->rules();
+    if (!p->has(kNotDifferentiable) && !r.jvp)
+      offenders.push_back(p->name() + ": no jvp rule (and not kNotDifferentiable)");
+    if (p->has(kNotDifferentiable) && r.jvp) offenders.push_back(p->name() + ": kNotDifferentiable but has a jvp rule");
+    if (p->has(kLinear) && !r.transpose) offenders.push_back(p->name() + ": kLinear but no transpose rule");
+    if (!p->has(kLinear) && r.transpose) offenders.push_back(p->name() + ": a transpose rule but not kLinear");
+    if (!r.batch) offenders.push_back(p->name() + ": no batching rule");
+  }
+  std::string list;
+  for (const std::string& o : offenders) list += "\n  " + o;
+  EXPECT_TRUE(offenders.empty()) << offenders.size() << " missing or inconsistent rules:" << list;
+}
+
+std::vector<Aval> same_aval(std::span<const Aval> in, const Params&) { return {in[0]}; }
+std::vector<Array> copy_impl(std::span<const Array> in, const Params&, std::span<const Aval>) {
+  detail::TraceScope eager(nullptr);
+  return {in[0] * 1.0};
+}
+
+// Only a shape rule and an impl: every transformation must refuse it by name.
+const Primitive no_rules_p("test_no_rules", {.traits = kElementwise, .abstract_eval = same_aval, .impl = copy_impl});
+// Linear with a jvp rule, but without the transpose rule reverse mode needs.
+extern const Primitive no_transpose_p;
+const Primitive no_transpose_p(
+    "test_no_transpose",
+    {.traits = kElementwise | kLinear,
+     .abstract_eval = same_aval,
+     .impl = copy_impl,
+     .jvp = [](std::span<const Array> primals, std::span<const Array> tangents,
+               const Params&) {
+       return JvpResult{{jx::bind1(no_transpose_p, {primals[0]})}, {jx::bind1(no_transpose_p, {tangents[0]})}};
+     }});
+
+TEST(Registry, MissingRulesRaiseNamingPrimitiveAndTransformation) {
+  namespace jnp = jx::numpy;
+  auto f = [](const Array& x) { return jnp::sum(jx::bind1(no_rules_p, {x})); };
+  auto g = [](const Array& x) { return jnp::sum(jx::bind1(no_transpose_p, {x})); };
+  Array x = jnp::ones({3});
+  EXPECT_NEAR(f(x).item<float>(), 3.0f, 0);  // eager evaluation works
+  EXPECT_JX_ERROR(jvp(f, x, x), "[test_no_rules]", "jvp", "no differentiation (jvp) rule");
+  EXPECT_JX_ERROR(grad(f)(x), "[test_no_rules]", "grad", "no differentiation (jvp) rule");
+  EXPECT_JX_ERROR(vmap(f)(jnp::ones({2, 3})), "[test_no_rules]", "vmap", "no batching rule");
+  // Forward mode works without a transpose rule; reverse mode names what is missing.
+  EXPECT_NEAR(jvp(g, x, x).second.item<float>(), 3.0f, 0);
+  EXPECT_JX_ERROR(grad(g)(x), "[test_no_transpose]", "grad", "no transpose rule");
+  EXPECT_JX_ERROR(vjp(g, x).second(Array(1.0f)), "[test_no_transpose]", "vjp", "no transpose rule");
+}
+
 }  // namespace
 }  // namespace jx

@@ -5,15 +5,19 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <numeric>
 
 #include "core/array_internal.h"
 #include "core/convert.h"
 #include "cpu/blas.h"
 #include "cpu/thread_pool.h"
 #include "jx/lax.h"
+#include "lax/ad_rules.h"
+#include "lax/batch_rules.h"
 #include "lax/rules.h"
 
 namespace jx::lax {
+extern const Primitive conv_general_dilated_p;
 namespace {
 
 constexpr const char* kConv = "conv_general_dilated";
@@ -262,11 +266,189 @@ std::vector<Array> conv_impl(std::span<const Array> in, const Params& p, std::sp
   return {out};
 }
 
+
+// ---- transformation rules ----
+
+Array bind_conv(const Array& lhs, const Array& rhs, const Params& p) {
+  return jx::bind(conv_general_dilated_p, std::vector<Array>{lhs, rhs}, p)[0];
+}
+
+// JAX's _reshape_axis_into: moves axis `src` to sit just before axis `dst` (counted
+// after removing src) and merges the two, src major.
+Array reshape_axis_into(int64_t src, int64_t dst, const Array& x) {
+  std::vector<int64_t> perm;
+  for (int64_t i = 0; i < x.ndim(); ++i)
+    if (i != src) perm.push_back(i);
+  perm.insert(perm.begin() + dst, src);
+  Shape shape;
+  for (int64_t i = 0; i < x.ndim(); ++i)
+    if (i != src) shape.push_back(x.shape()[i]);
+  shape[dst] *= x.shape()[src];
+  return reshape(transpose(x, perm), shape);
+}
+// JAX's _reshape_axis_out_of: splits axis `src` into (size1, rest).
+Array reshape_axis_out_of(int64_t src, int64_t size1, const Array& x) {
+  Shape shape = x.shape();
+  const int64_t size2 = shape[src] / size1;
+  shape[src] = size2;
+  shape.insert(shape.begin() + src, size1);
+  return reshape(x, shape);
+}
+
+int64_t dilate(int64_t size, int64_t d) { return size == 0 ? 0 : 1 + d * (size - 1); }
+
+std::vector<int64_t> spatial_of(const Shape& shape, const std::vector<int64_t>& spec) {
+  std::vector<int64_t> out;
+  for (size_t i = 2; i < spec.size(); ++i) out.push_back(shape[spec[i]]);
+  return out;
+}
+std::vector<int64_t> swap_first_two(std::vector<int64_t> spec) {
+  std::swap(spec[0], spec[1]);
+  return spec;
+}
+
+JvpResult conv_jvp(std::span<const Array> primals, std::span<const Array> tangents, const Params& p) {
+  Array out = bind_conv(primals[0], primals[1], p);
+  Array t;
+  if (tangents[0].valid()) t = bind_conv(tangents[0], primals[1], p);
+  if (tangents[1].valid()) t = ad::add_tangents(t, bind_conv(primals[0], tangents[1], p));
+  return {{out}, {t}};
+}
+
+// Cotangent of lhs (JAX's _conv_general_dilated_transpose_lhs): a convolution of ct with
+// the spatially reversed kernel, its feature dims swapped, strided by lhs_dilation and
+// dilated by window_strides, padded so the result has lhs's spatial sizes.
+Array conv_transpose_lhs(const Array& ct, const Aval& lhs, const Array& rhs_in, const Params& p) {
+  const ConvGeometry g = read_geometry(lhs, rhs_in.aval(), p);
+  if (g.batch_groups > 1)
+    detail::fail(kConv, "transposing with respect to lhs is not implemented for batch_group_count=", g.batch_groups);
+  Array rhs = rhs_in;
+  int64_t feature_groups = g.feature_groups;
+  if (g.feature_groups > 1 || g.batch_groups > 1) {
+    // The groups move from the kernel's output features into its input features.
+    const int64_t groups = std::max(g.feature_groups, g.batch_groups);
+    rhs = reshape_axis_out_of(g.rhs_spec[0], groups, rhs);
+    rhs = reshape_axis_into(g.rhs_spec[0], g.rhs_spec[1], rhs);
+    feature_groups = groups;
+  }
+  const int64_t ns = g.num_spatial();
+  const auto out_spatial = spatial_of(ct.shape(), g.out_spec);
+  std::vector<std::pair<int64_t, int64_t>> padding;
+  for (int64_t i = 0; i < ns; ++i) {
+    const int64_t lhs_d = dilate(g.in_spatial[i], g.lhs_dilation[i]);
+    const int64_t rhs_d = dilate(g.kernel_spatial[i], g.rhs_dilation[i]);
+    const int64_t out_d = dilate(out_spatial[i], g.strides[i]);
+    const int64_t before = rhs_d - g.pad_lo[i] - 1;
+    padding.push_back({before, lhs_d + rhs_d - 1 - out_d - before});
+  }
+  std::vector<int64_t> sdims(g.rhs_spec.begin() + 2, g.rhs_spec.end());
+  Array revd = rev(rhs, sdims);
+  return conv_general_dilated(ct, revd, g.lhs_dilation, padding, g.strides, g.rhs_dilation,
+                              ConvDimensionNumbers{g.out_spec, swap_first_two(g.rhs_spec), g.lhs_spec},
+                              feature_groups, 1);
+}
+
+// Cotangent of rhs (JAX's _conv_general_dilated_transpose_rhs): a convolution of lhs
+// with ct, batch and feature roles exchanged; feature groups become batch groups.
+Array conv_transpose_rhs(const Array& ct, const Array& lhs, const Aval& rhs, const Params& p) {
+  const ConvGeometry g = read_geometry(lhs.aval(), rhs, p);
+  int64_t feature_groups = g.feature_groups, batch_groups = g.batch_groups;
+  if (batch_groups > 1) {
+    feature_groups = batch_groups;
+    batch_groups = 1;
+  } else if (feature_groups > 1) {
+    batch_groups = feature_groups;
+    feature_groups = 1;
+  }
+  const int64_t ns = g.num_spatial();
+  const auto out_spatial = spatial_of(ct.shape(), g.out_spec);
+  std::vector<std::pair<int64_t, int64_t>> padding;
+  for (int64_t i = 0; i < ns; ++i) {
+    const int64_t lhs_d = dilate(g.in_spatial[i], g.lhs_dilation[i]);
+    const int64_t rhs_d = dilate(g.kernel_spatial[i], g.rhs_dilation[i]);
+    const int64_t out_d = dilate(out_spatial[i], g.strides[i]);
+    const int64_t lo = g.pad_lo[i];
+    padding.push_back({lo, (out_d - lhs_d) + (rhs_d - lo - 1)});
+  }
+  return conv_general_dilated(lhs, ct, g.rhs_dilation, padding, g.lhs_dilation, g.strides,
+                              ConvDimensionNumbers{swap_first_two(g.lhs_spec), swap_first_two(g.out_spec),
+                                                   swap_first_two(g.rhs_spec)},
+                              feature_groups, batch_groups);
+}
+
+std::vector<Array> conv_transpose(std::span<const Array> cts, std::span<const TransposeOperand> ops,
+                                  const Params& p) {
+  if (ops[0].is_linear() && ops[1].is_linear())
+    detail::fail(kConv, "is not linear in both operands at once (", ops[0].aval.str(), ", ", ops[1].aval.str(), ")");
+  std::vector<Array> out(2);
+  if (!cts[0].valid()) return out;
+  if (ops[0].is_linear()) out[0] = conv_transpose_lhs(cts[0], ops[0].aval, ops[1].value, p);
+  else out[1] = conv_transpose_rhs(cts[0], ops[0].value, ops[1].aval, p);
+  return out;
+}
+
+// JAX's _conv_general_dilated_batch_rule: the vmapped axis is folded into the batch
+// dimension (lhs mapped), into the output features (rhs mapped), or into both with
+// feature groups (both mapped); the result is split back out of the same dimension.
+BatchResult conv_batch(std::span<const Array> args, std::span<const int64_t> dims, const Params& p,
+                       const BatchAxis& axis) {
+  const Array &lhs = args[0], &rhs = args[1];
+  const int64_t lb = dims[0], rb = dims[1];
+  const auto lhs_spec = p.get_ints("lhs_spec"), rhs_spec = p.get_ints("rhs_spec"), out_spec = p.get_ints("out_spec");
+  int64_t fgc = p.get_int("feature_group_count"), bgc = p.get_int("batch_group_count");
+  const int64_t size = axis.size;
+  Params q = p;
+  if (lb != kNotMapped && rb != kNotMapped) {
+    Array new_lhs;
+    if (bgc > 1) {
+      new_lhs = reshape_axis_into(lb, lhs_spec[0], lhs);
+      q.set("batch_group_count", bgc * size);
+    } else {
+      new_lhs = reshape_axis_into(lb, lhs_spec[1], lhs);
+      q.set("feature_group_count", fgc * size);
+    }
+    Array new_rhs = reshape_axis_into(rb, rhs_spec[0], rhs);
+    Array out = bind_conv(new_lhs, new_rhs, q);
+    return {{reshape_axis_out_of(out_spec[1], size, out)}, {out_spec[1]}};
+  }
+  if (lb != kNotMapped) {
+    Array new_lhs;
+    if (bgc == 1) {
+      new_lhs = reshape_axis_into(lb, lhs_spec[0], lhs);
+    } else {
+      // Batch groups stay outermost in the batch dim: split them out, fold the vmapped
+      // axis into the remainder, then merge back.
+      new_lhs = reshape_axis_out_of(lhs_spec[0] + (lb <= lhs_spec[0] ? 1 : 0), bgc, lhs);
+      new_lhs = reshape_axis_into(lb + (lhs_spec[0] < lb ? 1 : 0), lhs_spec[0] + 1, new_lhs);
+      new_lhs = reshape_axis_into(lhs_spec[0], lhs_spec[0], new_lhs);
+    }
+    Array out = bind_conv(new_lhs, rhs, q);
+    return {{reshape_axis_out_of(out_spec[0], size, out)}, {out_spec[0]}};
+  }
+  if (fgc == 1 && bgc == 1) {
+    Array out = bind_conv(lhs, reshape_axis_into(rb, rhs_spec[0], rhs), q);
+    return {{reshape_axis_out_of(out_spec[1], size, out)}, {out_spec[1]}};
+  }
+  // Groups must stay outermost in the kernel's output features.
+  const int64_t groups = fgc > 1 ? fgc : bgc;
+  Array new_rhs = reshape_axis_out_of(rhs_spec[0] + (rb <= rhs_spec[0] ? 1 : 0), groups, rhs);
+  new_rhs = reshape_axis_into(rb + (rhs_spec[0] < rb ? 1 : 0), rhs_spec[0] + 1, new_rhs);
+  new_rhs = reshape_axis_into(rhs_spec[0], rhs_spec[0], new_rhs);
+  Array out = bind_conv(lhs, new_rhs, q);
+  out = reshape_axis_out_of(out_spec[1], groups, out);
+  out = reshape_axis_out_of(out_spec[1] + 1, size, out);
+  out = reshape_axis_into(out_spec[1], out_spec[1] + 1, out);
+  return {{out}, {out_spec[1]}};
+}
+
 }  // namespace
 
 const Primitive conv_general_dilated_p("conv_general_dilated", {.traits = kLinear,
                                                                 .abstract_eval = conv_abstract_eval,
-                                                                .impl = conv_impl});
+                                                                .impl = conv_impl,
+                                                                .jvp = conv_jvp,
+                                                                .transpose = conv_transpose,
+                                                                .batch = conv_batch});
 
 Array conv_general_dilated(const Array& lhs, const Array& rhs, const std::vector<int64_t>& window_strides,
                            const std::vector<std::pair<int64_t, int64_t>>& padding,

@@ -243,7 +243,7 @@ Array full_like(const Array& x, double v) {
 Array square(const Array& x) { return mul(x, x); }
 // -i as a complex constant of dtype `c`, shaped like x.
 Array minus_i_like(const Array& x, DType c) {
-  Array s = convert_element_type(Array(complex128_t(0.0, -1.0)), c);
+  Array s = convert_element_type(Array(complex128_t(0.0, 1.0)), c);
   if (x.ndim() == 0) return s;
   return broadcast_in_dim(s, x.shape(), {});
 }
@@ -298,7 +298,7 @@ const Primitive exp_p("exp", {.traits = kElementwise,
 const Primitive exp2_p("exp2", {.traits = kElementwise,
                                 .abstract_eval = rules::unary("exp2", kInexactTypes),
                                 .impl = cpu::unary_impl<Exp2>("exp2"),
-                              .jvp = ad_rules::unary(exp2_p, [](const Array& x, const Array& y, const Array& t) { return mul(t, mul(y, full_like(y, std::numbers::ln2))); }),
+                              .jvp = ad_rules::unary(exp2_p, [](const Array& x, const Array& y, const Array& t) { return mul(t, y); }),
                               .batch = batch_rules::elementwise(exp2_p)});
 const Primitive log_p("log", {.traits = kElementwise,
                               .abstract_eval = rules::unary("log", kInexactTypes),

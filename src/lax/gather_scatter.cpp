@@ -580,6 +580,8 @@ Params scatter_params(const ScatterDimensionNumbers& d, GatherScatterMode mode) 
 Array scalar_of(DType dtype, double value) {
   return convert_element_type(Array(value), dtype);
 }
+// `value` at every element of x's shape and dtype (lax ops do not broadcast).
+Array full_like(const Array& x, double value) { return broadcast_in_dim(scalar_of(x.dtype(), value), x.shape(), {}); }
 
 // The scatter that puts back what a gather took.
 ScatterDimensionNumbers scatter_dnums_for(const GatherSpec& g) {
@@ -684,8 +686,8 @@ std::pair<Array, int64_t> batched_gather(const Array& operand, int64_t odim, con
     // The batch axis is one more window dimension, taken whole, landing first.
     in[0] = batch_rules::move_axis(operand, odim, 0);
     d = {shifted(g.offset_dims, 0), shifted(g.collapsed_slice_dims), shifted(g.start_index_map)};
-    slice_sizes = shifted(g.slice_sizes);
-    slice_sizes[0] = size;
+    slice_sizes = g.slice_sizes;
+    slice_sizes.insert(slice_sizes.begin(), size);
   } else if (odim == kNotMapped) {
     // The batch axis is one more batch axis of indices, landing first.
     in[1] = batch_rules::move_axis(indices, idim, 0);
@@ -696,8 +698,8 @@ std::pair<Array, int64_t> batched_gather(const Array& operand, int64_t odim, con
     in[0] = batch_rules::move_axis(operand, odim, 0);
     in[1] = with_batch_position(batch_rules::move_axis(indices, idim, 0));
     d = {shifted(g.offset_dims), shifted(g.collapsed_slice_dims, 0), shifted(g.start_index_map, 0)};
-    slice_sizes = shifted(g.slice_sizes);
-    slice_sizes[0] = 1;
+    slice_sizes = g.slice_sizes;
+    slice_sizes.insert(slice_sizes.begin(), 1);
   }
   return {jx::bind(gather_p, in, gather_params(d, slice_sizes, g.mode))[0], 0};
 }
@@ -807,8 +809,7 @@ JvpResult scatter_mul_jvp(std::span<const Array> primals, std::span<const Array>
   const Array& indices = primals[1];
   Array t;
   if (tangents[0].valid()) {
-    Array ones = broadcast_in_dim(scalar_of(x.dtype(), 1.0), x.shape(), {});
-    std::vector<Array> args{ones, indices, primals[2]};
+    std::vector<Array> args{full_like(x, 1.0), indices, primals[2]};
     t = mul(tangents[0], jx::bind(scatter_mul_p, args, params)[0]);
   }
   if (tangents[2].valid()) {
@@ -838,7 +839,7 @@ JvpRule scatter_extremal_jvp(const Primitive& p) {
     std::vector<Array> count_args{ad::zeros(Aval{x.shape(), dt, false}), indices, update_won};
     Array winners = add(operand_kept, jx::bind(scatter_add_p, count_args, params)[0]);
     // NaN results match nothing; keep their share finite (their tangent is then zero).
-    Array share = div(scalar_of(dt, 1.0), max(winners, scalar_of(dt, 1.0)));
+    Array share = div(full_like(winners, 1.0), max(winners, full_like(winners, 1.0)));
     Array t;
     if (tangents[0].valid()) t = mul(tangents[0], operand_kept);
     if (tangents[2].valid()) {

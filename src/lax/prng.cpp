@@ -70,6 +70,8 @@ const Primitive threefry2x32_p("threefry2x32", {.traits = kElementwise | kNotDif
                                                 .num_outputs = 2,
                                                 .abstract_eval = threefry_rule,
                                                 .impl = threefry_impl,
+                                                .jvp = {},
+                                                .transpose = {},
                                                 .batch = batch_rules::elementwise(threefry2x32_p)});
 
 std::pair<Array, Array> threefry2x32(const Array& key0, const Array& key1, const Array& x0, const Array& x1) {

@@ -17,6 +17,8 @@
 #include "lax/ad_rules.h"
 #include "lax/batch_rules.h"
 #include "lax/rules.h"
+#include "core/array_internal.h"
+#include "transforms/ad_util.h"
 
 namespace jx::lax {
 namespace {
@@ -419,7 +421,8 @@ ImplRule argminmax_impl(std::string op) {
 
 // ---- primitives ----
 
-extern const Primitive reduce_sum_p;
+extern const Primitive reduce_sum_p, reduce_prod_p, reduce_max_p, reduce_min_p, reduce_and_p, reduce_or_p, argmax_p,
+    argmin_p;
 
 // The cotangent of a reduction's operand: ct broadcast back over the reduced axes.
 Array broadcast_back(const Array& ct, const Aval& operand, const std::vector<int64_t>& axes) {
@@ -427,6 +430,76 @@ Array broadcast_back(const Array& ct, const Aval& operand, const std::vector<int
   for (int64_t d = 0; d < operand.ndim(); ++d)
     if (std::find(axes.begin(), axes.end(), d) == axes.end()) kept.push_back(d);
   return broadcast_in_dim(ct, operand.shape, kept);
+}
+
+// The reduced value broadcast back to the operand's shape (the reduced dims re-inserted).
+Array broadcast_result_back(const Array& y, const Array& x, const std::vector<int64_t>& axes) {
+  return broadcast_back(y, x.aval(), axes);
+}
+
+Array scalar_like(const Array& x, double v) { return jx::detail::scalar_of(x.dtype(), v); }
+
+// d prod(x) along `axes` = sum_i t_i * prod_{j != i} x_j. The products of the other
+// elements are formed without dividing by x_i (so zeros in x are handled exactly): the
+// reduced axes are moved last and flattened, and each element's exclusive prefix and
+// suffix products along that flat axis are multiplied. The coefficient is reshaped back
+// to x's layout so the tangent itself only meets mul and reduce_sum.
+Array reduce_prod_coefficient(const Array& x, const std::vector<int64_t>& axes) {
+  const Shape& shape = x.shape();
+  std::vector<int64_t> perm, reduced_sorted = axes;
+  std::sort(reduced_sorted.begin(), reduced_sorted.end());
+  Shape moved_shape;
+  for (int64_t d = 0; d < x.ndim(); ++d)
+    if (std::find(axes.begin(), axes.end(), d) == axes.end()) perm.push_back(d);
+  const size_t kept = perm.size();
+  int64_t n = 1;
+  for (int64_t d : reduced_sorted) {
+    perm.push_back(d);
+    n *= shape[d];
+  }
+  for (int64_t d : perm) moved_shape.push_back(shape[d]);
+  Shape flat_shape(moved_shape.begin(), moved_shape.begin() + static_cast<int64_t>(kept));
+  flat_shape.push_back(n);
+  Array flat = reshape(transpose(x, perm), flat_shape);
+  const int64_t last = static_cast<int64_t>(kept);
+  // exclusive prefix: [1, c_0, ..., c_{n-2}] of c = cumprod(flat); suffix likewise.
+  std::vector<int64_t> start(flat_shape.size(), 0), limit = flat_shape;
+  std::vector<PadDim> lo_pad(flat_shape.size()), hi_pad(flat_shape.size());
+  lo_pad[last].lo = 1;
+  hi_pad[last].hi = 1;
+  Array one = scalar_like(x, 1.0);
+  limit[last] = n - 1;
+  Array prefix = pad(slice(cumprod(flat, last), start, limit), one, lo_pad);
+  start[last] = 1;
+  limit[last] = n;
+  Array suffix = pad(slice(cumprod(flat, last, /*reverse=*/true), start, limit), one, hi_pad);
+  Array coefficient = reshape(mul(prefix, suffix), moved_shape);
+  std::vector<int64_t> inverse(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) inverse[perm[i]] = static_cast<int64_t>(i);
+  return transpose(coefficient, inverse);
+}
+
+JvpResult reduce_prod_jvp(std::span<const Array> primals, std::span<const Array> tangents, const Params& params) {
+  const Array& x = primals[0];
+  const std::vector<int64_t>& axes = params.get_ints("axes");
+  Array out = jx::bind(reduce_prod_p, primals, params)[0];
+  if (x.size() == 0) return JvpResult{{out}, {ad::zeros(out.aval())}};
+  Array t = reduce_sum(mul(tangents[0], reduce_prod_coefficient(x, axes)), axes);
+  return JvpResult{{out}, {t}};
+}
+
+// JAX's chooser rule for reduce_max/reduce_min: the tangents at the positions equal to
+// the result, averaged over those ties.
+JvpRule chooser_jvp(const Primitive& p) {
+  return [&p](std::span<const Array> primals, std::span<const Array> tangents, const Params& params) {
+    const Array& x = primals[0];
+    const std::vector<int64_t>& axes = params.get_ints("axes");
+    Array out = jx::bind(p, primals, params)[0];
+    Array at_result = convert_element_type(eq(x, broadcast_result_back(out, x, axes)), x.dtype());
+    Array counts = reduce_sum(at_result, axes);
+    Array t = div(reduce_sum(mul(tangents[0], at_result), axes), counts);
+    return JvpResult{{out}, {t}};
+  };
 }
 
 const Primitive reduce_sum_p("reduce_sum", {.traits = kReduction | kLinear,
@@ -440,27 +513,38 @@ const Primitive reduce_sum_p("reduce_sum", {.traits = kReduction | kLinear,
                                             .batch = batch_rules::reduction(reduce_sum_p)});
 const Primitive reduce_prod_p("reduce_prod", {.traits = kReduction,
                                               .abstract_eval = reduce_rule("reduce_prod", rules::kNumberTypes, true),
-                                              .impl = reduce_impl<ProdOp>("reduce_prod")});
+                                              .impl = reduce_impl<ProdOp>("reduce_prod"),
+                                              .jvp = reduce_prod_jvp,
+                                              .batch = batch_rules::reduction(reduce_prod_p)});
 const Primitive reduce_max_p("reduce_max", {.traits = kReduction,
                                             .abstract_eval = reduce_rule("reduce_max", rules::kAnyTypes, true),
-                                            .impl = reduce_impl<MaxOp>("reduce_max")});
+                                            .impl = reduce_impl<MaxOp>("reduce_max"),
+                                            .jvp = chooser_jvp(reduce_max_p),
+                                            .batch = batch_rules::reduction(reduce_max_p)});
 const Primitive reduce_min_p("reduce_min", {.traits = kReduction,
                                             .abstract_eval = reduce_rule("reduce_min", rules::kAnyTypes, true),
-                                            .impl = reduce_impl<MinOp>("reduce_min")});
+                                            .impl = reduce_impl<MinOp>("reduce_min"),
+                                            .jvp = chooser_jvp(reduce_min_p),
+                                            .batch = batch_rules::reduction(reduce_min_p)});
 // Bool or integer results carry no tangent.
 const Primitive reduce_and_p("reduce_and", {.traits = kReduction | kNotDifferentiable,
                                             .abstract_eval = reduce_rule("reduce_and", rules::kBitTypes, false),
-                                            .impl = reduce_impl<AndOp>("reduce_and")});
+                                            .impl = reduce_impl<AndOp>("reduce_and"),
+                                            .batch = batch_rules::reduction(reduce_and_p)});
 const Primitive reduce_or_p("reduce_or", {.traits = kReduction | kNotDifferentiable,
                                           .abstract_eval = reduce_rule("reduce_or", rules::kBitTypes, false),
-                                          .impl = reduce_impl<OrOp>("reduce_or")});
-// argmax/argmin reduce over axes=(axis,) too, so batching can treat them as reducers.
+                                          .impl = reduce_impl<OrOp>("reduce_or"),
+                                          .batch = batch_rules::reduction(reduce_or_p)});
+// argmax/argmin reduce over axes=(axis,) too, so batching treats them as reducers: the
+// one axis is renumbered around the batch axis and index_dtype passes through.
 const Primitive argmax_p("argmax", {.traits = kReduction | kNotDifferentiable,
                                     .abstract_eval = argminmax_rule("argmax"),
-                                    .impl = argminmax_impl<true>("argmax")});
+                                    .impl = argminmax_impl<true>("argmax"),
+                                    .batch = batch_rules::reduction(argmax_p)});
 const Primitive argmin_p("argmin", {.traits = kReduction | kNotDifferentiable,
                                     .abstract_eval = argminmax_rule("argmin"),
-                                    .impl = argminmax_impl<false>("argmin")});
+                                    .impl = argminmax_impl<false>("argmin"),
+                                    .batch = batch_rules::reduction(argmin_p)});
 
 Array bind_reduce(const Primitive& p, const Array& x, const std::vector<int64_t>& axes) {
   return bind1(p, {x}, {{"axes", normalize_axes(axes, x.ndim())}});

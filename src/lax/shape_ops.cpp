@@ -64,6 +64,8 @@ BatchResult iota_batch(std::span<const Array>, std::span<const int64_t>, const P
 const Primitive iota_p("iota", {.traits = kNotDifferentiable,
                                 .abstract_eval = iota_rule,
                                 .impl = iota_impl,
+                                .jvp = {},
+                                .transpose = {},
                                 .batch = iota_batch});
 
 BatchResult iota_batch(std::span<const Array>, std::span<const int64_t>, const Params& params, const BatchAxis&) {

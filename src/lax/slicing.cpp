@@ -473,15 +473,15 @@ BatchResult pad_batch(std::span<const Array> args, std::span<const int64_t> dims
   if (dims[1] == kNotMapped) {
     const auto b = static_cast<long>(dims[0]);
     config.insert(config.begin() + 3 * b, {0, 0, 0});
-    return {{jx::bind(pad_p, {args[0], args[1]}, {{"padding_config", config}})[0]}, {dims[0]}};
+    return {{bind1(pad_p, {args[0], args[1]}, {{"padding_config", config}})}, {dims[0]}};
   }
   Array x = batch_rules::batch_to_front(args[0], dims[0], axis.size);
   Shape shape = unbatched_shape(args[0], dims[0]);
   Array inside = broadcast_in_dim(Array(true), shape, {});
-  Array mask = jx::bind(pad_p, {inside, Array(false)}, params)[0];
+  Array mask = bind1(pad_p, {inside, Array(false)}, params);
   std::vector<int64_t> batched_config{0, 0, 0};
   batched_config.insert(batched_config.end(), config.begin(), config.end());
-  Array padded = jx::bind(pad_p, {x, scalar_zero(x.dtype())}, {{"padding_config", batched_config}})[0];
+  Array padded = bind1(pad_p, {x, scalar_zero(x.dtype())}, {{"padding_config", batched_config}});
   Shape out_shape = padded.shape();
   std::vector<int64_t> rest;
   for (int64_t i = 1; i < padded.ndim(); ++i) rest.push_back(i);

@@ -239,6 +239,7 @@ const Primitive sort_p("sort", {.traits = 0,
                                 .abstract_eval = sort_rule,
                                 .impl = sort_impl,
                                 .jvp = sort_jvp,
+                                .transpose = {},
                                 .batch = sort_batch});
 
 }  // namespace

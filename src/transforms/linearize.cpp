@@ -17,6 +17,7 @@ Aval tangent_aval(const Aval& primal) { return Aval{primal.shape, primal.dtype, 
 
 Linearized linearize_flat(const FlatFn& fn, std::span<const Array> primals, std::string_view name) {
   auto lin = std::make_shared<LinearFunction>();
+  lin->name = std::string(name);
   StagingTrace staging{std::string(name), /*forward_known=*/true};
   std::vector<Array> outs;
   std::vector<Array> primals_out, tangents_out;
@@ -55,11 +56,11 @@ Linearized linearize_flat(const FlatFn& fn, std::span<const Array> primals, std:
 
 std::vector<Array> apply_linear(const LinearFunction& lin, std::span<const Array> tangents) {
   if (tangents.size() != lin.in_avals.size())
-    fail("linearize", "the linear function takes ", lin.in_avals.size(), " tangents, got ", tangents.size());
+    fail(lin.name, "the linear function takes ", lin.in_avals.size(), " tangents, got ", tangents.size());
   std::vector<Array> ins;
   for (size_t i = 0; i < tangents.size(); ++i) {
     if (tangents[i].shape() != lin.in_avals[i].shape)
-      fail("linearize", "tangent ", i, " has type ", tangents[i].aval().str(), " but the primal is ",
+      fail(lin.name, "tangent ", i, " has type ", tangents[i].aval().str(), " but the primal is ",
            lin.in_avals[i].str());
     ins.push_back(tangents[i]);
   }
@@ -73,11 +74,11 @@ std::vector<Array> apply_linear(const LinearFunction& lin, std::span<const Array
 
 std::vector<Array> transpose_linear(const LinearFunction& lin, std::span<const Array> cts) {
   if (cts.size() != lin.out_avals.size())
-    fail("vjp", "the vjp function takes ", lin.out_avals.size(), " cotangents, got ", cts.size());
+    fail(lin.name, "the pullback takes ", lin.out_avals.size(), " cotangents, got ", cts.size());
   std::vector<Array> nz;
   for (size_t i = 0; i < cts.size(); ++i) {
     if (cts[i].valid() && cts[i].shape() != lin.out_avals[i].shape)
-      fail("vjp", "cotangent ", i, " has type ", cts[i].aval().str(), " but the output is ",
+      fail(lin.name, "cotangent ", i, " has type ", cts[i].aval().str(), " but the output is ",
            lin.out_avals[i].str());
     if (lin.out_nonzero[i]) {
       Array ct = cts[i];
@@ -85,7 +86,7 @@ std::vector<Array> transpose_linear(const LinearFunction& lin, std::span<const A
       nz.push_back(ct);
     }
   }
-  std::vector<Array> in_cts = backward_pass(lin.jaxpr.jaxpr, lin.jaxpr.consts, nz, "vjp");
+  std::vector<Array> in_cts = backward_pass(lin.jaxpr.jaxpr, lin.jaxpr.consts, nz, lin.name);
   for (size_t i = 0; i < in_cts.size(); ++i)
     if (!in_cts[i].valid()) in_cts[i] = ad::zeros(tangent_aval(lin.in_avals[i]));
   return in_cts;

@@ -18,6 +18,7 @@ struct LinearFunction {
   ClosedJaxpr jaxpr;              // one invar per input; one outvar per nonzero output
   std::vector<Aval> in_avals, out_avals;
   std::vector<bool> out_nonzero;  // false: that output's tangent is identically zero
+  std::string name;               // the transformation that made it (grad, vjp, jacrev...), for errors
 };
 
 // Runs the linear program backwards: given output cotangents (invalid = zero), the
