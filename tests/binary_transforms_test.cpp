@@ -448,6 +448,13 @@ TEST(Rules, EveryPrimitiveOfTheFamilyHasItsRules) {
   EXPECT_TRUE(find_primitive("cumsum")->has(kLinear));
 }
 
+TEST(Rules, TheGradientOracleIsLive) {
+  // check_grads must reject a function whose derivative is wrong (stop_gradient hides
+  // half of d(x^2)), or the checks above would prove nothing.
+  EXPECT_ANY_THROW(jx::test_util::check_grads([](const Array& a) { return lax::mul(a, stop_gradient(a)); },
+                                              std::tuple{f64({0.5, 1.5})}));
+}
+
 TEST(Rules, ErrorsUnderTransformations) {
   // A clamp bound of the wrong shape is rejected by the shape rule under vmap too.
   auto c = [](const Array& lo, const Array& x) { return lax::clamp(lo, x, scalar64(1.0)); };
@@ -458,7 +465,7 @@ TEST(Rules, ErrorsUnderTransformations) {
   // an integer input cannot be differentiated.
   EXPECT_JX_ERROR(grad([](const Array& a) { return lax::convert_element_type(lax::argmax(a, 0), DType::Float32); })(
                       jnp::array(std::vector<int>{1, 2}, Shape{2}, DType::Int32)),
-                  "grad", "int32");
+                  "grad", "i32[2]");
 }
 
 }  // namespace

@@ -41,6 +41,14 @@ namespace detail {
 
 class Trace;
 
+// What a tracer keeps of its trace: the trace's name, and whether it is still running.
+// Tracers share it, so a tracer that outlives its trace (a leaked tracer) can tell, and
+// is never mistaken for a tracer of a later trace built at the same address.
+struct TraceState {
+  std::string transformation;
+  bool alive = true;
+};
+
 // A value under a transformation. Subclasses (jvp, batching, staging) live with their
 // interpreters; an Array holding a tracer has no buffer.
 class Tracer {
@@ -51,6 +59,8 @@ class Tracer {
   // linearize carry the primal; batching and staging do not): what lets `if (x > 0)`
   // work under grad. nullptr when abstract.
   virtual const Array* known_value() const { return nullptr; }
+  // The owning trace's state, for tracers that keep it (all of jx's interpreters do).
+  virtual const TraceState* state() const { return nullptr; }
 };
 
 // Owns an aligned allocation; views share it.

@@ -164,7 +164,7 @@ namespace detail {
 class Trace {
  public:
   Trace();  // parent = the current trace
-  virtual ~Trace() = default;
+  virtual ~Trace();
   Trace(const Trace&) = delete;
   Trace& operator=(const Trace&) = delete;
 
@@ -177,13 +177,19 @@ class Trace {
   Trace* parent() const { return parent_; }
   int level() const { return level_; }
   // A trace is dead once its transformation returned; its tracers have then leaked.
-  bool alive() const { return alive_; }
-  void kill() { alive_ = false; }
+  bool alive() const { return state_->alive; }
+  void kill() { state_->alive = false; }
+  // Shared with this trace's tracers (see TraceState).
+  const std::shared_ptr<TraceState>& state() const { return state_; }
+
+ protected:
+  // Subclasses name themselves here (the name tracers report once the trace is gone).
+  void set_name(std::string name) { state_->transformation = std::move(name); }
 
  private:
   Trace* parent_;
   int level_;
-  bool alive_ = true;
+  std::shared_ptr<TraceState> state_;
 };
 
 // The trace bind() sends operations to (nullptr: eager evaluation).

@@ -91,11 +91,12 @@ Array with_weak_type(const Array& x, bool weak) {
 
 namespace {
 [[noreturn]] void fail_abstract(const ArrayImpl& impl, std::string_view op, std::string_view what) {
-  const Trace* t = impl.tracer->trace();
-  if (t && !t->alive())
-    fail(op, "got a traced value ", impl.aval.str(), " that leaked out of the ", t->transformation(),
+  const TraceState* state = impl.tracer->state();
+  if (state && !state->alive)
+    fail(op, "got a traced value ", impl.aval.str(), " that leaked out of the ", state->transformation,
          " transformation that made it (a tracer stored outside the function being transformed, then used "
          "after the transformation returned). Return it from the function instead.");
+  const Trace* t = impl.tracer->trace();
   std::string_view name = t ? t->transformation() : std::string_view("a transformation");
   std::string_view hint = t ? t->concretization_hint() : std::string_view();
   fail(op, what, " of an abstract traced value ", impl.aval.str(), ": its value is not known under ", name,

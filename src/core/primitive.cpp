@@ -159,7 +159,11 @@ namespace {
 thread_local Trace* t_current_trace = nullptr;
 }
 
-Trace::Trace() : parent_(t_current_trace), level_(t_current_trace ? t_current_trace->level() + 1 : 1) {}
+Trace::Trace()
+    : parent_(t_current_trace),
+      level_(t_current_trace ? t_current_trace->level() + 1 : 1),
+      state_(std::make_shared<TraceState>()) {}
+Trace::~Trace() { state_->alive = false; }
 
 Trace* current_trace() { return t_current_trace; }
 TraceScope::TraceScope(Trace* trace) : saved_(t_current_trace) { t_current_trace = trace; }

@@ -503,6 +503,22 @@ const Primitive div_p("div", {.traits = kElementwise | kLinear,
 extern const Primitive rem_p, pow_p, integer_pow_p, max_p, min_p, atan2_p, nextafter_p, and_p, or_p, xor_p,
     shift_left_p, shift_right_arithmetic_p, shift_right_logical_p, eq_p, ne_p, lt_p, le_p, gt_p, ge_p, clamp_p;
 
+// vmap: elementwise batching, which broadcasts 0-d bounds to x's shape. The operands
+// are validated unbatched first, so a bad bound reports clamp's own message rather
+// than a failed broadcast.
+static BatchResult clamp_batch(std::span<const Array> args, std::span<const int64_t> dims, const Params& params,
+                        const BatchAxis& axis) {
+  std::vector<Aval> unbatched;
+  for (size_t i = 0; i < args.size(); ++i) {
+    Aval a = args[i].aval();
+    if (dims[i] != kNotMapped) a.shape.erase(a.shape.begin() + dims[i]);
+    unbatched.push_back(std::move(a));
+  }
+  (void)clamp_rule(unbatched, params);
+  static const BatchRule elementwise = batch_rules::elementwise(clamp_p);
+  return elementwise(args, dims, params, axis);
+}
+
 const Primitive rem_p("rem", {.traits = kElementwise,
                               .abstract_eval = rules::binary("rem", kRealTypes),
                               .impl = cpu::binary_impl<Rem>("rem"),
@@ -618,8 +634,7 @@ const Primitive clamp_p("clamp", {.traits = 0,
                                   .abstract_eval = clamp_rule,
                                   .impl = clamp_impl,
                                   .jvp = clamp_jvp,
-                                  // elementwise batching broadcasts 0-d bounds when x is batched.
-                                  .batch = batch_rules::elementwise(clamp_p)});
+                                  .batch = clamp_batch});
 
 Array add(const Array& x, const Array& y) { return bind1(add_p, {x, y}); }
 Array sub(const Array& x, const Array& y) { return bind1(sub_p, {x, y}); }

@@ -242,8 +242,8 @@ JvpRule convert_element_type_jvp(const Primitive& p) {
 }
 
 // The cotangent converts back to the operand's dtype (none for an integer operand).
-std::vector<Array> convert_element_type_transpose(std::span<const Array> cts, std::span<const TransposeOperand> operands,
-                                                  const Params&) {
+std::vector<Array> convert_element_type_transpose(std::span<const Array> cts,
+                                                  std::span<const TransposeOperand> operands, const Params&) {
   std::vector<Array> out(1);
   if (cts[0].valid() && is_inexact(operands[0].aval.dtype))
     out[0] = convert_element_type(cts[0], operands[0].aval.dtype);
@@ -281,8 +281,8 @@ extern const Primitive select_n_p, convert_element_type_p, bitcast_convert_type_
 const Primitive select_n_p("select_n", {.traits = kLinear, .num_outputs = 1,
                                         .abstract_eval = select_n_rule, .impl = select_n_impl,
                                         .jvp = select_n_jvp(select_n_p),
-                                        .transpose = [](std::span<const Array> cts, std::span<const TransposeOperand> ops,
-                                                        const Params& params) {
+                                        .transpose = [](std::span<const Array> cts,
+                                                        std::span<const TransposeOperand> ops, const Params& params) {
                                           return select_n_transpose(select_n_p, cts, ops, params);
                                         },
                                         .batch = select_n_batch(select_n_p)});
@@ -305,7 +305,8 @@ const Primitive stop_gradient_p("stop_gradient",
                                  .abstract_eval = stop_gradient_rule,
                                  .impl = [](std::span<const Array> in, const Params&,
                                             std::span<const Aval>) { return std::vector<Array>{in[0]}; },
-                                 .jvp = [](std::span<const Array> primals, std::span<const Array>, const Params& params) {
+                                 .jvp = [](std::span<const Array> primals, std::span<const Array>,
+                                           const Params& params) {
                                    return JvpResult{jx::bind(stop_gradient_p, primals, params), {Array()}};
                                  },
                                  .batch = batch_rules::elementwise(stop_gradient_p)});

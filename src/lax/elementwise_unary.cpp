@@ -241,9 +241,11 @@ Array full_like(const Array& x, double v) {
   return broadcast_in_dim(s, x.shape(), {});
 }
 Array square(const Array& x) { return mul(x, x); }
+// erf'(x) = 2/sqrt(pi) exp(-x^2).
+constexpr double kTwoOverSqrtPi = 2 * std::numbers::inv_sqrtpi;
 // -i as a complex constant of dtype `c`, shaped like x.
 Array minus_i_like(const Array& x, DType c) {
-  Array s = convert_element_type(Array(complex128_t(0.0, 1.0)), c);
+  Array s = convert_element_type(Array(complex128_t(0.0, -1.0)), c);
   if (x.ndim() == 0) return s;
   return broadcast_in_dim(s, x.shape(), {});
 }
@@ -274,62 +276,76 @@ const Primitive neg_p("neg", {.traits = kElementwise | kLinear,
 const Primitive abs_p("abs", {.traits = kElementwise,
                               .abstract_eval = rules::unary_to_real("abs", kSignedTypes | kInexactTypes),
                               .impl = cpu::unary_impl<Abs>("abs"),
-                              .jvp = ad_rules::unary(abs_p, [](const Array& x, const Array& y, const Array& t) { return abs_tangent(x, y, t); }),
+                              .jvp = ad_rules::unary(abs_p, [](auto& x, auto& y, auto& t) {
+                                return abs_tangent(x, y, t);
+                              }),
                               .batch = batch_rules::elementwise(abs_p)});
 const Primitive sign_p("sign", {.traits = kFlat,
                                 .abstract_eval = rules::unary("sign", kNumberTypes),
                                 .impl = cpu::unary_impl<Sign>("sign"),
-                              .batch = batch_rules::elementwise(sign_p)});
+                                .batch = batch_rules::elementwise(sign_p)});
 const Primitive floor_p("floor", {.traits = kFlat,
                                   .abstract_eval = rules::unary("floor", kFloatTypes),
                                   .impl = cpu::unary_impl<Floor>("floor"),
-                              .batch = batch_rules::elementwise(floor_p)});
+                                  .batch = batch_rules::elementwise(floor_p)});
 const Primitive ceil_p("ceil", {.traits = kFlat,
                                 .abstract_eval = rules::unary("ceil", kFloatTypes),
                                 .impl = cpu::unary_impl<Ceil>("ceil"),
-                              .batch = batch_rules::elementwise(ceil_p)});
+                                .batch = batch_rules::elementwise(ceil_p)});
 const Primitive round_p("round", {.traits = kFlat, .abstract_eval = round_rule, .impl = round_impl,
-                              .batch = batch_rules::elementwise(round_p)});
+                                  .batch = batch_rules::elementwise(round_p)});
 const Primitive exp_p("exp", {.traits = kElementwise,
                               .abstract_eval = rules::unary("exp", kInexactTypes),
                               .impl = cpu::unary_impl<Exp>("exp"),
-                              .jvp = ad_rules::unary(exp_p, [](const Array& x, const Array& y, const Array& t) { return mul(t, y); }),
+                              .jvp = ad_rules::unary(exp_p, [](auto& x, auto& y, auto& t) { return mul(t, y); }),
                               .batch = batch_rules::elementwise(exp_p)});
 const Primitive exp2_p("exp2", {.traits = kElementwise,
                                 .abstract_eval = rules::unary("exp2", kInexactTypes),
                                 .impl = cpu::unary_impl<Exp2>("exp2"),
-                              .jvp = ad_rules::unary(exp2_p, [](const Array& x, const Array& y, const Array& t) { return mul(t, y); }),
-                              .batch = batch_rules::elementwise(exp2_p)});
+                                .jvp = ad_rules::unary(exp2_p, [](auto& x, auto& y, auto& t) {
+                                  return mul(t, mul(y, full_like(y, std::numbers::ln2)));
+                                }),
+                                .batch = batch_rules::elementwise(exp2_p)});
 const Primitive log_p("log", {.traits = kElementwise,
                               .abstract_eval = rules::unary("log", kInexactTypes),
                               .impl = cpu::unary_impl<Log>("log"),
-                              .jvp = ad_rules::unary(log_p, [](const Array& x, const Array& y, const Array& t) { return div(t, x); }),
+                              .jvp = ad_rules::unary(log_p, [](auto& x, auto& y, auto& t) { return div(t, x); }),
                               .batch = batch_rules::elementwise(log_p)});
 const Primitive log1p_p("log1p", {.traits = kElementwise,
                                   .abstract_eval = rules::unary("log1p", kInexactTypes),
                                   .impl = cpu::unary_impl<Log1p>("log1p"),
-                              .jvp = ad_rules::unary(log1p_p, [](const Array& x, const Array& y, const Array& t) { return div(t, add(x, full_like(x, 1.0))); }),
-                              .batch = batch_rules::elementwise(log1p_p)});
+                                  .jvp = ad_rules::unary(log1p_p, [](auto& x, auto& y, auto& t) {
+                                    return div(t, add(x, full_like(x, 1.0)));
+                                  }),
+                                  .batch = batch_rules::elementwise(log1p_p)});
 const Primitive expm1_p("expm1", {.traits = kElementwise,
                                   .abstract_eval = rules::unary("expm1", kInexactTypes),
                                   .impl = cpu::unary_impl<Expm1>("expm1"),
-                              .jvp = ad_rules::unary(expm1_p, [](const Array& x, const Array& y, const Array& t) { return mul(t, add(y, full_like(y, 1.0))); }),
-                              .batch = batch_rules::elementwise(expm1_p)});
+                                  .jvp = ad_rules::unary(expm1_p, [](auto& x, auto& y, auto& t) {
+                                    return mul(t, add(y, full_like(y, 1.0)));
+                                  }),
+                                  .batch = batch_rules::elementwise(expm1_p)});
 const Primitive sqrt_p("sqrt", {.traits = kElementwise,
                                 .abstract_eval = rules::unary("sqrt", kInexactTypes),
                                 .impl = cpu::unary_impl<Sqrt>("sqrt"),
-                              .jvp = ad_rules::unary(sqrt_p, [](const Array& x, const Array& y, const Array& t) { return mul(t, div(full_like(y, 0.5), y)); }),
-                              .batch = batch_rules::elementwise(sqrt_p)});
+                                .jvp = ad_rules::unary(sqrt_p, [](auto& x, auto& y, auto& t) {
+                                  return mul(t, div(full_like(y, 0.5), y));
+                                }),
+                                .batch = batch_rules::elementwise(sqrt_p)});
 const Primitive rsqrt_p("rsqrt", {.traits = kElementwise,
                                   .abstract_eval = rules::unary("rsqrt", kInexactTypes),
                                   .impl = cpu::unary_impl<Rsqrt>("rsqrt"),
-                              .jvp = ad_rules::unary(rsqrt_p, [](const Array& x, const Array& y, const Array& t) { return mul(t, mul(full_like(x, -0.5), div(y, x))); }),
-                              .batch = batch_rules::elementwise(rsqrt_p)});
+                                  .jvp = ad_rules::unary(rsqrt_p, [](auto& x, auto& y, auto& t) {
+                                    return mul(t, mul(full_like(x, -0.5), div(y, x)));
+                                  }),
+                                  .batch = batch_rules::elementwise(rsqrt_p)});
 const Primitive cbrt_p("cbrt", {.traits = kElementwise,
                                 .abstract_eval = rules::unary("cbrt", kFloatTypes),
                                 .impl = cpu::unary_impl<Cbrt>("cbrt"),
-                              .jvp = ad_rules::unary(cbrt_p, [](const Array& x, const Array& y, const Array& t) { return mul(t, div(full_like(y, 1.0 / 3.0), square(y))); }),
-                              .batch = batch_rules::elementwise(cbrt_p)});
+                                .jvp = ad_rules::unary(cbrt_p, [](auto& x, auto& y, auto& t) {
+                                  return mul(t, div(full_like(y, 1.0 / 3.0), square(y)));
+                                }),
+                                .batch = batch_rules::elementwise(cbrt_p)});
 const Primitive sin_p("sin", {.traits = kElementwise,
                               .abstract_eval = rules::unary("sin", kInexactTypes),
                               .impl = cpu::unary_impl<Sin>("sin"),
@@ -343,90 +359,122 @@ const Primitive cos_p("cos", {.traits = kElementwise,
 const Primitive tan_p("tan", {.traits = kElementwise,
                               .abstract_eval = rules::unary("tan", kInexactTypes),
                               .impl = cpu::unary_impl<Tan>("tan"),
-                              .jvp = ad_rules::unary(tan_p, [](const Array& x, const Array& y, const Array& t) { return mul(t, add(full_like(y, 1.0), square(y))); }),
+                              .jvp = ad_rules::unary(tan_p, [](auto& x, auto& y, auto& t) {
+                                return mul(t, add(full_like(y, 1.0), square(y)));
+                              }),
                               .batch = batch_rules::elementwise(tan_p)});
 const Primitive asin_p("asin", {.traits = kElementwise,
                                 .abstract_eval = rules::unary("asin", kInexactTypes),
                                 .impl = cpu::unary_impl<Asin>("asin"),
-                              .jvp = ad_rules::unary(asin_p, [](const Array& x, const Array& y, const Array& t) { return mul(t, rsqrt(one_minus_square(x))); }),
-                              .batch = batch_rules::elementwise(asin_p)});
+                                .jvp = ad_rules::unary(asin_p, [](auto& x, auto& y, auto& t) {
+                                  return mul(t, rsqrt(one_minus_square(x)));
+                                }),
+                                .batch = batch_rules::elementwise(asin_p)});
 const Primitive acos_p("acos", {.traits = kElementwise,
                                 .abstract_eval = rules::unary("acos", kInexactTypes),
                                 .impl = cpu::unary_impl<Acos>("acos"),
-                              .jvp = ad_rules::unary(acos_p, [](const Array& x, const Array& y, const Array& t) { return neg(mul(t, rsqrt(one_minus_square(x)))); }),
-                              .batch = batch_rules::elementwise(acos_p)});
+                                .jvp = ad_rules::unary(acos_p, [](auto& x, auto& y, auto& t) {
+                                  return neg(mul(t, rsqrt(one_minus_square(x))));
+                                }),
+                                .batch = batch_rules::elementwise(acos_p)});
 const Primitive atan_p("atan", {.traits = kElementwise,
                                 .abstract_eval = rules::unary("atan", kInexactTypes),
                                 .impl = cpu::unary_impl<Atan>("atan"),
-                              .jvp = ad_rules::unary(atan_p, [](const Array& x, const Array& y, const Array& t) { return div(t, add(full_like(x, 1.0), square(x))); }),
-                              .batch = batch_rules::elementwise(atan_p)});
+                                .jvp = ad_rules::unary(atan_p, [](auto& x, auto& y, auto& t) {
+                                  return div(t, add(full_like(x, 1.0), square(x)));
+                                }),
+                                .batch = batch_rules::elementwise(atan_p)});
 const Primitive sinh_p("sinh", {.traits = kElementwise,
                                 .abstract_eval = rules::unary("sinh", kInexactTypes),
                                 .impl = cpu::unary_impl<Sinh>("sinh"),
-                              .jvp = ad_rules::unary(sinh_p, [](const Array& x, const Array& y, const Array& t) { return mul(t, cosh(x)); }),
-                              .batch = batch_rules::elementwise(sinh_p)});
+                                .jvp = ad_rules::unary(sinh_p, [](auto& x, auto& y, auto& t) {
+                                  return mul(t, cosh(x));
+                                }),
+                                .batch = batch_rules::elementwise(sinh_p)});
 const Primitive cosh_p("cosh", {.traits = kElementwise,
                                 .abstract_eval = rules::unary("cosh", kInexactTypes),
                                 .impl = cpu::unary_impl<Cosh>("cosh"),
-                              .jvp = ad_rules::unary(cosh_p, [](const Array& x, const Array& y, const Array& t) { return mul(t, sinh(x)); }),
-                              .batch = batch_rules::elementwise(cosh_p)});
+                                .jvp = ad_rules::unary(cosh_p, [](auto& x, auto& y, auto& t) {
+                                  return mul(t, sinh(x));
+                                }),
+                                .batch = batch_rules::elementwise(cosh_p)});
 const Primitive tanh_p("tanh", {.traits = kElementwise,
                                 .abstract_eval = rules::unary("tanh", kInexactTypes),
                                 .impl = cpu::unary_impl<Tanh>("tanh"),
-                              .jvp = ad_rules::unary(tanh_p, [](const Array& x, const Array& y, const Array& t) { return mul(t, one_minus_square(y)); }),
-                              .batch = batch_rules::elementwise(tanh_p)});
+                                .jvp = ad_rules::unary(tanh_p, [](auto& x, auto& y, auto& t) {
+                                  return mul(t, one_minus_square(y));
+                                }),
+                                .batch = batch_rules::elementwise(tanh_p)});
 const Primitive asinh_p("asinh", {.traits = kElementwise,
                                   .abstract_eval = rules::unary("asinh", kInexactTypes),
                                   .impl = cpu::unary_impl<Asinh>("asinh"),
-                              .jvp = ad_rules::unary(asinh_p, [](const Array& x, const Array& y, const Array& t) { return mul(t, rsqrt(add(square(x), full_like(x, 1.0)))); }),
-                              .batch = batch_rules::elementwise(asinh_p)});
+                                  .jvp = ad_rules::unary(asinh_p, [](auto& x, auto& y, auto& t) {
+                                    return mul(t, rsqrt(add(square(x), full_like(x, 1.0))));
+                                  }),
+                                  .batch = batch_rules::elementwise(asinh_p)});
 const Primitive acosh_p("acosh", {.traits = kElementwise,
                                   .abstract_eval = rules::unary("acosh", kInexactTypes),
                                   .impl = cpu::unary_impl<Acosh>("acosh"),
-                              .jvp = ad_rules::unary(acosh_p, [](const Array& x, const Array& y, const Array& t) { return mul(t, rsqrt(mul(sub(x, full_like(x, 1.0)), add(x, full_like(x, 1.0))))); }),
-                              .batch = batch_rules::elementwise(acosh_p)});
+                                  .jvp = ad_rules::unary(acosh_p, [](auto& x, auto& y, auto& t) {
+                                    return mul(t, rsqrt(mul(sub(x, full_like(x, 1.0)), add(x, full_like(x, 1.0)))));
+                                  }),
+                                  .batch = batch_rules::elementwise(acosh_p)});
 const Primitive atanh_p("atanh", {.traits = kElementwise,
                                   .abstract_eval = rules::unary("atanh", kInexactTypes),
                                   .impl = cpu::unary_impl<Atanh>("atanh"),
-                              .jvp = ad_rules::unary(atanh_p, [](const Array& x, const Array& y, const Array& t) { return div(t, one_minus_square(x)); }),
-                              .batch = batch_rules::elementwise(atanh_p)});
+                                  .jvp = ad_rules::unary(atanh_p, [](auto& x, auto& y, auto& t) {
+                                    return div(t, one_minus_square(x));
+                                  }),
+                                  .batch = batch_rules::elementwise(atanh_p)});
 const Primitive logistic_p("logistic", {.traits = kElementwise,
                                         .abstract_eval = rules::unary("logistic", kInexactTypes),
                                         .impl = cpu::unary_impl<Logistic>("logistic"),
-                              .jvp = ad_rules::unary(logistic_p, [](const Array& x, const Array& y, const Array& t) { return mul(t, mul(y, sub(full_like(y, 1.0), y))); }),
-                              .batch = batch_rules::elementwise(logistic_p)});
+                                        .jvp = ad_rules::unary(logistic_p, [](auto& x, auto& y, auto& t) {
+                                          return mul(t, mul(y, sub(full_like(y, 1.0), y)));
+                                        }),
+                                        .batch = batch_rules::elementwise(logistic_p)});
 const Primitive erf_p("erf", {.traits = kElementwise,
                               .abstract_eval = rules::unary("erf", kFloatTypes),
                               .impl = cpu::unary_impl<Erf>("erf"),
-                              .jvp = ad_rules::unary(erf_p, [](const Array& x, const Array& y, const Array& t) { return mul(t, mul(full_like(x, std::numbers::inv_sqrtpi * 2.0), exp(neg(square(x))))); }),
+                              .jvp = ad_rules::unary(erf_p, [](auto& x, auto& y, auto& t) {
+                                return mul(t, mul(full_like(x, kTwoOverSqrtPi), exp(neg(square(x)))));
+                              }),
                               .batch = batch_rules::elementwise(erf_p)});
 const Primitive erfc_p("erfc", {.traits = kElementwise,
                                 .abstract_eval = rules::unary("erfc", kFloatTypes),
                                 .impl = cpu::unary_impl<Erfc>("erfc"),
-                              .jvp = ad_rules::unary(erfc_p, [](const Array& x, const Array& y, const Array& t) { return mul(t, mul(full_like(x, -std::numbers::inv_sqrtpi * 2.0), exp(neg(square(x))))); }),
-                              .batch = batch_rules::elementwise(erfc_p)});
+                                .jvp = ad_rules::unary(erfc_p, [](auto& x, auto& y, auto& t) {
+                                  return mul(t, mul(full_like(x, -kTwoOverSqrtPi), exp(neg(square(x)))));
+                                }),
+                                .batch = batch_rules::elementwise(erfc_p)});
 const Primitive erf_inv_p("erf_inv", {.traits = kElementwise,
                                       .abstract_eval = rules::unary("erf_inv", kFloatTypes),
                                       .impl = cpu::unary_impl<ErfInv>("erf_inv"),
-                              .jvp = ad_rules::unary(erf_inv_p, [](const Array& x, const Array& y, const Array& t) { return mul(t, mul(full_like(y, std::sqrt(std::numbers::pi) / 2.0), exp(square(y)))); }),
-                              .batch = batch_rules::elementwise(erf_inv_p)});
+                                      .jvp = ad_rules::unary(erf_inv_p, [](auto& x, auto& y, auto& t) {
+                                        return mul(t, mul(full_like(y, 1 / kTwoOverSqrtPi), exp(square(y))));
+                                      }),
+                                      .batch = batch_rules::elementwise(erf_inv_p)});
 const Primitive lgamma_p("lgamma", {.traits = kElementwise,
                                     .abstract_eval = rules::unary("lgamma", kFloatTypes),
                                     .impl = cpu::unary_impl<Lgamma>("lgamma"),
-                              .jvp = ad_rules::unary(lgamma_p, [](const Array& x, const Array& y, const Array& t) { return mul(t, digamma(x)); }),
-                              .batch = batch_rules::elementwise(lgamma_p)});
+                                    .jvp = ad_rules::unary(lgamma_p, [](auto& x, auto& y, auto& t) {
+                                      return mul(t, digamma(x));
+                                    }),
+                                    .batch = batch_rules::elementwise(lgamma_p)});
 const Primitive digamma_p("digamma", {.traits = kElementwise,
                                       .abstract_eval = rules::unary("digamma", kFloatTypes),
                                       .impl = cpu::unary_impl<Digamma>("digamma"),
-                              .jvp = [](std::span<const Array>, std::span<const Array>, const Params&) -> JvpResult {
-                                // JAX differentiates digamma with polygamma(1, x), a primitive jx lacks.
-                                detail::fail("digamma", "differentiation needs polygamma, which jx does not have yet");
-                              },
-                              .batch = batch_rules::elementwise(digamma_p)});
+                                      // JAX differentiates digamma with polygamma(1, x), a primitive jx lacks.
+                                      .jvp = [](std::span<const Array>, std::span<const Array>,
+                                                const Params&) -> JvpResult {
+                                        detail::fail("digamma",
+                                                     "differentiation needs polygamma, which jx does not have yet");
+                                      },
+                                      .batch = batch_rules::elementwise(digamma_p)});
 const Primitive is_finite_p("is_finite", {.traits = kFlat,
                                           .abstract_eval = rules::unary_to("is_finite", kFloatTypes, DType::Bool),
                                           .impl = cpu::unary_impl<IsFinite>("is_finite"),
-                              .batch = batch_rules::elementwise(is_finite_p)});
+                                          .batch = batch_rules::elementwise(is_finite_p)});
 const Primitive not_p("not", {.traits = kFlat,
                               .abstract_eval = rules::unary("not", kBitTypes),
                               .impl = cpu::unary_impl<Not>("not"),
@@ -434,31 +482,31 @@ const Primitive not_p("not", {.traits = kFlat,
 const Primitive real_p("real", {.traits = kElementwise | kLinear,
                                 .abstract_eval = rules::unary_to_real("real", kComplexTypes),
                                 .impl = cpu::unary_impl<RealPart>("real"),
-                              .jvp = ad_rules::linear(real_p),
-                              // JAX: the cotangent of real(z) is complex(ct, 0).
-                              .transpose = ad_rules::unary_transpose([](const Array& ct, const Aval& z, auto&) {
-                                return convert_element_type(ct, z.dtype);
-                              }),
-                              .batch = batch_rules::elementwise(real_p)});
+                                .jvp = ad_rules::linear(real_p),
+                                // JAX: the cotangent of real(z) is complex(ct, 0).
+                                .transpose = ad_rules::unary_transpose([](const Array& ct, const Aval& z, auto&) {
+                                  return convert_element_type(ct, z.dtype);
+                                }),
+                                .batch = batch_rules::elementwise(real_p)});
 const Primitive imag_p("imag", {.traits = kElementwise | kLinear,
                                 .abstract_eval = rules::unary_to_real("imag", kComplexTypes),
                                 .impl = cpu::unary_impl<ImagPart>("imag"),
-                              .jvp = ad_rules::linear(imag_p),
-                              // JAX: the cotangent of imag(z) is complex(0, -ct) = -i ct.
-                              .transpose = ad_rules::unary_transpose([](const Array& ct, const Aval& z, auto&) {
-                                return mul(convert_element_type(ct, z.dtype), minus_i_like(ct, z.dtype));
-                              }),
-                              .batch = batch_rules::elementwise(imag_p)});
+                                .jvp = ad_rules::linear(imag_p),
+                                // JAX: the cotangent of imag(z) is complex(0, -ct) = -i ct.
+                                .transpose = ad_rules::unary_transpose([](const Array& ct, const Aval& z, auto&) {
+                                  return mul(convert_element_type(ct, z.dtype), minus_i_like(ct, z.dtype));
+                                }),
+                                .batch = batch_rules::elementwise(imag_p)});
 const Primitive conj_p("conj", {.traits = kElementwise | kLinear,
                                 .abstract_eval = conj_rule,
                                 .impl = cpu::unary_impl<Conj>("conj"),
-                              .jvp = ad_rules::linear(conj_p),
-                              // conj of a complex operand is its own transpose; a real operand (promoted to
-                              // complex by conj) receives the real part of the cotangent.
-                              .transpose = ad_rules::unary_transpose([](const Array& ct, const Aval& x, auto&) {
-                                return is_complex(x.dtype) ? conj(ct) : real(ct);
-                              }),
-                              .batch = batch_rules::elementwise(conj_p)});
+                                .jvp = ad_rules::linear(conj_p),
+                                // conj of a complex operand is its own transpose; a real operand (promoted to
+                                // complex by conj) receives the real part of the cotangent.
+                                .transpose = ad_rules::unary_transpose([](const Array& ct, const Aval& x, auto&) {
+                                  return is_complex(x.dtype) ? conj(ct) : real(ct);
+                                }),
+                                .batch = batch_rules::elementwise(conj_p)});
 
 Array neg(const Array& x) { return bind1(neg_p, {x}); }
 Array abs(const Array& x) { return bind1(abs_p, {x}); }

@@ -8,7 +8,9 @@
 
 namespace jx::detail {
 
-Trace* BatchTracer::trace() const { return trace_; }
+BatchTracer::BatchTracer(BatchTrace* trace, Array value, int64_t dim)
+    : trace_(trace), state_(trace->state()), value_(std::move(value)), dim_(dim) {}
+Trace* BatchTracer::trace() const { return state_->alive ? trace_ : nullptr; }
 
 std::string_view BatchTrace::concretization_hint() const {
   return "Under vmap each value stands for a whole batch, so it has no single value: choose with "
@@ -24,7 +26,7 @@ Array BatchTrace::pack(Array value, int64_t dim) {
 
 std::pair<Array, int64_t> BatchTrace::unpack(const Array& x) const {
   const ArrayImpl& impl = x.impl();
-  if (impl.tracer && impl.tracer->trace() == this) {
+  if (impl.tracer && impl.tracer->state() == state().get()) {
     const auto& t = static_cast<const BatchTracer&>(*impl.tracer);
     return {t.value(), t.dim()};
   }

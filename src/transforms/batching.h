@@ -16,20 +16,22 @@ class BatchTrace;
 
 class BatchTracer final : public Tracer {
  public:
-  BatchTracer(BatchTrace* trace, Array value, int64_t dim) : trace_(trace), value_(std::move(value)), dim_(dim) {}
+  BatchTracer(BatchTrace* trace, Array value, int64_t dim);
   Trace* trace() const override;
+  const TraceState* state() const override { return state_.get(); }
   const Array& value() const { return value_; }
   int64_t dim() const { return dim_; }
 
  private:
   BatchTrace* trace_;
+  std::shared_ptr<const TraceState> state_;
   Array value_;
   int64_t dim_;
 };
 
 class BatchTrace final : public Trace {
  public:
-  explicit BatchTrace(BatchAxis axis) : axis_(std::move(axis)) {}
+  explicit BatchTrace(BatchAxis axis) : axis_(std::move(axis)) { set_name("vmap"); }
   std::vector<Array> process(const Primitive& p, std::span<const Array> in, const Params& params) override;
   std::string_view transformation() const override { return "vmap"; }
   std::string_view concretization_hint() const override;

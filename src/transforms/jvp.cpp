@@ -5,7 +5,9 @@
 
 namespace jx::detail {
 
-Trace* JvpTracer::trace() const { return trace_; }
+JvpTracer::JvpTracer(JvpTrace* trace, Array primal, Array tangent)
+    : trace_(trace), state_(trace->state()), primal_(std::move(primal)), tangent_(std::move(tangent)) {}
+Trace* JvpTracer::trace() const { return state_->alive ? trace_ : nullptr; }
 
 bool has_tangent_space(DType d) { return is_inexact(d); }
 
@@ -20,7 +22,7 @@ Array JvpTrace::pack(Array primal, Array tangent) {
 
 std::pair<Array, Array> JvpTrace::unpack(const Array& x) const {
   const ArrayImpl& impl = x.impl();
-  if (impl.tracer && impl.tracer->trace() == this) {
+  if (impl.tracer && impl.tracer->state() == state().get()) {
     const auto& t = static_cast<const JvpTracer&>(*impl.tracer);
     return {t.primal(), t.tangent()};
   }

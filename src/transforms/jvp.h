@@ -16,21 +16,22 @@ class JvpTrace;
 
 class JvpTracer final : public Tracer {
  public:
-  JvpTracer(JvpTrace* trace, Array primal, Array tangent)
-      : trace_(trace), primal_(std::move(primal)), tangent_(std::move(tangent)) {}
+  JvpTracer(JvpTrace* trace, Array primal, Array tangent);
   Trace* trace() const override;
+  const TraceState* state() const override { return state_.get(); }
   const Array* known_value() const override { return &primal_; }
   const Array& primal() const { return primal_; }
   const Array& tangent() const { return tangent_; }
 
  private:
   JvpTrace* trace_;
+  std::shared_ptr<const TraceState> state_;
   Array primal_, tangent_;
 };
 
 class JvpTrace final : public Trace {
  public:
-  explicit JvpTrace(std::string name) : name_(std::move(name)) {}
+  explicit JvpTrace(std::string name) : name_(std::move(name)) { set_name(name_); }
   std::vector<Array> process(const Primitive& p, std::span<const Array> in, const Params& params) override;
   std::string_view transformation() const override { return name_; }
 

@@ -5,7 +5,9 @@
 
 namespace jx::detail {
 
-Trace* StagingTracer::trace() const { return trace_; }
+StagingTracer::StagingTracer(StagingTrace* trace, Var var)
+    : trace_(trace), state_(trace->state()), var_(std::move(var)) {}
+Trace* StagingTracer::trace() const { return state_->alive ? trace_ : nullptr; }
 
 Array make_tracer_array(Aval aval, std::shared_ptr<Tracer> tracer) {
   auto impl = std::make_shared<ArrayImpl>();
@@ -29,12 +31,12 @@ Array StagingTrace::new_input(const Aval& aval) {
 
 bool StagingTrace::owns(const Array& x) const {
   const auto& impl = x.impl();
-  return impl.tracer && impl.tracer->trace() == this;
+  return impl.tracer && impl.tracer->state() == state().get();
 }
 
 Atom StagingTrace::atom_for(const Array& x) {
   const ArrayImpl& impl = x.impl();
-  if (impl.tracer && impl.tracer->trace() == this) return static_cast<const StagingTracer&>(*impl.tracer).var();
+  if (impl.tracer && impl.tracer->state() == state().get()) return static_cast<const StagingTracer&>(*impl.tracer).var();
   if (!impl.tracer && impl.aval.ndim() == 0) return Literal{x};
   auto [it, inserted] = const_index_.emplace(x.id(), constvars_.size());
   if (inserted) {

@@ -21,18 +21,22 @@ class StagingTrace;
 
 class StagingTracer final : public Tracer {
  public:
-  StagingTracer(StagingTrace* trace, Var var) : trace_(trace), var_(std::move(var)) {}
+  StagingTracer(StagingTrace* trace, Var var);
   Trace* trace() const override;
+  const TraceState* state() const override { return state_.get(); }
   const Var& var() const { return var_; }
 
  private:
   StagingTrace* trace_;
+  std::shared_ptr<const TraceState> state_;
   Var var_;
 };
 
 class StagingTrace final : public Trace {
  public:
-  StagingTrace(std::string name, bool forward_known) : name_(std::move(name)), forward_known_(forward_known) {}
+  StagingTrace(std::string name, bool forward_known) : name_(std::move(name)), forward_known_(forward_known) {
+    set_name(name_);
+  }
   std::vector<Array> process(const Primitive& p, std::span<const Array> in, const Params& params) override;
   std::string_view transformation() const override { return name_; }
   std::string_view concretization_hint() const override;
