@@ -292,7 +292,7 @@ TEST(LinalgTransforms, EighDerivatives) {
   Fn recon = [](const Array& x) {
     auto [v, w] = lax::eigh(symmetrize(x));
     Array sw = lax::sin(w);
-    Array scaled = lax::mul(v, lax::broadcast_in_dim(sw, v.shape(), {0, static_cast<int64_t>(v.ndim()) - 1}));
+    Array scaled = lax::mul(v, lax::broadcast_in_dim(sw, v.shape(), {static_cast<int64_t>(v.ndim()) - 1}));
     return jnp::matmul(scaled, jnp::swapaxes(v, -1, -2));
   };
   Fn squares = [](const Array& x) {
