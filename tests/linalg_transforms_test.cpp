@@ -24,7 +24,7 @@ Array random_array(const Shape& shape, uint32_t seed, double shift = 0.0) {
 }
 
 double inner(const Array& a, const Array& b) {
-  return lax::reduce_sum(lax::mul(a, b), [&] {
+  return lax::reduce_sum(jnp::multiply(a, b), [&] {
            std::vector<int64_t> axes(static_cast<size_t>(a.ndim()));
            for (int64_t i = 0; i < a.ndim(); ++i) axes[i] = i;
            return axes;
@@ -37,7 +37,7 @@ void check_derivatives(const Fn& f, const Array& x, uint32_t seed, double tol = 
   Array v = random_array(x.shape(), seed + 1);
   auto [y, ty] = jvp(f, x, v);
   const double eps = 1e-6;
-  Array fd = lax::div(lax::sub(f(lax::add(x, lax::mul(v, Array(eps)))), f(lax::sub(x, lax::mul(v, Array(eps))))),
+  Array fd = jnp::divide(jnp::subtract(f(jnp::add(x, jnp::multiply(v, Array(eps)))), f(jnp::subtract(x, jnp::multiply(v, Array(eps))))),
                       Array(2 * eps));
   EXPECT_ALLCLOSE(ty, fd, 1e-5, 1e-5);
   Array c = random_array(y.shape(), seed + 2);
@@ -144,13 +144,13 @@ TEST(LinalgTransforms, DotGeneralGradOfGradAndVmapOfGrad) {
   // f(x) = sum((x x^T)^2): its Hessian-vector product via grad of grad vs differences.
   auto f = [](const Array& x) {
     Array g = lax::dot_general(x, x, {{1}, {1}, {}, {}});
-    return lax::reduce_sum(lax::mul(g, g), {0, 1});
+    return lax::reduce_sum(jnp::multiply(g, g), {0, 1});
   };
   Array x = random_array({3, 2}, 130), v = random_array({3, 2}, 131);
   auto hvp = [&](const Array& z) { return jvp(grad(f), z, v).second; };
   const double eps = 1e-6;
-  Array fd = lax::div(lax::sub(grad(f)(lax::add(x, lax::mul(v, Array(eps)))),
-                               grad(f)(lax::sub(x, lax::mul(v, Array(eps))))),
+  Array fd = jnp::divide(jnp::subtract(grad(f)(jnp::add(x, jnp::multiply(v, Array(eps)))),
+                               grad(f)(jnp::subtract(x, jnp::multiply(v, Array(eps))))),
                       Array(2 * eps));
   EXPECT_ALLCLOSE(hvp(x), fd, 1e-5, 1e-5);
   Array xs = random_array({4, 3, 2}, 132);
@@ -218,7 +218,7 @@ Array well_conditioned(const Shape& shape, uint32_t seed) {
   const int64_t n = shape.back();
   Array eye = lax::broadcast_in_dim(jnp::eye(n, std::nullopt, 0, DType::Float64), shape,
                                     {static_cast<int64_t>(shape.size()) - 2, static_cast<int64_t>(shape.size()) - 1});
-  return lax::add(random_array(shape, seed), lax::mul(eye, Array(4.0)));
+  return jnp::add(random_array(shape, seed), jnp::multiply(eye, Array(4.0)));
 }
 
 TEST(LinalgTransforms, TriangularSolveDerivatives) {
@@ -241,7 +241,7 @@ TEST(LinalgTransforms, TriangularSolveDerivatives) {
 
 TEST(LinalgTransforms, TriangularSolveVmap) {
   auto f = [](const Array& a, const Array& b) {
-    return lax::triangular_solve(lax::add(a, lax::mul(jnp::eye(3, std::nullopt, 0, DType::Float64), Array(4.0))), b,
+    return lax::triangular_solve(jnp::add(a, jnp::multiply(jnp::eye(3, std::nullopt, 0, DType::Float64), Array(4.0))), b,
                                  true, true);
   };
   check_vmap_all(f, {3, 3}, {3, 2}, 540);
@@ -249,14 +249,14 @@ TEST(LinalgTransforms, TriangularSolveVmap) {
 
 // ---- decompositions ----
 
-Array symmetrize(const Array& x) { return lax::mul(lax::add(x, jnp::swapaxes(x, -1, -2)), Array(0.5)); }
+Array symmetrize(const Array& x) { return jnp::multiply(jnp::add(x, jnp::swapaxes(x, -1, -2)), Array(0.5)); }
 
 Array spd(const Shape& shape, uint32_t seed) {
   Array b = random_array(shape, seed);
   const int64_t n = shape.back();
   Array eye = lax::broadcast_in_dim(jnp::eye(n, std::nullopt, 0, DType::Float64), shape,
                                     {static_cast<int64_t>(shape.size()) - 2, static_cast<int64_t>(shape.size()) - 1});
-  return lax::add(jnp::matmul(b, jnp::swapaxes(b, -1, -2)), lax::mul(eye, Array(static_cast<double>(n))));
+  return jnp::add(jnp::matmul(b, jnp::swapaxes(b, -1, -2)), jnp::multiply(eye, Array(static_cast<double>(n))));
 }
 
 TEST(LinalgTransforms, CholeskyDerivatives) {
@@ -292,12 +292,12 @@ TEST(LinalgTransforms, EighDerivatives) {
   Fn recon = [](const Array& x) {
     auto [v, w] = lax::eigh(symmetrize(x));
     Array sw = lax::sin(w);
-    Array scaled = lax::mul(v, lax::broadcast_in_dim(sw, v.shape(), {static_cast<int64_t>(v.ndim()) - 1}));
+    Array scaled = jnp::multiply(v, lax::broadcast_in_dim(sw, v.shape(), {static_cast<int64_t>(v.ndim()) - 1}));
     return jnp::matmul(scaled, jnp::swapaxes(v, -1, -2));
   };
   Fn squares = [](const Array& x) {
     Array v = lax::eigh(symmetrize(x)).eigenvectors;
-    return lax::mul(v, v);
+    return jnp::multiply(v, v);
   };
   Array x = random_array({4, 4}, 900);
   check_derivatives(values, x, 910);
@@ -310,12 +310,12 @@ TEST(LinalgTransforms, SvdDerivatives) {
   Fn values = [](const Array& x) { return lax::svd(x, false, false).s; };
   Fn recon = [](const Array& x) {
     auto [u, s, vh] = lax::svd(x, false, true);
-    Array scaled = lax::mul(u, lax::broadcast_in_dim(lax::sin(s), u.shape(), {1}));
+    Array scaled = jnp::multiply(u, lax::broadcast_in_dim(lax::sin(s), u.shape(), {1}));
     return jnp::matmul(scaled, vh);
   };
   Fn squares = [](const Array& x) {
     auto [u, s, vh] = lax::svd(x, false, true);
-    return jnp::concatenate({lax::reshape(lax::mul(u, u), {u.size()}), lax::reshape(lax::mul(vh, vh), {vh.size()})});
+    return jnp::concatenate({lax::reshape(jnp::multiply(u, u), {u.size()}), lax::reshape(jnp::multiply(vh, vh), {vh.size()})});
   };
   for (Shape sh : {Shape{4, 3}, Shape{3, 4}, Shape{3, 3}}) {
     SCOPED_TRACE(sh.size());
@@ -343,8 +343,8 @@ void check_vmap_unary(const Fn& f, const Shape& shape, uint32_t seed) {
 
 TEST(LinalgTransforms, DecompositionVmap) {
   Fn make_spd = [](const Array& a) {
-    return lax::add(jnp::matmul(a, jnp::swapaxes(a, -1, -2)),
-                    lax::mul(jnp::eye(3, std::nullopt, 0, DType::Float64), Array(3.0)));
+    return jnp::add(jnp::matmul(a, jnp::swapaxes(a, -1, -2)),
+                    jnp::multiply(jnp::eye(3, std::nullopt, 0, DType::Float64), Array(3.0)));
   };
   check_vmap_unary([&](const Array& a) { return lax::cholesky(make_spd(a)); }, {3, 3}, 1100);
   check_vmap_unary([](const Array& a) { return lax::lu(a).lu; }, {3, 3}, 1110);
@@ -354,15 +354,15 @@ TEST(LinalgTransforms, DecompositionVmap) {
   check_vmap_unary([](const Array& a) { return lax::svd(a, false, false).s; }, {4, 3}, 1140);
   // vmap of grad through cholesky and eigh.
   Fn loss = [&](const Array& x) {
-    return lax::add(lax::reduce_sum(lax::cholesky(make_spd(x)), {0, 1}),
+    return jnp::add(lax::reduce_sum(lax::cholesky(make_spd(x)), {0, 1}),
                     lax::reduce_sum(lax::sin(lax::eigh(symmetrize(x)).eigenvalues), {0}));
   };
   check_vmap_unary([&](const Array& x) { return grad(loss)(x); }, {3, 3}, 1150);
   // grad of grad (a Hessian-vector product) of the same loss, against differences.
   Array x = random_array({3, 3}, 1160), v = random_array({3, 3}, 1161);
   const double eps = 1e-6;
-  Array fd = lax::div(lax::sub(grad(loss)(lax::add(x, lax::mul(v, Array(eps)))),
-                               grad(loss)(lax::sub(x, lax::mul(v, Array(eps))))),
+  Array fd = jnp::divide(jnp::subtract(grad(loss)(jnp::add(x, jnp::multiply(v, Array(eps)))),
+                               grad(loss)(jnp::subtract(x, jnp::multiply(v, Array(eps))))),
                       Array(2 * eps));
   EXPECT_ALLCLOSE(jvp(grad(loss), x, v).second, fd, 1e-5, 1e-5);
 }

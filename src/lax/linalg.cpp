@@ -502,11 +502,12 @@ Params same_params(const Params& p, std::span<const Aval>) { return p; }
 // dA symmetrized first (as JAX).
 JvpResult cholesky_jvp(std::span<const Array> primals, std::span<const Array> tangents, const Params&) {
   Array l = bind_one(cholesky_p, primals[0])[0];
-  Array sym = mul(add(tangents[0], mH(tangents[0])), scalar_like(l, 0.5));
+  Array sym = mul(add(tangents[0], mH(tangents[0])), full_like(tangents[0], 0.5));
   Array tmp = tri_solve(l, sym, tri_params(false, true, true, true, false));  // sym L^-H
   Array inner = tri_solve(l, tmp, tri_params(true, true, false, false, false));  // L^-1 sym L^-H
   const int64_t n = cols_of(l);
-  Array half_diag = mul(eye_like(l, n, n, l.dtype()), scalar_like(l, 0.5));
+  Array eye = eye_like(l, n, n, l.dtype());
+  Array half_diag = mul(eye, full_like(eye, 0.5));
   Array phi = mul(tril(inner), sub(full_like(l, 1), half_diag));
   return {{l}, {mm(l, phi)}};
 }
@@ -600,7 +601,7 @@ JvpResult svd_jvp(std::span<const Array> primals, std::span<const Array> tangent
   Array s_zeros = convert_element_type(eq(s, full_like(s, 0)), s.dtype());
   Array s_inv = sub(div(full_like(s, 1), add(s, s_zeros)), s_zeros);
   Array s_inv_mat = to_dtype(mul(as_rows(s_inv, k), eye_s), dt);
-  Array du_dv_diag = mul(mul(sub(ds_mat, mH(ds_mat)), scalar_like(ds_mat, 0.5)), s_inv_mat);
+  Array du_dv_diag = mul(mul(sub(ds_mat, mH(ds_mat)), full_like(ds_mat, 0.5)), s_inv_mat);
   Array du = mm(u, add(mul(f, add(dss, mH(dss))), du_dv_diag));
   Array dv = mm(v, mul(f, add(sds, mH(sds))));
   if (m > n) {
