@@ -91,26 +91,64 @@ using traced_args_t = std::tuple<tree::array_tree_t<std::decay_t<A>>...>;
 template <class F, class ArgsTuple>
 using result_t = tree::array_tree_t<std::decay_t<decltype(std::apply(std::declval<const F&>(), std::declval<ArgsTuple>()))>>;
 
-// Calls f on the full argument tuple `all` with the leaves `xs` substituted for the
-// arguments at positions I... (whose joint structure is `def`); flattens the result
-// into `out`, recording its structure in `out_def`.
-template <size_t... I, class F, class All>
-std::vector<Array> call_with_leaves(const F& f, const All& all, const tree::TreeDef& def, std::span<const Array> xs,
-                                    tree::TreeDef* out_def) {
-  using Sel = std::tuple<std::tuple_element_t<I, All>...>;
-  Sel sel = tree::unflatten<Sel>(def, xs);
-  All args = all;
-  [&]<size_t... K>(std::index_sequence<K...>) {
-    ((std::get<I>(args) = std::get<K>(sel)), ...);
-  }(std::index_sequence_for<std::integral_constant<size_t, I>...>{});
-  auto r = to_array_tree(std::apply(f, args));
-  auto [leaves, rdef] = tree::flatten(r);
-  if (out_def) *out_def = rdef;
-  return leaves;
-}
+// f applied to a tuple of pytree arguments, seen as a flat function of the leaves of
+// the arguments at positions I... (the others stay fixed): what every transformation
+// hands to its flat core. Records the structure of f's result for rebuilding it.
+template <class F, class Args, size_t... I>
+class FlatCall {
+ public:
+  using Selected = std::tuple<std::tuple_element_t<I, Args>...>;
+  using Result = result_t<F, Args>;
 
-template <size_t... I>
-struct IndexList {};
+  FlatCall(const F& f, Args args) : f_(f), args_(std::move(args)) {
+    auto [leaves, def] = tree::flatten(Selected(std::get<I>(args_)...));
+    leaves_ = std::move(leaves);
+    in_def_ = std::move(def);
+  }
+  // The leaves of the selected arguments, and their joint structure.
+  const std::vector<Array>& leaves() const { return leaves_; }
+  const tree::TreeDef& in_def() const { return in_def_; }
+  const Args& args() const { return args_; }
+
+  // The flat function; valid while this object lives.
+  FlatFn fn() {
+    return [this](std::span<const Array> xs) {
+      Selected sel = tree::unflatten<Selected>(in_def_, xs);
+      Args all = args_;
+      [&]<size_t... K>(std::index_sequence<K...>) {
+        ((std::get<I>(all) = std::get<K>(sel)), ...);
+      }(std::index_sequence_for<std::integral_constant<size_t, I>...>{});
+      auto [out, def] = tree::flatten(to_array_tree(std::apply(f_, all)));
+      out_def_ = std::move(def);
+      return out;
+    };
+  }
+  // f's result rebuilt from flat outputs (after fn() has run).
+  template <class T = Result>
+  T result(std::span<const Array> outs) const {
+    return tree::unflatten<T>(out_def_, outs);
+  }
+  const tree::TreeDef& out_def() const { return out_def_; }
+  // Selected-argument values rebuilt from leaves (gradients, cotangents).
+  Selected selected(std::span<const Array> xs) const { return tree::unflatten<Selected>(in_def_, xs); }
+
+ private:
+  const F& f_;
+  Args args_;
+  std::vector<Array> leaves_;
+  tree::TreeDef in_def_, out_def_;
+};
+
+template <class F, class Args, class Seq>
+struct FlatCallOverAll;
+template <class F, class Args, size_t... I>
+struct FlatCallOverAll<F, Args, std::index_sequence<I...>> {
+  using type = FlatCall<F, Args, I...>;
+};
+// A FlatCall over every argument.
+template <class F, class... A>
+using FlatCallAll =
+    typename FlatCallOverAll<F, traced_args_t<A...>, std::index_sequence_for<A...>>::type;
 
 }  // namespace detail
 
@@ -133,20 +171,14 @@ template <class F, class... P, class... T>
 auto jvp(const F& f, const std::tuple<P...>& primals, const std::tuple<T...>& tangents) {
   static_assert(sizeof...(P) == sizeof...(T), "jx::jvp: primals and tangents need the same number of arguments");
   using Args = detail::traced_args_t<P...>;
-  using R = detail::result_t<F, Args>;
-  Args args = std::apply([](const auto&... a) { return Args(detail::to_array_tree(a)...); }, primals);
-  auto [xs, def] = tree::flatten(args);
+  detail::FlatCallAll<F, P...> call(f, std::apply([](const auto&... a) { return Args(detail::to_array_tree(a)...); },
+                                                   primals));
   auto [ts, tdef] = tree::flatten(tangents);
-  if (!(def == tdef))
-    detail::fail("jvp", "tangents have structure ", tdef.str(), " but primals have ", def.str());
-  tree::TreeDef out_def;
-  detail::FlatFn flat = [&](std::span<const Array> leaves) {
-    return [&]<size_t... I>(std::index_sequence<I...>) {
-      return detail::call_with_leaves<I...>(f, args, def, leaves, &out_def);
-    }(std::index_sequence_for<P...>{});
-  };
-  auto [outs, touts] = detail::jvp_flat(flat, xs, ts, "jvp");
-  return std::pair<R, R>(tree::unflatten<R>(out_def, outs), tree::unflatten<R>(out_def, touts));
+  if (!(call.in_def() == tdef))
+    detail::fail("jvp", "tangents have structure ", tdef.str(), " but primals have ", call.in_def().str());
+  auto [outs, touts] = detail::jvp_flat(call.fn(), call.leaves(), ts, "jvp");
+  using R = typename decltype(call)::Result;
+  return std::pair<R, R>(call.result(outs), call.result(touts));
 }
 // Single-argument convenience: jvp(f, x, t).
 template <class F>
@@ -177,18 +209,11 @@ class LinearizedFunction {
 template <class F, class... A>
 auto linearize(const F& f, const A&... primals) {
   using Args = detail::traced_args_t<A...>;
-  using R = detail::result_t<F, Args>;
-  Args args(detail::to_array_tree(primals)...);
-  auto [xs, def] = tree::flatten(args);
-  tree::TreeDef out_def;
-  detail::FlatFn flat = [&](std::span<const Array> leaves) {
-    return [&]<size_t... I>(std::index_sequence<I...>) {
-      return detail::call_with_leaves<I...>(f, args, def, leaves, &out_def);
-    }(std::index_sequence_for<A...>{});
-  };
-  detail::Linearized lin = detail::linearize_flat(flat, xs, "linearize");
-  return std::pair<R, LinearizedFunction<Args, R>>(tree::unflatten<R>(out_def, lin.primals_out),
-                                                   LinearizedFunction<Args, R>(lin.linear, def, out_def));
+  detail::FlatCallAll<F, A...> call(f, Args(detail::to_array_tree(primals)...));
+  detail::Linearized lin = detail::linearize_flat(call.fn(), call.leaves(), "linearize");
+  using R = typename decltype(call)::Result;
+  return std::pair<R, LinearizedFunction<Args, R>>(call.result(lin.primals_out),
+                                                   LinearizedFunction<Args, R>(lin.linear, call.in_def(), call.out_def()));
 }
 
 // The pullback returned by vjp: cotangent shaped like f's output -> a tuple with one
@@ -214,18 +239,11 @@ class VjpFunction {
 template <class F, class... A>
 auto vjp(const F& f, const A&... primals) {
   using Args = detail::traced_args_t<A...>;
-  using R = detail::result_t<F, Args>;
-  Args args(detail::to_array_tree(primals)...);
-  auto [xs, def] = tree::flatten(args);
-  tree::TreeDef out_def;
-  detail::FlatFn flat = [&](std::span<const Array> leaves) {
-    return [&]<size_t... I>(std::index_sequence<I...>) {
-      return detail::call_with_leaves<I...>(f, args, def, leaves, &out_def);
-    }(std::index_sequence_for<A...>{});
-  };
-  detail::Linearized lin = detail::linearize_flat(flat, xs, "vjp");
-  return std::pair<R, VjpFunction<Args, R>>(tree::unflatten<R>(out_def, lin.primals_out),
-                                           VjpFunction<Args, R>(lin.linear, def, out_def));
+  detail::FlatCallAll<F, A...> call(f, Args(detail::to_array_tree(primals)...));
+  detail::Linearized lin = detail::linearize_flat(call.fn(), call.leaves(), "vjp");
+  using R = typename decltype(call)::Result;
+  return std::pair<R, VjpFunction<Args, R>>(call.result(lin.primals_out),
+                                           VjpFunction<Args, R>(lin.linear, call.in_def(), call.out_def()));
 }
 
 // ---- grad / value_and_grad ----
@@ -236,43 +254,23 @@ template <bool Aux, size_t... I, class F, class... A>
 auto value_and_grad_engine(std::string_view name, const F& f, const A&... a) {
   static_assert(sizeof...(I) > 0, "jx::grad: argnums must name at least one argument");
   using Args = traced_args_t<A...>;
-  using Sel = std::tuple<std::tuple_element_t<I, Args>...>;
-  using Raw = std::decay_t<decltype(std::apply(f, std::declval<Args>()))>;
-  Args args(to_array_tree(a)...);
-  Sel sel(std::get<I>(args)...);
-  auto [xs, def] = tree::flatten(sel);
-  check_differentiable(name, xs);
-  tree::TreeDef aux_def;
-  FlatFn flat = [&](std::span<const Array> leaves) {
-    Sel s = tree::unflatten<Sel>(def, leaves);
-    Args all = args;
-    [&]<size_t... K>(std::index_sequence<K...>) {
-      ((std::get<I>(all) = std::get<K>(s)), ...);
-    }(std::index_sequence_for<std::integral_constant<size_t, I>...>{});
-    Raw r = std::apply(f, all);
-    std::vector<Array> out;
-    if constexpr (Aux) {
-      out.push_back(Array(r.first));
-      auto [aux_leaves, adef] = tree::flatten(to_array_tree(r.second));
-      aux_def = adef;
-      out.insert(out.end(), aux_leaves.begin(), aux_leaves.end());
-    } else {
-      out.push_back(Array(r));
-    }
-    return out;
-  };
-  Linearized lin = linearize_flat(flat, xs, name);
+  FlatCall<F, Args, I...> call(f, Args(to_array_tree(a)...));
+  check_differentiable(name, call.leaves());
+  // With aux, f returns (value, aux): its flat outputs are the value, then aux's leaves.
+  Linearized lin = linearize_flat(call.fn(), call.leaves(), name);
+  if (!Aux && lin.primals_out.size() != 1)
+    fail(name, "requires a function returning one scalar array, but it returned ", lin.primals_out.size(),
+         " arrays (with jx::has_aux, return std::pair(value, aux))");
   check_scalar_output(name, lin.primals_out[0]);
   std::vector<Array> cts(lin.primals_out.size());
-  cts[0] = jx::detail::ones_like_scalar(lin.primals_out[0]);
-  Sel grads = tree::unflatten<Sel>(def, transpose_linear(*lin.linear, cts));
+  cts[0] = ones_like_scalar(lin.primals_out[0]);
+  auto grads = call.selected(transpose_linear(*lin.linear, cts));
   auto g = [&] {
     if constexpr (sizeof...(I) == 1) return std::get<0>(std::move(grads));
     else return grads;
   }();
   if constexpr (Aux) {
-    using AuxT = tree::array_tree_t<std::decay_t<decltype(std::declval<Raw>().second)>>;
-    AuxT aux = tree::unflatten<AuxT>(aux_def, std::span<const Array>(lin.primals_out).subspan(1));
+    auto aux = call.result(lin.primals_out).second;
     return std::make_tuple(lin.primals_out[0], std::move(aux), std::move(g));
   } else {
     return std::make_tuple(lin.primals_out[0], std::monostate{}, std::move(g));
@@ -339,7 +337,6 @@ template <class F>
 auto vmap(F f, VmapOptions options = {}) {
   return [f = std::move(f), options = std::move(options)]<class... A>(const A&... a) {
     using Args = detail::traced_args_t<A...>;
-    using R = detail::result_t<F, Args>;
     Args args(detail::to_array_tree(a)...);
     // One in_axis per leaf, from the per-argument spec.
     std::vector<std::optional<int64_t>> in_dims;
@@ -362,16 +359,10 @@ auto vmap(F f, VmapOptions options = {}) {
            }()),
        ...);
     }, args);
-    auto [unused, def] = tree::flatten(args);
-    tree::TreeDef out_def;
-    detail::FlatFn flat = [&](std::span<const Array> leaves) {
-      return [&]<size_t... I>(std::index_sequence<I...>) {
-        return detail::call_with_leaves<I...>(f, args, def, leaves, &out_def);
-      }(std::index_sequence_for<A...>{});
-    };
+    detail::FlatCallAll<F, A...> call(f, std::move(args));
     BatchAxis axis{options.axis_size.value_or(0), options.axis_name};
-    std::vector<Array> outs = detail::vmap_flat(flat, xs, in_dims, options.out_axes, axis);
-    return tree::unflatten<R>(out_def, outs);
+    std::vector<Array> outs = detail::vmap_flat(call.fn(), xs, in_dims, options.out_axes, axis);
+    return call.result(outs);
   };
 }
 
@@ -385,20 +376,11 @@ auto jacfwd(F f, ArgNums<I> = {}) {
   return [f = std::move(f)]<class... A>(const A&... a) {
     using Args = detail::traced_args_t<A...>;
     static_assert(std::is_same_v<std::tuple_element_t<I, Args>, Array>, "jx::jacfwd differentiates an Array argument");
-    using R = detail::result_t<F, Args>;
-    Args args(detail::to_array_tree(a)...);
-    Array x = std::get<I>(args);
-    detail::check_differentiable("jacfwd", std::span<const Array>(&x, 1));
-    tree::TreeDef out_def;
+    detail::FlatCall<F, Args, I> call(f, Args(detail::to_array_tree(a)...));
+    const Array& x = call.leaves()[0];
+    detail::check_differentiable("jacfwd", call.leaves());
     detail::FlatFn pushforward = [&](std::span<const Array> t) {
-      detail::FlatFn g = [&](std::span<const Array> xs) {
-        Args all = args;
-        std::get<I>(all) = xs[0];
-        auto [leaves, d] = tree::flatten(detail::to_array_tree(std::apply(f, all)));
-        out_def = d;
-        return leaves;
-      };
-      return detail::jvp_flat(g, std::span<const Array>(&x, 1), t, "jacfwd").second;
+      return detail::jvp_flat(call.fn(), call.leaves(), t, "jacfwd").second;
     };
     Array basis = detail::standard_basis(x.aval());
     std::vector<std::optional<int64_t>> zero{0};
@@ -407,7 +389,7 @@ auto jacfwd(F f, ArgNums<I> = {}) {
       Shape out_shape(r.shape().begin() + 1, r.shape().end());
       r = detail::jacobian_from_cols(r, out_shape, x.shape());
     }
-    return tree::unflatten<R>(out_def, rows);
+    return call.result(rows);
   };
 }
 
@@ -417,19 +399,10 @@ auto jacrev(F f, ArgNums<I> = {}) {
   return [f = std::move(f)]<class... A>(const A&... a) {
     using Args = detail::traced_args_t<A...>;
     static_assert(std::is_same_v<std::tuple_element_t<I, Args>, Array>, "jx::jacrev differentiates an Array argument");
-    using R = detail::result_t<F, Args>;
-    Args args(detail::to_array_tree(a)...);
-    Array x = std::get<I>(args);
-    detail::check_differentiable("jacrev", std::span<const Array>(&x, 1));
-    tree::TreeDef out_def;
-    detail::FlatFn g = [&](std::span<const Array> xs) {
-      Args all = args;
-      std::get<I>(all) = xs[0];
-      auto [leaves, d] = tree::flatten(detail::to_array_tree(std::apply(f, all)));
-      out_def = d;
-      return leaves;
-    };
-    detail::Linearized lin = detail::linearize_flat(g, std::span<const Array>(&x, 1), "jacrev");
+    detail::FlatCall<F, Args, I> call(f, Args(detail::to_array_tree(a)...));
+    const Array& x = call.leaves()[0];
+    detail::check_differentiable("jacrev", call.leaves());
+    detail::Linearized lin = detail::linearize_flat(call.fn(), call.leaves(), "jacrev");
     std::vector<Array> jac;
     for (size_t o = 0; o < lin.primals_out.size(); ++o) {
       const Aval& out_aval = lin.primals_out[o].aval();
@@ -443,7 +416,7 @@ auto jacrev(F f, ArgNums<I> = {}) {
       Array rows = detail::vmap_flat(pullback, std::span<const Array>(&basis, 1), zero, zero, {})[0];
       jac.push_back(detail::jacobian_from_rows(rows, out_aval.shape, x.shape()));
     }
-    return tree::unflatten<R>(out_def, jac);
+    return call.result(jac);
   };
 }
 
@@ -468,18 +441,8 @@ auto stop_gradient_tree(const T& x) {
 template <class F>
 auto named_call(F f, std::string name) {
   return [f = std::move(f), name = std::move(name)]<class... A>(const A&... a) {
-    using Args = detail::traced_args_t<A...>;
-    using R = detail::result_t<F, Args>;
-    Args args(detail::to_array_tree(a)...);
-    auto [xs, def] = tree::flatten(args);
-    tree::TreeDef out_def;
-    detail::FlatFn flat = [&](std::span<const Array> leaves) {
-      return [&]<size_t... I>(std::index_sequence<I...>) {
-        return detail::call_with_leaves<I...>(f, args, def, leaves, &out_def);
-      }(std::index_sequence_for<A...>{});
-    };
-    std::vector<Array> outs = detail::named_call_flat(flat, xs, name);
-    return tree::unflatten<R>(out_def, outs);
+    detail::FlatCallAll<F, A...> call(f, detail::traced_args_t<A...>(detail::to_array_tree(a)...));
+    return call.result(detail::named_call_flat(call.fn(), call.leaves(), name));
   };
 }
 
@@ -487,17 +450,10 @@ auto named_call(F f, std::string name) {
 template <class F>
 auto make_jaxpr(F f) {
   return [f = std::move(f)]<class... A>(const A&... a) {
-    using Args = detail::traced_args_t<A...>;
-    Args args(detail::to_array_tree(a)...);
-    auto [xs, def] = tree::flatten(args);
+    detail::FlatCallAll<F, A...> call(f, detail::traced_args_t<A...>(detail::to_array_tree(a)...));
     std::vector<Aval> avals;
-    for (const Array& x : xs) avals.push_back(x.aval());
-    detail::FlatFn flat = [&](std::span<const Array> leaves) {
-      return [&]<size_t... I>(std::index_sequence<I...>) {
-        return detail::call_with_leaves<I...>(f, args, def, leaves, nullptr);
-      }(std::index_sequence_for<A...>{});
-    };
-    return detail::make_jaxpr_flat(flat, avals);
+    for (const Array& x : call.leaves()) avals.push_back(x.aval());
+    return detail::make_jaxpr_flat(call.fn(), avals);
   };
 }
 

@@ -488,9 +488,10 @@ const Primitive div_p("div", {.traits = kElementwise | kLinear,
                               .impl = cpu::binary_impl<Div>("div"),
                               .jvp = ad_rules::binary(
                                   div_p, [](auto&, const Array& y, auto&, const Array& t) { return div(t, y); },
-                                  // d(x/y)/dy = -out / y
-                                  [](auto&, const Array& y, const Array& out, const Array& t) {
-                                    return neg(mul(t, div(out, y)));
+                                  // d(x/y)/dy = -x / y^2, computed in JAX's order so results
+                                  // agree with JAX to the last bit.
+                                  [](const Array& x, const Array& y, auto&, const Array& t) {
+                                    return mul(mul(neg(t), x), integer_pow(y, -2));
                                   }),
                               .transpose =
                                   [](std::span<const Array> cts, std::span<const TransposeOperand> ops, const Params&) {

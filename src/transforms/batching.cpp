@@ -4,6 +4,7 @@
 #include "jx/error.h"
 #include "jx/lax.h"
 #include "jx/transforms.h"
+#include "lax/batch_rules.h"
 #include "transforms/staging.h"
 
 namespace jx::detail {
@@ -63,17 +64,6 @@ std::vector<Array> BatchTrace::process(const Primitive& p, std::span<const Array
   return out;
 }
 
-namespace {
-// Moves axis `from` of x to position `to`.
-Array move_axis(const Array& x, int64_t from, int64_t to) {
-  if (from == to) return x;
-  std::vector<int64_t> perm;
-  for (int64_t i = 0; i < x.ndim(); ++i)
-    if (i != from) perm.push_back(i);
-  perm.insert(perm.begin() + to, from);
-  return lax::transpose(x, perm);
-}
-}  // namespace
 
 std::vector<Array> vmap_flat(const FlatFn& fn, std::span<const Array> args,
                              std::span<const std::optional<int64_t>> in_dims,
@@ -130,7 +120,7 @@ std::vector<Array> vmap_flat(const FlatFn& fn, std::span<const Array> args,
       for (int64_t k = 0; k < v.ndim(); ++k) bdims.push_back(k < want ? k : k + 1);
       result.push_back(lax::broadcast_in_dim(v, shape, bdims));
     } else {
-      result.push_back(move_axis(v, d, want));
+      result.push_back(lax::batch_rules::move_axis(v, d, want));
     }
   }
   return result;
