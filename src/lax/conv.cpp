@@ -297,6 +297,12 @@ Array reshape_axis_out_of(int64_t src, int64_t size1, const Array& x) {
 
 int64_t dilate(int64_t size, int64_t d) { return size == 0 ? 0 : 1 + d * (size - 1); }
 
+// Per spatial dim, the dilated extents of the input, the kernel and the cotangent (the
+// output dilated by the window strides): what both transposes compute padding from.
+struct DilatedExtents {
+  int64_t lhs, rhs, out;
+};
+
 std::vector<int64_t> spatial_of(const Shape& shape, const std::vector<int64_t>& spec) {
   std::vector<int64_t> out;
   for (size_t i = 2; i < spec.size(); ++i) out.push_back(shape[spec[i]]);
@@ -315,6 +321,15 @@ JvpResult conv_jvp(std::span<const Array> primals, std::span<const Array> tangen
   return {{out}, {t}};
 }
 
+std::vector<DilatedExtents> dilated_extents(const ConvGeometry& g, const Shape& ct_shape) {
+  const auto out_spatial = spatial_of(ct_shape, g.out_spec);
+  std::vector<DilatedExtents> out;
+  for (int64_t i = 0; i < g.num_spatial(); ++i)
+    out.push_back({dilate(g.in_spatial[i], g.lhs_dilation[i]), dilate(g.kernel_spatial[i], g.rhs_dilation[i]),
+                   dilate(out_spatial[i], g.strides[i])});
+  return out;
+}
+
 // Cotangent of lhs (JAX's _conv_general_dilated_transpose_lhs): a convolution of ct with
 // the spatially reversed kernel, its feature dims swapped, strided by lhs_dilation and
 // dilated by window_strides, padded so the result has lhs's spatial sizes.
@@ -331,13 +346,10 @@ Array conv_transpose_lhs(const Array& ct, const Aval& lhs, const Array& rhs_in, 
     rhs = reshape_axis_into(g.rhs_spec[0], g.rhs_spec[1], rhs);
     feature_groups = groups;
   }
-  const int64_t ns = g.num_spatial();
-  const auto out_spatial = spatial_of(ct.shape(), g.out_spec);
   std::vector<std::pair<int64_t, int64_t>> padding;
-  for (int64_t i = 0; i < ns; ++i) {
-    const int64_t lhs_d = dilate(g.in_spatial[i], g.lhs_dilation[i]);
-    const int64_t rhs_d = dilate(g.kernel_spatial[i], g.rhs_dilation[i]);
-    const int64_t out_d = dilate(out_spatial[i], g.strides[i]);
+  const auto extents = dilated_extents(g, ct.shape());
+  for (size_t i = 0; i < extents.size(); ++i) {
+    const auto [lhs_d, rhs_d, out_d] = extents[i];
     const int64_t before = rhs_d - g.pad_lo[i] - 1;
     padding.push_back({before, lhs_d + rhs_d - 1 - out_d - before});
   }
@@ -360,13 +372,10 @@ Array conv_transpose_rhs(const Array& ct, const Array& lhs, const Aval& rhs, con
     batch_groups = feature_groups;
     feature_groups = 1;
   }
-  const int64_t ns = g.num_spatial();
-  const auto out_spatial = spatial_of(ct.shape(), g.out_spec);
   std::vector<std::pair<int64_t, int64_t>> padding;
-  for (int64_t i = 0; i < ns; ++i) {
-    const int64_t lhs_d = dilate(g.in_spatial[i], g.lhs_dilation[i]);
-    const int64_t rhs_d = dilate(g.kernel_spatial[i], g.rhs_dilation[i]);
-    const int64_t out_d = dilate(out_spatial[i], g.strides[i]);
+  const auto extents = dilated_extents(g, ct.shape());
+  for (size_t i = 0; i < extents.size(); ++i) {
+    const auto [lhs_d, rhs_d, out_d] = extents[i];
     const int64_t lo = g.pad_lo[i];
     padding.push_back({lo, (out_d - lhs_d) + (rhs_d - lo - 1)});
   }
