@@ -167,7 +167,7 @@ ScanState inclusive_scan(ScanState state, const std::vector<Array>& identities, 
   return state;
 }
 
-Array scalar_like(const Array& x, double v) { return jx::detail::scalar_of(x.dtype(), v); }
+using ad::scalar_like;
 
 extern const Primitive cumsum_p, cumprod_p, cummax_p, cummin_p;
 

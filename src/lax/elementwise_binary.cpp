@@ -375,12 +375,7 @@ constexpr uint32_t kFlat = kElementwise | kNotDifferentiable;
 
 // ---- derivative helpers (lax calls only, so the rules compose) ----
 
-// A constant of x's dtype and shape (a stride-0 broadcast of one scalar).
-Array full_like(const Array& x, double v) {
-  Array s = detail::scalar_of(x.dtype(), v);
-  if (x.ndim() == 0) return s;
-  return broadcast_in_dim(s, x.shape(), {});
-}
+using ad::full_like;
 // JAX's _replace_zero: x with its zeros replaced by ones (keeps log and pow finite where
 // the derivative is then masked to zero).
 Array replace_zero(const Array& x) { return select_n(eq(x, full_like(x, 0.0)), {x, full_like(x, 1.0)}); }

@@ -234,12 +234,7 @@ constexpr uint32_t kFlat = kElementwise | kNotDifferentiable;
 
 // ---- derivative helpers (lax calls only, so the rules compose) ----
 
-// A constant of x's dtype and shape (a stride-0 broadcast of one scalar).
-Array full_like(const Array& x, double v) {
-  Array s = detail::scalar_of(x.dtype(), v);
-  if (x.ndim() == 0) return s;
-  return broadcast_in_dim(s, x.shape(), {});
-}
+using ad::full_like;
 Array square(const Array& x) { return mul(x, x); }
 // erf'(x) = 2/sqrt(pi) exp(-x^2).
 constexpr double kTwoOverSqrtPi = 2 * std::numbers::inv_sqrtpi;

@@ -581,7 +581,7 @@ Array scalar_of(DType dtype, double value) {
   return convert_element_type(Array(value), dtype);
 }
 // `value` at every element of x's shape and dtype (lax ops do not broadcast).
-Array full_like(const Array& x, double value) { return broadcast_in_dim(scalar_of(x.dtype(), value), x.shape(), {}); }
+using ad::full_like;
 
 // The scatter that puts back what a gather took.
 ScatterDimensionNumbers scatter_dnums_for(const GatherSpec& g) {

@@ -387,8 +387,8 @@ Array mm(const Array& a, const Array& b) {
   return dot_general(a, b, DotDimensionNumbers{{nb + 1}, {nb}, batch, batch});
 }
 
-Array scalar_like(const Array& x, double v) { return detail::scalar_of(x.dtype(), v); }
-Array full_like(const Array& x, double v) { return broadcast_in_dim(scalar_like(x, v), x.shape(), {}); }
+using ad::full_like;
+using ad::scalar_like;
 
 // Bool mask over x's last two dims: col - row <= k (lower) or col - row >= k (upper).
 Array band_mask(const Array& x, int64_t k, bool lower) {

@@ -437,7 +437,7 @@ Array broadcast_result_back(const Array& y, const Array& x, const std::vector<in
   return broadcast_back(y, x.aval(), axes);
 }
 
-Array scalar_like(const Array& x, double v) { return jx::detail::scalar_of(x.dtype(), v); }
+using ad::scalar_like;
 
 // d prod(x) along `axes` = sum_i t_i * prod_{j != i} x_j. The products of the other
 // elements are formed without dividing by x_i (so zeros in x are handled exactly): the

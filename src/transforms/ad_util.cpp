@@ -14,6 +14,14 @@ Array zeros(const Aval& aval) {
 
 Array zeros_like(const Array& x) { return zeros(x.aval()); }
 
+Array scalar_like(const Array& x, double v) { return detail::scalar_of(x.dtype(), v); }
+
+Array full_like(const Array& x, double v) {
+  Array s = scalar_like(x, v);
+  if (x.ndim() == 0) return s;
+  return lax::broadcast_in_dim(s, x.shape(), {});
+}
+
 Array instantiate(const Array& t, const Aval& aval) { return t.valid() ? t : zeros(aval); }
 
 Array add_tangents(const Array& a, const Array& b) {
