@@ -9,6 +9,7 @@ packages=(
   zlib1g-dev                                            # .npz archives
   libgtest-dev                                          # the test suite
   python3 python3-venv                                  # fixture and benchmark scripts
+  llvm-19-dev                                           # jit: native code through LLVM ORC
 )
 
 missing=()

@@ -12,5 +12,6 @@
 #include "jx/primitive.h"
 #include "jx/random.h"
 #include "jx/jaxpr.h"
+#include "jx/jit.h"
 #include "jx/transforms.h"
 #include "jx/tree.h"

@@ -73,6 +73,16 @@ Array alloc_array(const Aval& aval) {
   return Array(std::move(impl));
 }
 
+Array adopt_storage(std::shared_ptr<Storage> storage, const Aval& aval) {
+  if (!storage || storage->nbytes < static_cast<size_t>(aval.size() * itemsize(aval.dtype)))
+    fail("adopt_storage", "storage too small for ", aval.str());
+  auto impl = std::make_shared<ArrayImpl>();
+  impl->aval = aval;
+  impl->storage = std::move(storage);
+  impl->strides = contiguous_strides(aval.shape);
+  return Array(std::move(impl));
+}
+
 Array make_view(const Array& base, const Aval& aval, std::vector<int64_t> strides, int64_t offset) {
   auto impl = std::make_shared<ArrayImpl>();
   impl->aval = aval;

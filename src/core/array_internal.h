@@ -11,6 +11,9 @@ namespace jx::detail {
 
 // A fresh, contiguous, uninitialized array (64-byte aligned).
 Array alloc_array(const Aval& aval);
+// A fresh contiguous array over `storage` (at least aval's size in bytes), for buffers
+// the jit runtime recycles.
+Array adopt_storage(std::shared_ptr<Storage> storage, const Aval& aval);
 // A view sharing `base`'s storage with its own shape, element strides and offset.
 Array make_view(const Array& base, const Aval& aval, std::vector<int64_t> strides, int64_t offset);
 // Same data with the weak_type flag replaced (no copy).

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/array_internal.h"
+#include "core/eager_hook.h"
 #include "jx/jaxpr.h"
 
 namespace jx {
@@ -172,8 +173,23 @@ int trace_stack_depth() { return t_current_trace ? t_current_trace->level() : 0;
 
 }  // namespace detail
 
+namespace detail {
+namespace {
+EagerHook g_eager_hook = nullptr;
+thread_local bool t_in_eager_hook = false;
+}  // namespace
+void set_eager_hook(EagerHook hook) { g_eager_hook = hook; }
+}  // namespace detail
+
 std::vector<Array> bind(const Primitive& p, std::span<const Array> in, const Params& params) {
   if (detail::Trace* t = detail::t_current_trace) return t->process(p, in, params);
+  if (detail::g_eager_hook && !detail::t_in_eager_hook) {
+    detail::t_in_eager_hook = true;
+    struct Reset {
+      ~Reset() { detail::t_in_eager_hook = false; }
+    } reset;
+    return detail::g_eager_hook(p, in, params);
+  }
   return p.eval(in, params);
 }
 

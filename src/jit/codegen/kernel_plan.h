@@ -1,0 +1,78 @@
+// The analysis half of loop codegen (no LLVM): what a fused "loop" or "reduction"
+// kernel computes at one point of its iteration space, with every read expressed as an
+// affine address, so the emitter (loop_emitter.cpp) only decides how to loop.
+//
+// Every value the roots reach is a node evaluated at an iteration point i = (i_0, ...):
+//   load     input[offset + sum_d coef_d * i_d]   (index ops folded into the address)
+//   iota     convert(offset + sum_d coef_d * i_d)
+//   literal  a constant
+//   op       an elementwise equation of other nodes (scalar_ops.h emits it)
+// Index ops (broadcast_in_dim, transpose, slice, rev, squeeze, expand_dims, reshape of an
+// input, a splitting reshape) are read through, never materialized. A value reached
+// through two different index maps becomes two nodes (recomputed), which is what makes
+// "broadcast after sin" cost a sin per output element, as XLA's elemental emitter does.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "jx/jaxpr.h"
+
+namespace jx::compiler::codegen {
+
+// offset + sum_d coef[d] * i_d over the plan's iteration dims.
+struct Affine {
+  int64_t offset = 0;
+  std::vector<int64_t> coef;
+  bool operator==(const Affine&) const = default;
+};
+
+struct PlanNode {
+  enum class Kind { Load, Iota, Literal, Op };
+  Kind kind = Kind::Op;
+  DType dtype = DType::Float32;
+  int input = -1;                 // Load: index of the kernel input
+  Affine index;                   // Load: element offset into the input; Iota: the index value
+  Array literal;                  // Literal: a 0-d array of `dtype`
+  const Equation* eqn = nullptr;  // Op: the equation (lives in the fused Jaxpr)
+  std::vector<int> operands;      // Op: node ids, all smaller than this node's
+};
+
+struct PlanOutput {
+  int node = -1;                      // the value stored (reductions: the reduced operand)
+  DType dtype = DType::Float32;
+  const Primitive* reduce = nullptr;  // reduction kind: reduce_sum, ...
+  Affine index;                       // element offset into the output (0 coefs on reduced dims)
+};
+
+struct KernelPlan {
+  enum class Kind { Loop, Reduction };
+  Kind kind = Kind::Loop;
+  // Iteration space after dropping size-1 dims and collapsing dims whose strides compose.
+  // Reductions: dims[0, num_kept) are kept (output) dims, the rest reduced.
+  std::vector<int64_t> dims;
+  int num_kept = 0;
+  std::vector<DType> input_dtypes;
+  std::vector<PlanNode> nodes;  // topological order
+  std::vector<PlanOutput> outputs;
+
+  int ndim() const { return static_cast<int>(dims.size()); }
+  int num_reduced() const { return ndim() - num_kept; }
+  // A canonical text naming everything codegen depends on (disk-cache key, dumps).
+  std::string str() const;
+};
+
+// Builds the plan of a fused sub-program of kind "loop" or "reduction". Raises
+// jx::Error("[jit] ...") naming the equation it cannot compile.
+KernelPlan plan_kernel(const Jaxpr& fused, std::string_view kind);
+
+// True for the primitives the plan reads through as index maps (by name).
+bool is_index_op(const Primitive& p);
+
+// Relative cost of one element of a primitive in a loop (transcendentals cost more), for
+// the threading grain.
+int op_cost(const Primitive& p);
+
+}  // namespace jx::compiler::codegen

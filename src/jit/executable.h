@@ -1,0 +1,38 @@
+// A compiled program: the optimized jaxpr turned into a list of steps over planned
+// buffers. A step is a native kernel (one per fusion equation, src/jit/codegen/) or a
+// runtime call of a primitive's eager implementation (BLAS, LAPACK, sort, gather...),
+// so every primitive runs under jit. Intermediates a later step no longer reads are
+// released as soon as their last reader ran, and kernel outputs reuse planned buffers.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "jx/jaxpr.h"
+
+namespace jx::compiler {
+
+struct CompileOptions {
+  std::string name = "jit";  // kernel symbols, dumps
+  bool optimize = true;      // run the pass pipeline
+  bool disk_cache = true;    // kernels' object code in the on-disk cache
+};
+
+class Executable {
+ public:
+  virtual ~Executable() = default;
+  // args: one concrete array per input of the program (its constants are held inside).
+  virtual std::vector<Array> run(std::span<const Array> args) const = 0;
+  // The optimized program as text.
+  virtual const std::string& text() const = 0;
+  virtual const std::vector<Aval>& in_avals() const = 0;
+  // Native kernels this program runs (tests check fusion decisions through it).
+  virtual int num_kernels() const = 0;
+};
+
+// Optimizes, fuses and compiles a traced program.
+std::shared_ptr<const Executable> compile_program(const ClosedJaxpr& program, const CompileOptions& options);
+
+}  // namespace jx::compiler

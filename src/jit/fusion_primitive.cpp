@@ -1,0 +1,75 @@
+#include "jit/fusion_primitive.h"
+
+#include "jx/error.h"
+#include "jx/transforms.h"
+#include "lax/rules.h"
+
+namespace jx::compiler {
+namespace {
+
+const Jaxpr& body(const Params& params) {
+  const JaxprRef& j = params.get_jaxpr("jaxpr");
+  if (!j) detail::fail("fusion", "has a null sub-program");
+  return j->jaxpr;
+}
+
+std::vector<Aval> fusion_rule(std::span<const Aval> in, const Params& params) {
+  const Jaxpr& j = body(params);
+  if (!j.constvars.empty()) detail::fail("fusion", "sub-program must have no constvars");
+  std::vector<Aval> want = j.in_avals();
+  if (want.size() != in.size())
+    detail::fail("fusion", params.get_string("name"), " takes ", want.size(), " operands, got ", in.size(), " (",
+                 lax::rules::avals_str(in), ")");
+  for (size_t i = 0; i < in.size(); ++i)
+    if (want[i].shape != in[i].shape || want[i].dtype != in[i].dtype)
+      detail::fail("fusion", "operand ", i, " of ", params.get_string("name"), " is ", in[i].str(),
+                   " but the sub-program expects ", want[i].str());
+  const std::string& kind = params.get_string("kind");
+  if (kind != "loop" && kind != "reduction" && kind != "dot")
+    detail::fail("fusion", "kind must be loop, reduction or dot, got '", kind, "'");
+  return j.out_avals();
+}
+
+detail::FlatFn body_fn(const Params& params) {
+  JaxprRef j = params.get_jaxpr("jaxpr");
+  return [j](std::span<const Array> xs) { return eval_jaxpr(j->jaxpr, {}, xs); };
+}
+
+// Fusions exist only after optimization, but as ordinary primitives they still
+// transform: their rules are the transformations applied to the body.
+const Primitive fusion_p(
+    "fusion",
+    {.traits = 0,
+     .num_outputs = -1,
+     .abstract_eval = fusion_rule,
+     .impl = [](std::span<const Array> in, const Params& params,
+                std::span<const Aval>) { return eval_jaxpr(body(params), {}, in); },
+     .jvp =
+         [](std::span<const Array> primals, std::span<const Array> tangents, const Params& params) {
+           auto [p, t] = detail::jvp_flat(body_fn(params), primals, tangents, "jvp");
+           return JvpResult{std::move(p), std::move(t)};
+         },
+     .batch =
+         [](std::span<const Array> args, std::span<const int64_t> dims, const Params& params, const BatchAxis& axis) {
+           std::vector<std::optional<int64_t>> in;
+           for (int64_t d : dims) in.push_back(d == kNotMapped ? std::nullopt : std::optional<int64_t>(d));
+           std::vector<std::optional<int64_t>> out{0};
+           std::vector<Array> outs = detail::vmap_flat(body_fn(params), args, in, out, axis);
+           return BatchResult{outs, std::vector<int64_t>(outs.size(), 0)};
+         }});
+
+}  // namespace
+
+const Primitive& fusion_primitive() { return fusion_p; }
+
+Equation make_fusion(std::shared_ptr<const ClosedJaxpr> body, std::vector<Atom> inputs, std::vector<Var> outputs,
+                     std::string kind, std::string name) {
+  Equation e;
+  e.primitive = &fusion_p;
+  e.inputs = std::move(inputs);
+  e.outputs = std::move(outputs);
+  e.params = Params{{"jaxpr", JaxprRef(std::move(body))}, {"kind", std::move(kind)}, {"name", std::move(name)}};
+  return e;
+}
+
+}  // namespace jx::compiler

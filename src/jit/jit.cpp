@@ -1,0 +1,393 @@
+// jx::jit's runtime side: the per-function compile cache keyed on the call signature,
+// compile logging, and the `jit` primitive that a jitted call becomes under another
+// transformation (or inside another jit), whose rules are the transformations of its
+// body.
+#include "jx/jit.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <list>
+#include <mutex>
+#include <unordered_map>
+
+#include "core/array_internal.h"
+#include "core/eager_hook.h"
+#include "jit/executable.h"
+#include "jx/error.h"
+#include "lax/rules.h"
+#include "transforms/staging.h"
+
+namespace jx {
+namespace detail {
+
+struct JitEntry {
+  std::string name;
+  JitOptions options;
+  std::vector<Aval> in_avals;
+  tree::TreeDef out_def;
+  // The staged program, and the same with its constants lifted to leading inputs (the
+  // `jit` equation's body: sub-programs hold no constvars).
+  std::shared_ptr<const ClosedJaxpr> traced;
+  JaxprRef body;
+  // Compiled on first native run.
+  mutable std::mutex mu;
+  mutable std::shared_ptr<const compiler::Executable> exe;
+};
+
+namespace {
+
+bool log_compiles() {
+  static const bool on = [] {
+    const char* v = std::getenv("JX_LOG_COMPILES");
+    return v && *v && std::string_view(v) != "0";
+  }();
+  return on;
+}
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::string avals_list(std::span<const Aval> avals) {
+  std::string s = "(";
+  for (size_t i = 0; i < avals.size(); ++i) s += (i ? ", " : "") + avals[i].str();
+  return s + ")";
+}
+
+compiler::CompileOptions compile_options(const JitOptions& o) {
+  return compiler::CompileOptions{.name = o.name, .optimize = o.optimize, .disk_cache = o.disk_cache};
+}
+
+const compiler::Executable& executable(const JitEntry& e) {
+  std::lock_guard lock(e.mu);
+  if (!e.exe) {
+    auto t0 = std::chrono::steady_clock::now();
+    // The body takes the constants as leading inputs; the executable holds them.
+    e.exe = compiler::compile_program(*e.traced, compile_options(e.options));
+    if (log_compiles())
+      std::fprintf(stderr, "jx: compiled '%s' for %s in %.2f ms (%d native kernels)\n", e.name.c_str(),
+                   avals_list(e.in_avals).c_str(), ms_since(t0), e.exe->num_kernels());
+  }
+  return *e.exe;
+}
+
+// Process-wide executables of `jit` equations evaluated eagerly (a jit equation that
+// reaches eager evaluation through eval_jaxpr or a transformation's rule), keyed on
+// their body's identity.
+struct BodyCache {
+  std::mutex mu;
+  std::unordered_map<const ClosedJaxpr*, std::pair<std::weak_ptr<const ClosedJaxpr>,
+                                                   std::shared_ptr<const compiler::Executable>>>
+      map;
+};
+BodyCache& body_cache() {
+  static BodyCache* c = new BodyCache;  // outlives static destructors of callers
+  return *c;
+}
+
+std::shared_ptr<const compiler::Executable> body_executable(const JaxprRef& body, const std::string& name) {
+  BodyCache& c = body_cache();
+  std::lock_guard lock(c.mu);
+  auto it = c.map.find(body.get());
+  if (it != c.map.end() && it->second.first.lock() == body) return it->second.second;
+  // Drop entries whose program is gone before adding one.
+  for (auto i = c.map.begin(); i != c.map.end();) i = i->second.first.expired() ? c.map.erase(i) : std::next(i);
+  auto exe = compiler::compile_program(*body, compiler::CompileOptions{.name = name});
+  c.map[body.get()] = {body, exe};
+  return exe;
+}
+
+const JaxprRef& jit_body(const Params& params) {
+  const JaxprRef& j = params.get_jaxpr("jaxpr");
+  if (!j) fail("jit", "has a null sub-program");
+  return j;
+}
+
+std::vector<Aval> jit_rule(std::span<const Aval> in, const Params& params) {
+  const Jaxpr& j = jit_body(params)->jaxpr;
+  if (!j.constvars.empty()) fail("jit", "sub-program must have no constvars (constants are leading operands)");
+  std::vector<Aval> want = j.in_avals();
+  const std::string& name = params.get_string("name");
+  if (want.size() != in.size())
+    fail("jit", "'", name, "' takes ", want.size(), " operands, got ", in.size(), " (", lax::rules::avals_str(in),
+         ")");
+  for (size_t i = 0; i < in.size(); ++i)
+    if (want[i].shape != in[i].shape || want[i].dtype != in[i].dtype)
+      fail("jit", "operand ", i, " of '", name, "' is ", in[i].str(), " but the program was traced for ",
+           want[i].str());
+  return j.out_avals();
+}
+
+FlatFn jit_body_fn(const Params& params) {
+  JaxprRef j = jit_body(params);
+  return [j](std::span<const Array> xs) { return eval_jaxpr(j->jaxpr, {}, xs); };
+}
+
+// A program over `avals` staged from f, with its constants lifted to leading inputs.
+JaxprRef stage_body(const FlatFn& f, std::span<const Aval> avals, std::vector<Array>* consts_out) {
+  StagingTrace trace{"jit", /*forward_known=*/false};
+  std::vector<Array> outs;
+  {
+    TraceScope scope(&trace);
+    std::vector<Array> in;
+    for (const Aval& a : avals) in.push_back(trace.new_input(a));
+    outs = f(in);
+  }
+  ClosedJaxpr staged = trace.finish(outs);
+  auto body = std::make_shared<ClosedJaxpr>();
+  body->jaxpr.invars = staged.jaxpr.constvars;
+  body->jaxpr.invars.insert(body->jaxpr.invars.end(), staged.jaxpr.invars.begin(), staged.jaxpr.invars.end());
+  body->jaxpr.eqns = std::move(staged.jaxpr.eqns);
+  body->jaxpr.outvars = std::move(staged.jaxpr.outvars);
+  *consts_out = std::move(staged.consts);
+  return body;
+}
+
+extern const Primitive jit_p;
+
+}  // namespace
+
+// `jit`: a call of a staged program, compiled when it runs eagerly. Under jvp its body
+// is differentiated inline (the tangent program is then staged or run by the
+// transformations around it); under vmap the body is batched and the batched program
+// is jitted again, so vmap(jit(f)) stays one compiled program.
+namespace {
+const Primitive jit_p(
+    "jit",
+    {.traits = 0,
+     .num_outputs = -1,
+     .abstract_eval = jit_rule,
+     .impl =
+         [](std::span<const Array> in, const Params& params, std::span<const Aval>) {
+           return body_executable(jit_body(params), params.get_string("name"))->run(in);
+         },
+     .jvp =
+         [](std::span<const Array> primals, std::span<const Array> tangents, const Params& params) {
+           auto [p, t] = jvp_flat(jit_body_fn(params), primals, tangents, "jvp");
+           return JvpResult{std::move(p), std::move(t)};
+         },
+     .batch =
+         [](std::span<const Array> args, std::span<const int64_t> dims, const Params& params, const BatchAxis& axis) {
+           std::vector<std::optional<int64_t>> in_dims;
+           for (int64_t d : dims) in_dims.push_back(d == kNotMapped ? std::nullopt : std::optional<int64_t>(d));
+           std::vector<std::optional<int64_t>> out_dims{0};
+           FlatFn body = jit_body_fn(params);
+           FlatFn batched = [&](std::span<const Array> xs) { return vmap_flat(body, xs, in_dims, out_dims, axis); };
+           std::vector<Aval> avals;
+           for (const Array& a : args) avals.push_back(a.aval());
+           std::vector<Array> consts;
+           JaxprRef batched_body = stage_body(batched, avals, &consts);
+           std::vector<Array> operands = consts;
+           operands.insert(operands.end(), args.begin(), args.end());
+           std::vector<Array> outs =
+               jx::bind(jit_p, operands, {{"jaxpr", batched_body}, {"name", params.get_string("name")}});
+           return BatchResult{outs, std::vector<int64_t>(outs.size(), 0)};
+         }});
+}  // namespace
+
+// ---- the per-function cache ----
+
+namespace {
+struct Key {
+  std::vector<Aval> avals;
+  tree::TreeDef def;
+  std::shared_ptr<const StaticValues> statics;
+  size_t hash = 0;
+
+  bool operator==(const Key& o) const {
+    if (hash != o.hash || avals != o.avals || !(def == o.def)) return false;
+    if (!statics || !o.statics) return !statics && !o.statics;
+    return statics->equals(*o.statics);
+  }
+};
+
+size_t hash_avals(std::span<const Array> leaves) {
+  size_t h = leaves.size();
+  for (const Array& x : leaves) {
+    const Aval& a = x.aval();
+    h = h * 1000003u ^ (static_cast<size_t>(a.dtype) * 2 + a.weak_type);
+    for (int64_t d : a.shape) h = h * 31 + static_cast<size_t>(d);
+  }
+  return h;
+}
+}  // namespace
+
+struct JitFunction::Cache {
+  std::mutex mu;
+  // Most recent first: the log compares a new signature with the latest one.
+  std::list<std::pair<Key, std::shared_ptr<JitEntry>>> entries;
+};
+
+JitFunction::JitFunction(JitOptions options) : options_(std::move(options)), cache_(std::make_unique<Cache>()) {}
+JitFunction::~JitFunction() = default;
+
+size_t JitFunction::cache_size() const {
+  std::lock_guard lock(cache_->mu);
+  return cache_->entries.size();
+}
+
+namespace {
+// Why a new signature was traced, compared with the most recent one.
+std::string retrace_reason(const Key& key, const std::list<std::pair<Key, std::shared_ptr<JitEntry>>>& entries,
+                           std::span<const size_t> positions) {
+  if (entries.empty()) return "first call";
+  const Key& last = entries.front().first;
+  if (!(key.def == last.def)) return "argument structure changed from " + last.def.str() + " to " + key.def.str();
+  for (size_t i = 0; i < key.avals.size() && i < last.avals.size(); ++i)
+    if (!(key.avals[i] == last.avals[i])) {
+      std::string where = "argument " + std::to_string(i < positions.size() ? positions[i] : i);
+      return where + " changed from " + last.avals[i].str() + " to " + key.avals[i].str();
+    }
+  auto s = [](const std::shared_ptr<const StaticValues>& v) { return v ? v->str() : std::string(); };
+  return "static arguments changed from (" + s(last.statics) + ") to (" + s(key.statics) + ")";
+}
+}  // namespace
+
+std::shared_ptr<const JitEntry> JitFunction::lookup(std::span<const Array> leaves, const tree::TreeDef& in_def,
+                                                    std::shared_ptr<const StaticValues> statics,
+                                                    std::span<const size_t> arg_positions, const JitTraceFn& trace) {
+  Key key;
+  key.hash = hash_avals(leaves) ^ (statics ? statics->hash() * 0x9e3779b97f4a7c15ull : 0);
+  key.avals.reserve(leaves.size());
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    if (!leaves[i].valid()) fail("jit", "argument leaf ", i, " is a null jx::Array");
+    key.avals.push_back(leaves[i].aval());
+  }
+  key.def = in_def;
+  key.statics = std::move(statics);
+  {
+    std::lock_guard lock(cache_->mu);
+    for (auto it = cache_->entries.begin(); it != cache_->entries.end(); ++it)
+      if (it->first == key) {
+        if (it != cache_->entries.begin()) cache_->entries.splice(cache_->entries.begin(), cache_->entries, it);
+        return cache_->entries.front().second;
+      }
+  }
+  // Trace outside the lock: f may call other jitted functions (or this one).
+  auto t0 = std::chrono::steady_clock::now();
+  auto entry = std::make_shared<JitEntry>();
+  entry->name = options_.name;
+  entry->options = options_;
+  entry->in_avals = key.avals;
+  tree::TreeDef out_def;
+  FlatFn f = [&](std::span<const Array> xs) { return trace(xs, out_def); };
+  std::vector<Array> consts;
+  JaxprRef body = stage_body(f, key.avals, &consts);
+  entry->out_def = std::move(out_def);
+  entry->body = body;
+  auto traced = std::make_shared<ClosedJaxpr>();
+  traced->jaxpr = body->jaxpr;
+  size_t n_consts = consts.size();
+  traced->jaxpr.constvars.assign(body->jaxpr.invars.begin(), body->jaxpr.invars.begin() + n_consts);
+  traced->jaxpr.invars.assign(body->jaxpr.invars.begin() + n_consts, body->jaxpr.invars.end());
+  traced->consts = std::move(consts);
+  entry->traced = traced;
+  std::lock_guard lock(cache_->mu);
+  if (log_compiles())
+    std::fprintf(stderr, "jx: tracing '%s' for %s%s%s%s: %s (%.2f ms)\n", options_.name.c_str(),
+                 avals_list(key.avals).c_str(), key.statics ? " static (" : "",
+                 key.statics ? key.statics->str().c_str() : "", key.statics ? ")" : "",
+                 retrace_reason(key, cache_->entries, arg_positions).c_str(), ms_since(t0));
+  cache_->entries.emplace_front(std::move(key), entry);
+  return entry;
+}
+
+namespace {
+bool all_concrete(std::span<const Array> xs) {
+  for (const Array& x : xs)
+    if (!x.impl().storage) return false;
+  return true;
+}
+}  // namespace
+
+std::vector<Array> JitFunction::call(const JitEntry& entry, std::span<const Array> leaves) {
+  if (current_trace() == nullptr && all_concrete(leaves)) return executable(entry).run(leaves);
+  std::vector<Array> operands = entry.traced->consts;
+  operands.insert(operands.end(), leaves.begin(), leaves.end());
+  return jx::bind(jit_p, operands, {{"jaxpr", entry.body}, {"name", entry.name}});
+}
+
+std::vector<Array> JitFunction::call_checked(const JitEntry& entry, std::span<const Array> leaves) {
+  if (leaves.size() != entry.in_avals.size())
+    fail("jit", "the compiled '", entry.name, "' takes ", entry.in_avals.size(), " array arguments, got ",
+         leaves.size());
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    if (!leaves[i].valid()) fail("jit", "argument leaf ", i, " is a null jx::Array");
+    const Aval& a = leaves[i].aval();
+    if (a.shape != entry.in_avals[i].shape || a.dtype != entry.in_avals[i].dtype)
+      fail("jit", "the compiled '", entry.name, "' was compiled for ", avals_list(entry.in_avals),
+           " but argument leaf ", i, " is ", a.str(), "; call the jitted function (which retraces) instead");
+  }
+  return call(entry, leaves);
+}
+
+// ---- JX_JIT_EVERY_OP=1: every eager operation as a compiled one-equation program ----
+
+namespace {
+struct OpKey {
+  const Primitive* p;
+  Params params;
+  std::vector<Aval> avals;
+  bool operator==(const OpKey& o) const { return p == o.p && avals == o.avals && params == o.params; }
+};
+struct OpKeyHash {
+  size_t operator()(const OpKey& k) const {
+    size_t h = std::hash<const void*>{}(k.p) ^ k.params.hash() * 31;
+    for (const Aval& a : k.avals) {
+      h = h * 1000003u ^ (static_cast<size_t>(a.dtype) * 2 + a.weak_type);
+      for (int64_t d : a.shape) h = h * 31 + static_cast<size_t>(d);
+    }
+    return h;
+  }
+};
+
+std::vector<Array> jit_one_op(const Primitive& p, std::span<const Array> in, const Params& params) {
+  // Sub-program primitives and anything not concrete evaluate as usual.
+  bool concrete = all_concrete(in);
+  if (!concrete || p.name() == "jit" || p.name() == "closed_call" || p.name() == "fusion") return p.eval(in, params);
+  OpKey key{&p, params, {}};
+  for (const Array& x : in) key.avals.push_back(x.aval());
+  static std::mutex mu;
+  static auto* cache = new std::unordered_map<OpKey, std::shared_ptr<const compiler::Executable>, OpKeyHash>;
+  std::shared_ptr<const compiler::Executable> exe;
+  {
+    std::lock_guard lock(mu);
+    auto it = cache->find(key);
+    if (it != cache->end()) exe = it->second;
+  }
+  if (!exe) {
+    std::vector<Aval> outs = p.abstract_eval(key.avals, params);  // eager's errors, unchanged
+    ClosedJaxpr program;
+    int64_t id = 0;
+    Equation e{&p, {}, {}, params};
+    for (const Aval& a : key.avals) {
+      program.jaxpr.invars.push_back(Var{id++, a});
+      e.inputs.push_back(program.jaxpr.invars.back());
+    }
+    for (const Aval& a : outs) {
+      e.outputs.push_back(Var{id++, a});
+      program.jaxpr.outvars.push_back(e.outputs.back());
+    }
+    program.jaxpr.eqns.push_back(std::move(e));
+    exe = compiler::compile_program(program, compiler::CompileOptions{.name = "op_" + p.name()});
+    std::lock_guard lock(mu);
+    cache->emplace(std::move(key), exe);
+  }
+  return exe->run(in);
+}
+
+const bool g_every_op_hook = [] {
+  const char* v = std::getenv("JX_JIT_EVERY_OP");
+  if (v && *v && std::string_view(v) != "0") set_eager_hook(&jit_one_op);
+  return true;
+}();
+}  // namespace
+
+std::string JitFunction::optimized_text(const JitEntry& entry) { return executable(entry).text(); }
+
+const tree::TreeDef& jit_entry_out_def(const JitEntry& entry) { return entry.out_def; }
+std::string jit_entry_traced_text(const JitEntry& entry) { return entry.traced->str(); }
+
+}  // namespace detail
+}  // namespace jx

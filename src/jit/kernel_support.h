@@ -1,0 +1,26 @@
+// What a native loop kernel can compute: the contract between the fusion pass (which
+// only puts supported equations into a fusion) and codegen (which must compile every
+// equation these accept, for every dtype they accept). Anything refused runs as a runtime
+// call of the primitive's eager implementation, so refusing is always safe.
+#pragma once
+
+#include <string>
+
+#include "jx/jaxpr.h"
+
+namespace jx::compiler {
+
+// An elementwise equation (kElementwise primitives, convert_element_type, select_n,
+// clamp, integer_pow, ...) computed on scalars inside a loop (src/jit/codegen/scalar_ops.cpp).
+bool scalar_op_supported(const Equation& eqn, std::string* why_not);
+
+// A data-movement equation a loop reads through as an index map instead of copying:
+// broadcast_in_dim, transpose, slice, rev, squeeze, expand_dims, iota, and reshape when
+// its operand is an input of the kernel (src/jit/codegen/loop_kernel.cpp).
+bool index_op_supported(const Equation& eqn, std::string* why_not);
+
+// A reduction a loop kernel can end in: reduce_sum, reduce_prod, reduce_max,
+// reduce_min, reduce_and, reduce_or (src/jit/codegen/loop_kernel.cpp).
+bool reduction_supported(const Equation& eqn, std::string* why_not);
+
+}  // namespace jx::compiler

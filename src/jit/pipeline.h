@@ -1,0 +1,26 @@
+// The optimizer: the recipe of passes a traced program goes through before codegen.
+//
+//   inline_calls                      closed_call / jit equations spliced into the caller
+//   repeat until nothing changes:     simplify, fold_constants, cse, dce
+//   fuse                              loop / reduction / dot-epilogue fusions (fusion.h)
+//   dce
+//
+// With optimize=false only inline_calls and single-equation fusions run, so every
+// supported equation still becomes its own native kernel (the differential tests'
+// reference for what the optimizer changes).
+#pragma once
+
+#include "jit/dump.h"
+#include "jx/jaxpr.h"
+
+namespace jx::compiler {
+
+struct PipelineOptions {
+  bool optimize = true;
+};
+
+// Runs the pipeline; writes the program after each changing pass and the fusion notes
+// into `dump` when it is enabled.
+ClosedJaxpr optimize_program(ClosedJaxpr program, const PipelineOptions& options, const Dump& dump);
+
+}  // namespace jx::compiler
