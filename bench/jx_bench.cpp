@@ -1,150 +1,285 @@
-// jx's side of the benchmark suite (bench/run.py drives it and the peers). Prints one JSON
-// object per line: {"workload": ..., "impl": ..., "seconds": best time, ...}.
-// The hardware limit is measured here, in the same run: a STREAM-like triad for memory
-// bandwidth and the BLAS called directly for matmul.
+// Eager jx's side of the benchmark suite, and the hardware limit (bench/run.py drives it,
+// jit_bench and the peers). Prints one JSON object per line: {"section", "workload", "impl",
+// "seconds": best time, ...}. Every workload of ../shared/BENCHMARKS.md runs here eagerly
+// (each operation its own kernel); jit_bench runs the same functions (bench_common.h)
+// through jx::jit. The limit of each workload is measured in the same run (impl "limit"):
+//   T_min = max(bytes / stream_bandwidth, sum(elements * cost_per_element) / threads)
+// stream_bandwidth: a STREAM triad on all threads; cost_per_element: glibc's libmvec
+// AVX-512 routine (_ZGVeN16v_sinf, ...) called directly on a cache-resident buffer, every
+// thread busy; for matmul, the BLAS called directly.
+//   jx_bench [--quick]
 #include <cblas.h>
+#include <dlfcn.h>
+#include <immintrin.h>
 
-#include <chrono>
-#include <cstdio>
+#include <atomic>
 #include <cstring>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "cpu/thread_pool.h"
-#include "jx/jx.h"
+#include "bench_common.h"
 
-namespace jnp = jx::numpy;
-using Clock = std::chrono::steady_clock;
+using namespace jx_bench;
 
 namespace {
 
-// Best-of-`reps` wall time of f(), after one warm-up call.
-template <class F>
-double best_seconds(F&& f, int reps) {
-  f();
-  double best = 1e30;
-  for (int i = 0; i < reps; ++i) {
-    auto t0 = Clock::now();
-    f();
-    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
+int reps = 5;
+bool quick = false;
+const auto key = jx::random::key(0);
+double bandwidth = 0;  // bytes/second, STREAM triad
+
+// ---- the compute term: libmvec's AVX-512 routines called directly ----
+
+#pragma GCC push_options
+#pragma GCC target("avx512f")
+using VecFnF32 = __m512 (*)(__m512);
+using VecFnF64 = __m512d (*)(__m512d);
+void mvec_pass_f32(void* fn, const float* in, float* out, int64_t n) {
+  auto f = reinterpret_cast<VecFnF32>(fn);
+  for (int64_t i = 0; i < n; i += 16) _mm512_storeu_ps(out + i, f(_mm512_loadu_ps(in + i)));
+}
+void mvec_pass_f64(void* fn, const double* in, double* out, int64_t n) {
+  auto f = reinterpret_cast<VecFnF64>(fn);
+  for (int64_t i = 0; i < n; i += 8) _mm512_storeu_pd(out + i, f(_mm512_loadu_pd(in + i)));
+}
+#pragma GCC pop_options
+
+void* libmvec_symbol(const std::string& name) {
+  static void* lib = dlopen("libmvec.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib || !__builtin_cpu_supports("avx512f")) return nullptr;
+  return dlsym(lib, name.c_str());
+}
+
+// Seconds per element and thread of libmvec's AVX-512 variant of `fn` ("sin") on values
+// uniform in [lo, hi), with every jx thread running it at once on its own L1-resident
+// buffer; NaN when libmvec or AVX-512 is missing (the limit is then the memory term only).
+double mvec_cost(const std::string& fn, jx::DType dtype, double lo, double hi) {
+  static std::map<std::string, double> memo;
+  const bool f32 = dtype == jx::float32;
+  std::string symbol = f32 ? "_ZGVeN16v_" + fn + "f" : "_ZGVeN8v_" + fn;
+  std::string memo_key = symbol + "/" + std::to_string(lo) + "/" + std::to_string(hi);
+  if (auto it = memo.find(memo_key); it != memo.end()) return it->second;
+  void* f = libmvec_symbol(symbol);
+  double cost = std::nan("");
+  if (f) {
+    const int64_t n = 2048;  // 8 or 16 KiB in, the same out: L1-resident
+    const int64_t passes = quick ? 1000 : 4000;
+    const int threads = jx::cpu::num_threads();
+    auto work = [&](int t) {
+      std::vector<float> inf(n), outf(n);
+      std::vector<double> ind(n), outd(n);
+      for (int64_t i = 0; i < n; ++i) {
+        double u = static_cast<double>((i * 7919 + t * 104729) % n) / static_cast<double>(n);
+        ind[i] = lo + u * (hi - lo);
+        inf[i] = static_cast<float>(ind[i]);
+      }
+      for (int64_t p = 0; p < passes; ++p) {
+        if (f32) mvec_pass_f32(f, inf.data(), outf.data(), n);
+        else mvec_pass_f64(f, ind.data(), outd.data(), n);
+      }
+    };
+    cost = best_seconds([&] {
+      std::vector<std::thread> pool;
+      for (int t = 0; t < threads; ++t) pool.emplace_back(work, t);
+      for (auto& th : pool) th.join();
+    }, 3) / static_cast<double>(n * passes);
+    emit("limit", "libmvec_" + fn + dtype_suffix(dtype), "limit", cost,
+         Extra().num("ns_per_element_per_thread", cost * 1e9).num("lo", lo).num("hi", hi).str("symbol", symbol));
   }
-  return best;
+  memo[memo_key] = cost;
+  return cost;
 }
 
-// Per-call time of a very fast f(), from batches of `inner` calls.
-template <class F>
-double per_call_seconds(F&& f, int inner = 20000, int reps = 7) {
-  return best_seconds([&] { for (int i = 0; i < inner; ++i) f(); }, reps) / inner;
+// The limit of a workload: `bytes` that must cross memory once, and the transcendental
+// calls (elements x seconds per element per thread) it cannot avoid.
+void limit(const std::string& section, const std::string& workload, double bytes,
+           const std::vector<std::pair<double, double>>& calls = {}) {
+  double compute = 0;
+  for (auto [elements, cost] : calls)
+    if (!std::isnan(cost)) compute += elements * cost;
+  compute /= jx::cpu::num_threads();
+  double memory = bytes / bandwidth;
+  emit(section, workload, "limit", std::max(memory, compute),
+       Extra().num("bytes", bytes).num("memory_s", memory).num("compute_s", compute));
 }
 
-void emit(const std::string& workload, const std::string& impl, double seconds, double bytes = 0,
-          double flops = 0) {
-  std::printf("{\"workload\": \"%s\", \"impl\": \"%s\", \"seconds\": %.9g, \"bytes\": %.6g, \"flops\": %.6g}\n",
-              workload.c_str(), impl.c_str(), seconds, bytes, flops);
-  std::fflush(stdout);
+void eager(const std::string& section, const std::string& workload, double seconds, const Extra& extra = {}) {
+  emit(section, workload, "jx_eager", seconds, extra);
 }
 
-// STREAM triad a = b + s*c over n doubles per array on all threads: bytes/second.
-double stream_bandwidth() {
-  const int64_t n = 1 << 25;  // 3 x 256 MiB: far beyond cache
-  std::vector<double> a(n), b(n, 1.0), c(n, 2.0);
-  double t = best_seconds([&] {
-    jx::cpu::parallel_for(n, 1 << 16, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) a[i] = b[i] + 3.0 * c[i];
-    });
-  }, 5);
-  return 3.0 * 8.0 * n / t;
+void bench_dispatch() {
+  auto a = jnp::ones({1}), b = jnp::ones({1});
+  eager("dispatch", "dispatch_add_1", per_call_seconds([&] { (void)(a + b); }));
+  auto c = jnp::ones({1024}), d = jnp::ones({1024});
+  eager("dispatch", "dispatch_add_1024", per_call_seconds([&] { (void)(c + d); }, 5000));
+  eager("dispatch", "dispatch_lax_add_1", per_call_seconds([&] { (void)jx::lax::add(a, b); }));
+  std::vector<Array> args;
+  for (int i = 0; i < 20; ++i) args.push_back(jnp::full({1}, float(i)));
+  eager("dispatch", "dispatch_20_args_1", per_call_seconds([&] { (void)sum_of_20(args); }, 1000));
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
-  int reps = quick ? 2 : 5;
-  double bw = stream_bandwidth();
-  emit("stream_triad", "limit", 1.0 / bw, 1.0);
-  std::printf("{\"threads\": %d, \"stream_GBps\": %.2f}\n", jx::cpu::num_threads(), bw / 1e9);
-
-  // 1. dispatch
-  {
-    auto a = jnp::ones({1}), b = jnp::ones({1});
-    emit("dispatch_add_1", "jx_eager", per_call_seconds([&] { (void)(a + b); }));
-    auto c = jnp::ones({1024}), d = jnp::ones({1024});
-    emit("dispatch_add_1024", "jx_eager", per_call_seconds([&] { (void)(c + d); }, 5000));
-    emit("dispatch_lax_add_1", "jx_eager", per_call_seconds([&] { (void)jx::lax::add(a, b); }));
+// The cost of grad over evaluating the function itself (issue 3: at most ~3x).
+void bench_grad() {
+  auto loss = [](const Array& x) { return jnp::sum(jnp::sin(x) * x); };
+  for (int64_t n : {int64_t(3), int64_t(1000000)}) {
+    auto x = jx::random::uniform(key, {n});
+    std::string w = "grad_sum_sin_x_x_" + std::to_string(n);
+    int inner = n < 100 ? 2000 : 1;
+    emit("grad", w, "jx_eval", per_call_seconds([&] { (void)loss(x); }, inner, reps + 2));
+    emit("grad", w, "jx_grad", per_call_seconds([&] { (void)jx::grad(loss)(x); }, inner, reps + 2));
   }
+  // A small MLP layer: loss(w) = sum(tanh(x @ w)), x 256x256.
+  auto ks = jx::random::split(key);
+  auto x = jx::random::normal(ks(0), {256, 256}), w0 = jx::random::normal(ks(1), {256, 256});
+  auto mlp = [&](const Array& w) { return jnp::sum(jnp::tanh(jnp::matmul(x, w))); };
+  emit("grad", "grad_mlp_256", "jx_eval", per_call_seconds([&] { (void)mlp(w0); }, 20, reps + 2));
+  emit("grad", "grad_mlp_256", "jx_grad", per_call_seconds([&] { (void)jx::grad(mlp)(w0); }, 20, reps + 2));
+}
 
-  auto key = jx::random::key(0);
-  // 2. the cost of grad over evaluating the function itself (issue: at most ~3x)
-  {
-    auto loss = [](const jx::Array& x) { return jnp::sum(jnp::sin(x) * x); };
-    for (int64_t n : {int64_t(3), int64_t(1000000)}) {
-      auto x = jx::random::uniform(key, {n});
-      std::string w = "grad_sum_sin_x_x_" + std::to_string(n);
-      int inner = n < 100 ? 2000 : 1;
-      emit(w, "jx_eval", per_call_seconds([&] { (void)loss(x); }, inner, reps + 2));
-      emit(w, "jx_grad", per_call_seconds([&] { (void)jx::grad(loss)(x); }, inner, reps + 2));
-    }
-    // A small MLP layer: loss(w) = sum(tanh(x @ w)), x 256x256.
-    auto ks = jx::random::split(key);
-    auto x = jx::random::normal(ks(0), {256, 256}), w0 = jx::random::normal(ks(1), {256, 256});
-    auto mlp = [&](const jx::Array& w) { return jnp::sum(jnp::tanh(jnp::matmul(x, w))); };
-    emit("grad_mlp_256", "jx_eval", per_call_seconds([&] { (void)mlp(w0); }, 20, reps + 2));
-    emit("grad_mlp_256", "jx_grad", per_call_seconds([&] { (void)jx::grad(mlp)(w0); }, 20, reps + 2));
-  }
-  // 3. the tutorial workload
+void bench_tutorial() {
   for (auto dtype : {jx::float32, jx::float64}) {
     const int64_t n = 5000;
     auto ks = jx::random::split(key);
     auto x = jx::random::uniform(ks(0), {n, n}, dtype);
     auto y = jx::random::uniform(ks(1), {n, n}, dtype);
     auto yb = jnp::arange(n, dtype);
-    std::string suffix = std::string("_") + std::string(jx::dtype_name(dtype));
-    double bytes = 3.0 * n * n * jx::itemsize(dtype);
-    emit("sin_cos_5000x5000" + suffix, "jx_eager",
-         best_seconds([&] { (void)(jnp::sin(x) + jnp::cos(y)); }, reps), bytes);
-    emit("sin_cos_bcast_5000x5000" + suffix, "jx_eager",
-         best_seconds([&] { (void)(jnp::sin(x) + jnp::cos(yb)); }, reps), 2.0 * n * n * jx::itemsize(dtype));
-    // The limit's compute term: the vector math alone, per element.
-    emit("sin_5000x5000" + suffix, "jx_eager", best_seconds([&] { (void)jnp::sin(x); }, reps),
-         2.0 * n * n * jx::itemsize(dtype));
+    std::string suffix = dtype_suffix(dtype);
+    double item = jx::itemsize(dtype), nn = double(n) * n;
+    double sin_cost = mvec_cost("sin", dtype, 0, 1), cos_cost = mvec_cost("cos", dtype, 0, 1);
+    eager("tutorial", "sin_cos_5000x5000" + suffix, best_seconds([&] { (void)sin_cos(x, y); }, reps));
+    limit("tutorial", "sin_cos_5000x5000" + suffix, 3 * nn * item, {{nn, sin_cost}, {nn, cos_cost}});
+    // Broadcast y: cos is needed on n values only (jit may hoist it; the limit assumes so).
+    eager("tutorial", "sin_cos_bcast_5000x5000" + suffix, best_seconds([&] { (void)sin_cos(x, yb); }, reps));
+    limit("tutorial", "sin_cos_bcast_5000x5000" + suffix, (2 * nn + n) * item,
+          {{nn, sin_cost}, {double(n), mvec_cost("cos", dtype, 0, double(n))}});
+    // The vector math alone (one op, one kernel): what eager pays per transcendental.
+    eager("tutorial", "sin_5000x5000" + suffix, best_seconds([&] { (void)jnp::sin(x); }, reps));
+    limit("tutorial", "sin_5000x5000" + suffix, 2 * nn * item, {{nn, sin_cost}});
   }
-  // 4. SELU
-  {
-    auto x = jx::random::normal(key, {16000000});
-    double l = 1.0507009873554805, al = 1.6732632423543772;
-    emit("selu_1.6e7_float32", "jx_eager",
-         best_seconds([&] { (void)(l * jnp::where(x > 0, x, al * jnp::exp(x) - al)); }, reps), 2.0 * 4 * 16e6);
+  for (int64_t n : sweep_sizes()) {
+    auto ks = jx::random::split(key);
+    auto x = jx::random::uniform(ks(0), {n}), y = jx::random::uniform(ks(1), {n});
+    std::string w = "sin_cos_sweep_" + std::to_string(n) + "_float32";
+    eager("tutorial", w, per_call_seconds([&] { (void)sin_cos(x, y); }, inner_calls(double(n)), reps));
+    limit("tutorial", w, 3.0 * n * 4,
+          {{double(n), mvec_cost("sin", jx::float32, 0, 1)}, {double(n), mvec_cost("cos", jx::float32, 0, 1)}});
   }
-  // 5. fused reduction
+}
+
+void bench_selu() {
+  for (int64_t n : {int64_t(1000000), int64_t(16000000)}) {
+    auto x = jx::random::normal(key, {n});
+    std::string w = std::string("selu_") + (n == 1000000 ? "1e6" : "1.6e7") + "_float32";
+    eager("selu", w, best_seconds([&] { (void)selu(x); }, reps));
+    limit("selu", w, 2.0 * 4 * n, {{double(n), mvec_cost("exp", jx::float32, -4, 4)}});
+  }
+}
+
+void bench_reduction() {
   for (auto dtype : {jx::float32, jx::float64}) {
     auto ks = jx::random::split(key, 3);
     int64_t n = 16000000;
     auto x = jx::random::uniform(ks(0), {n}, dtype), y = jx::random::uniform(ks(1), {n}, dtype),
          z = jx::random::uniform(ks(2), {n}, dtype);
-    emit(std::string("sum_x_2y_z2_1.6e7_") + std::string(jx::dtype_name(dtype)), "jx_eager",
-         best_seconds([&] { (void)jnp::sum(x + 2 * y + z * z).item<double>(); }, reps),
-         3.0 * n * jx::itemsize(dtype));
+    std::string w = "sum_x_2y_z2_1.6e7" + dtype_suffix(dtype);
+    eager("reduction", w, best_seconds([&] { (void)fused_sum(x, y, z).item<double>(); }, reps));
+    limit("reduction", w, 3.0 * n * jx::itemsize(dtype));
   }
-  // 6. logsumexp over rows
-  {
-    auto x = jx::random::normal(key, {4096, 4096});
-    emit("logsumexp_rows_4096x4096_float32", "jx_eager",
-         best_seconds([&] { (void)jnp::logsumexp(x, 1); }, reps), 4.0 * 4096 * 4096);
+}
+
+void bench_softmax() {
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{4096, 4096}, {65536, 128}, {128, 65536}}) {
+    auto x = jx::random::normal(key, {rows, cols});
+    std::string shape = std::to_string(rows) + "x" + std::to_string(cols) + "_float32";
+    double n = double(rows) * cols, exp_cost = mvec_cost("exp", jx::float32, -8, 0);
+    eager("softmax", "softmax_rows_" + shape, best_seconds([&] { (void)softmax_rows(x); }, reps));
+    limit("softmax", "softmax_rows_" + shape, 2 * 4 * n, {{n, exp_cost}});
+    eager("softmax", "logsumexp_rows_" + shape, best_seconds([&] { (void)logsumexp_rows(x); }, reps));
+    limit("softmax", "logsumexp_rows_" + shape, 4 * (n + rows),
+          {{n, exp_cost}, {double(rows), mvec_cost("log", jx::float32, 1, double(cols))}});
   }
-  // 7. matmul against the BLAS called directly
-  for (int n : {256, 1024}) {
-    auto ks = jx::random::split(key);
-    auto a = jx::random::normal(ks(0), {n, n}), b = jx::random::normal(ks(1), {n, n});
-    double flops = 2.0 * n * n * n;
-    std::string w = "matmul_" + std::to_string(n) + "_float32";
-    emit(w, "jx_eager", best_seconds([&] { (void)jnp::matmul(a, b); }, reps), 0, flops);
-    std::vector<float> A = a.to_vector<float>(), B = b.to_vector<float>(), C(size_t(n) * n);
-    emit(w, "blas_direct", best_seconds([&] {
-           cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, A.data(), n, B.data(), n, 0.0f,
-                       C.data(), n);
-         }, reps), 0, flops);
+}
+
+// Matmul and the dense GELU layer, beside the BLAS called directly (the limit).
+void bench_matmul() {
+  for (auto dtype : {jx::float32, jx::float64}) {
+    for (int64_t n : matmul_sizes(quick)) {
+      auto ks = jx::random::split(key, 3);
+      auto a = jx::random::normal(ks(0), {n, n}, dtype), b = jx::random::normal(ks(1), {n, n}, dtype);
+      auto bias = jx::random::normal(ks(2), {n}, dtype);
+      int r = n >= 4096 ? 2 : reps;
+      std::string w = std::to_string(n) + dtype_suffix(dtype);
+      Extra flops = Extra().num("flops", 2.0 * n * n * n);
+      eager("matmul", "matmul_" + w, best_seconds([&] { (void)jnp::matmul(a, b); }, r), flops);
+      eager("matmul", "gelu_matmul_" + w, best_seconds([&] { (void)gelu_matmul(a, b, bias); }, r), flops);
+      double blas;
+      int ni = static_cast<int>(n);
+      if (dtype == jx::float32) {
+        std::vector<float> A = a.to_vector<float>(), B = b.to_vector<float>(), C(size_t(n) * n);
+        blas = best_seconds([&] {
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ni, ni, ni, 1.0f, A.data(), ni, B.data(), ni, 0.0f,
+                      C.data(), ni);
+        }, r);
+      } else {
+        std::vector<double> A = a.to_vector<double>(), B = b.to_vector<double>(), C(size_t(n) * n);
+        blas = best_seconds([&] {
+          cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ni, ni, ni, 1.0, A.data(), ni, B.data(), ni, 0.0,
+                      C.data(), ni);
+        }, r);
+      }
+      // The limit: the BLAS called directly; for the GELU layer, plus its epilogue's tanh
+      // (which cannot overlap the GEMM on the same cores).
+      emit("matmul", "matmul_" + w, "blas_direct", blas, flops);
+      emit("matmul", "matmul_" + w, "limit", blas, flops);
+      emit("matmul", "gelu_matmul_" + w, "blas_direct", blas, flops);
+      double nn = double(n) * n;
+      emit("matmul", "gelu_matmul_" + w, "limit",
+           blas + nn * std::max(0.0, mvec_cost("tanh", dtype, -3, 3)) / jx::cpu::num_threads(), flops);
+    }
   }
+}
+
+void bench_small_kernels() {
+  auto ks = jx::random::split(key);
+  auto q0 = jx::random::normal(ks(0), {3, 1024}), p0 = jx::random::normal(ks(1), {3, 1024});
+  eager("small_kernels", "leapfrog_1000_steps", best_seconds([&] {
+          std::pair<Array, Array> s{q0, p0};
+          for (int i = 0; i < 1000; ++i) s = leapfrog_step(s.first, s.second);
+        }, reps));
+  MlpInputs in = mlp_inputs();
+  eager("small_kernels", "mlp_value_and_grad_b64",
+        per_call_seconds([&] { (void)mlp_value_and_grad(in.params, in.x, in.y); }, 20, reps));
+}
+
+void bench_vecmath() {
+  for (const auto& c : vecmath_cases()) {
+    Array x(vecmath_inputs(c));
+    std::string w = std::string("vecmath_") + c.name + "_4M_float32";
+    eager("vecmath", w, best_seconds([&] { (void)c.eager(x); }, reps));
+    double lo = c.lo, hi = c.hi;
+    if (c.log_uniform) lo = 0.5, hi = 2;  // libmvec's logf cost does not depend on the exponent
+    limit("vecmath", w, 2.0 * 4 * kVecMathN, {{double(kVecMathN), mvec_cost(c.name, jx::float32, lo, hi)}});
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  reps = quick ? 2 : 5;
+  bandwidth = stream_bandwidth(quick);
+  emit("limit", "stream_triad", "limit", 1.0 / bandwidth, Extra().num("bytes", 1.0));
+  std::printf("{\"threads\": %d, \"stream_GBps\": %.2f}\n", jx::cpu::num_threads(), bandwidth / 1e9);
+  bench_dispatch();
+  bench_grad();
+  bench_tutorial();
+  bench_selu();
+  bench_reduction();
+  bench_softmax();
+  bench_matmul();
+  bench_small_kernels();
+  bench_vecmath();
   return 0;
 }

@@ -1,19 +1,43 @@
 #!/usr/bin/env python3
 """Runs jx's benchmarks and its peers side by side in one run and prints ratios.
 
-    python3 bench/run.py [--build build] [--quick]
+    python3 bench/run.py [--build build] [--quick] [--json out.jsonl]
 
-jx's timings come from the jx_bench binary (JSON lines); NumPy, JAX and PyTorch run the
-same workloads here when they are importable (a peer that is missing is reported absent,
-never guessed). The memory-bandwidth limit is a STREAM triad measured by jx_bench in the
-same run: limit = bytes moved / bandwidth (../shared/BENCHMARKS.md).
+jx's timings come from two binaries printing JSON lines: jx_bench (eager jx, plus the
+hardware limit measured in the same run: STREAM triad bandwidth, libmvec's AVX-512 math
+called directly, the BLAS called directly) and jit_bench (jx::jit on the same functions
+and inputs, compile latency, accuracy). NumPy, JAX (jax.jit, block_until_ready) and
+PyTorch (CPU) run the same workloads here when importable; a peer that is missing is
+reported absent, never guessed. See ../shared/BENCHMARKS.md for the workloads and the limit
+
+    T_min = max(bytes / stream_bandwidth, elements * cost_per_element / threads)
+
+Ratios: jit/limit (1.0 is perfect), numpy/jit and jax/jit (> 1 means jx's jit is faster).
 """
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
 import time
+
+SECTIONS = [
+    ("dispatch", "1. dispatch: per-call overhead"),
+    ("compile", "2. compile latency"),
+    ("tutorial", "3. tutorial sin(x) + cos(y)"),
+    ("selu", "4. SELU"),
+    ("reduction", "5. fused reduction sum(x + 2y + z**2)"),
+    ("softmax", "6. row softmax / logsumexp"),
+    ("matmul", "7. matmul and gelu(A @ B + b) (limit: the BLAS called directly)"),
+    ("small_kernels", "8. many small kernels"),
+    ("vecmath", "9. vector math, 4M float32 inputs"),
+]
+SOFTMAX_SHAPES = ((4096, 4096), (65536, 128), (128, 65536))
+SWEEP = [1000 * 4 ** k for k in range(8)]  # 1e3 .. 1.6e7 elements
+SELU_L, SELU_A = 1.0507009873554805, 1.6732632423543772
+VECMATH = [("exp", -87.0, 88.0, False), ("log", 1e-30, 1e30, True), ("sin", -100.0, 100.0, False),
+           ("cos", -100.0, 100.0, False), ("tanh", -10.0, 10.0, False), ("erf", -5.0, 5.0, False)]
 
 
 def best(f, reps):
@@ -30,7 +54,21 @@ def per_call(f, inner=20000, reps=7):
     return best(lambda: [f() for _ in range(inner)], reps) / inner
 
 
-def numpy_workloads(reps):
+def inner_calls(elements):
+    return max(1, int(4e6 / max(elements, 1)))
+
+
+def matmul_sizes(quick):
+    return (256, 1024) if quick else (256, 1024, 4096)
+
+
+def log(msg):
+    print(f"# {msg}", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------- NumPy
+
+def numpy_workloads(reps, quick):
     import numpy as np
     rng = np.random.default_rng(0)
     out = {}
@@ -38,6 +76,14 @@ def numpy_workloads(reps):
     out["dispatch_add_1"] = per_call(lambda: a + a)
     c = np.ones(1024, np.float32)
     out["dispatch_add_1024"] = per_call(lambda: c + c, 5000)
+    args = [np.full(1, i, np.float32) for i in range(20)]
+
+    def sum20():
+        s = args[0]
+        for v in args[1:]:
+            s = s + v
+        return s
+    out["dispatch_20_args_1"] = per_call(sum20, 2000)
     for dt in ("float32", "float64"):
         x = rng.random((5000, 5000)).astype(dt)
         y = rng.random((5000, 5000)).astype(dt)
@@ -46,27 +92,258 @@ def numpy_workloads(reps):
         out[f"sin_cos_bcast_5000x5000_{dt}"] = best(lambda: np.sin(x) + np.cos(yb), reps)
         out[f"sin_5000x5000_{dt}"] = best(lambda: np.sin(x), reps)
         del x, y
-    x = rng.standard_normal(16000000).astype(np.float32)
-    l, al = np.float32(1.0507009873554805), np.float32(1.6732632423543772)
-    out["selu_1.6e7_float32"] = best(lambda: l * np.where(x > 0, x, al * np.exp(x) - al), reps)
+    for n in SWEEP:
+        x, y = rng.random(n).astype(np.float32), rng.random(n).astype(np.float32)
+        out[f"sin_cos_sweep_{n}_float32"] = per_call(lambda: np.sin(x) + np.cos(y), inner_calls(n), reps)
+    l, al = np.float32(SELU_L), np.float32(SELU_A)
+    for n, name in ((1000000, "1e6"), (16000000, "1.6e7")):
+        x = rng.standard_normal(n).astype(np.float32)
+        out[f"selu_{name}_float32"] = best(lambda: l * np.where(x > 0, x, al * np.exp(x) - al), reps)
     for dt in ("float32", "float64"):
         x, y, z = (rng.random(16000000).astype(dt) for _ in range(3))
         out[f"sum_x_2y_z2_1.6e7_{dt}"] = best(lambda: float(np.sum(x + 2 * y + z * z)), reps)
-    x = rng.standard_normal((4096, 4096)).astype(np.float32)
+    for rows, cols in SOFTMAX_SHAPES:
+        x = rng.standard_normal((rows, cols)).astype(np.float32)
 
-    def lse():
-        m = x.max(axis=1, keepdims=True)
-        return np.log(np.exp(x - m).sum(axis=1)) + m[:, 0]
-    out["logsumexp_rows_4096x4096_float32"] = best(lse, reps)
-    for n in (256, 1024):
-        a = rng.standard_normal((n, n)).astype(np.float32)
-        b = rng.standard_normal((n, n)).astype(np.float32)
-        out[f"matmul_{n}_float32"] = best(lambda: a @ b, reps)
+        def softmax():
+            e = np.exp(x - x.max(axis=1, keepdims=True))
+            return e / e.sum(axis=1, keepdims=True)
+
+        def lse():
+            m = x.max(axis=1, keepdims=True)
+            return np.log(np.exp(x - m).sum(axis=1)) + m[:, 0]
+        out[f"softmax_rows_{rows}x{cols}_float32"] = best(softmax, reps)
+        out[f"logsumexp_rows_{rows}x{cols}_float32"] = best(lse, reps)
+    for dt in ("float32", "float64"):
+        for n in matmul_sizes(quick):
+            a = rng.standard_normal((n, n)).astype(dt)
+            b = rng.standard_normal((n, n)).astype(dt)
+            bias = rng.standard_normal(n).astype(dt)
+
+            def gelu():
+                z = a @ b + bias
+                return 0.5 * z * (1.0 + np.tanh(0.7978845608028654 * (z + 0.044715 * z * z * z)))
+            r = 2 if n >= 4096 else reps
+            out[f"matmul_{n}_{dt}"] = best(lambda: a @ b, r)
+            out[f"gelu_matmul_{n}_{dt}"] = best(gelu, r)
+    q0 = rng.standard_normal((3, 1024)).astype(np.float32)
+    p0 = rng.standard_normal((3, 1024)).astype(np.float32)
+
+    def leapfrog():
+        q, p = q0, p0
+        for _ in range(1000):
+            p = p + np.float32(0.005) * (-q * (1 + (q * q).sum(axis=0, keepdims=True)))
+            q = q + np.float32(0.01) * p
+            p = p + np.float32(0.005) * (-q * (1 + (q * q).sum(axis=0, keepdims=True)))
+        return q, p
+    out["leapfrog_1000_steps"] = best(leapfrog, reps)
+    try:
+        from scipy.special import erf
+    except ImportError:
+        erf = None
+    fns = {"exp": np.exp, "log": np.log, "sin": np.sin, "cos": np.cos, "tanh": np.tanh, "erf": erf}
+    for name, lo, hi, logu in VECMATH:
+        x = vecmath_inputs(np, lo, hi, logu)
+        if fns[name] is not None:
+            out[f"vecmath_{name}_4M_float32"] = best(lambda: fns[name](x), reps)
+    return out
+
+
+def vecmath_inputs(np, lo, hi, log_uniform, n=1 << 22):
+    u = np.random.default_rng(1).random(n)
+    if log_uniform:
+        return np.exp(math.log(lo) + u * (math.log(hi) - math.log(lo))).astype(np.float32)
+    return (lo + u * (hi - lo)).astype(np.float32)
+
+
+# ---------------------------------------------------------------- JAX
+
+def jax_setup():
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    jax.config.update("jax_enable_compilation_cache", False)  # compile times are real compiles
+    return jax
+
+
+def jax_workloads(reps, quick):
+    jax = jax_setup()
+    import jax.numpy as jnp
+    import numpy as np
+    out = {}
+    k = jax.random.PRNGKey(0)
+    add = jax.jit(lambda p, q: p + q)
+    for n in (1, 1024):
+        a = jnp.ones(n, jnp.float32)
+        out[f"dispatch_add_{n}"] = per_call(lambda: add(a, a).block_until_ready(), 2000)
+    args = [jnp.full(1, i, jnp.float32) for i in range(20)]
+    sum20 = jax.jit(lambda *a: sum(a[1:], a[0]))
+    out["dispatch_20_args_1"] = per_call(lambda: sum20(*args).block_until_ready(), 2000)
+    f = jax.jit(lambda x, y: jnp.sin(x) + jnp.cos(y))
+    for dt in (jnp.float32, jnp.float64):
+        x = jax.random.uniform(k, (5000, 5000), dt)
+        y = jax.random.uniform(jax.random.PRNGKey(1), (5000, 5000), dt)
+        yb = jnp.arange(5000, dtype=dt)
+        name = jnp.dtype(dt).name
+        out[f"sin_cos_5000x5000_{name}"] = best(lambda: f(x, y).block_until_ready(), reps)
+        out[f"sin_cos_bcast_5000x5000_{name}"] = best(lambda: f(x, yb).block_until_ready(), reps)
+        del x, y
+    for n in SWEEP:
+        x = jax.random.uniform(k, (n,), jnp.float32)
+        y = jax.random.uniform(jax.random.PRNGKey(1), (n,), jnp.float32)
+        out[f"sin_cos_sweep_{n}_float32"] = per_call(lambda: f(x, y).block_until_ready(), inner_calls(n), reps)
+    selu = jax.jit(lambda x: SELU_L * jnp.where(x > 0, x, SELU_A * jnp.exp(x) - SELU_A))
+    for n, name in ((1000000, "1e6"), (16000000, "1.6e7")):
+        x = jax.random.normal(k, (n,), jnp.float32)
+        out[f"selu_{name}_float32"] = best(lambda: selu(x).block_until_ready(), reps)
+    red = jax.jit(lambda x, y, z: jnp.sum(x + 2 * y + z * z))
+    for dt in (jnp.float32, jnp.float64):
+        x, y, z = (jax.random.uniform(jax.random.PRNGKey(i), (16000000,), dt) for i in range(3))
+        out[f"sum_x_2y_z2_1.6e7_{jnp.dtype(dt).name}"] = best(lambda: red(x, y, z).block_until_ready(), reps)
+    sm = jax.jit(lambda x: jax.nn.softmax(x, axis=1))
+    lse = jax.jit(lambda x: jax.nn.logsumexp(x, axis=1))
+    for rows, cols in SOFTMAX_SHAPES:
+        x = jax.random.normal(k, (rows, cols), jnp.float32)
+        out[f"softmax_rows_{rows}x{cols}_float32"] = best(lambda: sm(x).block_until_ready(), reps)
+        out[f"logsumexp_rows_{rows}x{cols}_float32"] = best(lambda: lse(x).block_until_ready(), reps)
+    mm = jax.jit(lambda a, b: a @ b)
+
+    def gelu_layer(a, b, bias):
+        z = a @ b + bias
+        return 0.5 * z * (1.0 + jnp.tanh(0.7978845608028654 * (z + 0.044715 * z * z * z)))
+    gelu = jax.jit(gelu_layer)
+    for dt in (jnp.float32, jnp.float64):
+        for n in matmul_sizes(quick):
+            a = jax.random.normal(k, (n, n), dt)
+            b = jax.random.normal(jax.random.PRNGKey(1), (n, n), dt)
+            bias = jax.random.normal(jax.random.PRNGKey(2), (n,), dt)
+            r = 2 if n >= 4096 else reps
+            name = jnp.dtype(dt).name
+            out[f"matmul_{n}_{name}"] = best(lambda: mm(a, b).block_until_ready(), r)
+            out[f"gelu_matmul_{n}_{name}"] = best(lambda: gelu(a, b, bias).block_until_ready(), r)
+
+    def force(q):
+        return -q * (1.0 + jnp.sum(q * q, axis=0, keepdims=True))
+
+    def step(q, p):
+        p = p + 0.005 * force(q)
+        q = q + 0.01 * p
+        return q, p + 0.005 * force(q)
+
+    def step10(q, p):
+        for _ in range(10):
+            q, p = step(q, p)
+        return q, p
+    q0 = jax.random.normal(k, (3, 1024), jnp.float32)
+    p0 = jax.random.normal(jax.random.PRNGKey(1), (3, 1024), jnp.float32)
+    jstep, jstep10 = jax.jit(step), jax.jit(step10)
+
+    def run(fn, calls):
+        q, p = q0, p0
+        for _ in range(calls):
+            q, p = fn(q, p)
+        return jax.block_until_ready((q, p))
+    out["leapfrog_1000_steps"] = best(lambda: run(jstep, 1000), reps)
+    out["leapfrog_1000_unroll10"] = best(lambda: run(jstep10, 100), reps)
+    fori = jax.jit(lambda q, p: jax.lax.fori_loop(0, 1000, lambda i, s: step(*s), (q, p)))
+    out["leapfrog_1000_fori_loop"] = best(lambda: jax.block_until_ready(fori(q0, p0)), reps)
+    params, x, y = mlp_params(jax, jnp)
+    vg = jax.jit(jax.value_and_grad(mlp_loss(jnp)))
+    out["mlp_value_and_grad_b64"] = per_call(lambda: jax.block_until_ready(vg(params, x, y)), 20, reps)
+    fns = {"exp": jnp.exp, "log": jnp.log, "sin": jnp.sin, "cos": jnp.cos, "tanh": jnp.tanh,
+           "erf": jax.scipy.special.erf}
+    for name, lo, hi, logu in VECMATH:
+        x = jnp.asarray(vecmath_inputs(np, lo, hi, logu))
+        g = jax.jit(fns[name])
+        out[f"vecmath_{name}_4M_float32"] = best(lambda: g(x).block_until_ready(), reps)
+    return out
+
+
+def mlp_params(jax, jnp, batch=64):
+    ks = jax.random.split(jax.random.PRNGKey(7), 6)
+    params = [0.1 * jax.random.normal(ks[0], (128, 256), jnp.float32), jnp.zeros(256, jnp.float32),
+              0.1 * jax.random.normal(ks[1], (256, 10), jnp.float32), jnp.zeros(10, jnp.float32)]
+    return params, jax.random.normal(ks[2], (batch, 128), jnp.float32), jax.random.normal(ks[3], (batch, 10), jnp.float32)
+
+
+def mlp_loss(jnp):
+    def loss(params, x, y):
+        h = jnp.tanh(x @ params[0] + params[1])
+        return jnp.mean(jnp.square(h @ params[2] + params[3] - y))
+    return loss
+
+
+def jax_compile(quick):
+    """jax.jit(f).lower(args).compile() of the compile workloads, fresh functions each time
+    (no tracing cache) and the persistent compilation cache off: (total, XLA compile only)."""
+    jax = jax_setup()
+    import jax.numpy as jnp
+    k = jax.random.PRNGKey(0)
+    x = jax.random.uniform(k, (256, 256), jnp.float32)
+    y = jax.random.uniform(jax.random.PRNGKey(1), (256, 256), jnp.float32)
+    v = jax.random.normal(k, (65536,), jnp.float32)
+
+    def chain20(x, y):
+        t = x
+        for _ in range(4):
+            t = jnp.tanh(jnp.sin(t * y + 0.5) - x)
+        return t
+    params, mx, my = mlp_params(jax, jnp)
+    cases = {
+        "compile_sin_cos": (lambda: (lambda x, y: jnp.sin(x) + jnp.cos(y)), (x, y)),
+        "compile_selu": (lambda: (lambda x: SELU_L * jnp.where(x > 0, x, SELU_A * jnp.exp(x) - SELU_A)), (v,)),
+        "compile_chain20": (lambda: (lambda x, y: chain20(x, y)), (x, y)),
+        "compile_mlp_value_and_grad": (lambda: jax.value_and_grad(mlp_loss(jnp)), (params, mx, my)),
+    }
+    out = {}
+    for name, (make, args) in cases.items():
+        total, compile_only = 1e30, 1e30
+        for _ in range(2 if quick else 4):
+            g = jax.jit(make())
+            t0 = time.perf_counter()
+            lowered = g.lower(*args)
+            t1 = time.perf_counter()
+            lowered.compile()
+            t2 = time.perf_counter()
+            total, compile_only = min(total, t2 - t0), min(compile_only, t2 - t1)
+        out[name] = (total, compile_only)
+    return out
+
+
+# ---------------------------------------------------------------- PyTorch
+
+def torch_workloads(reps, quick):
+    import torch
+    torch.set_num_threads(os.cpu_count())
+    out = {}
+    for n in (1, 1024):
+        a = torch.ones(n)
+        out[f"dispatch_add_{n}"] = per_call(lambda: a + a, 5000)
+    for dt in (torch.float32, torch.float64):
+        x = torch.rand(5000, 5000, dtype=dt)
+        y = torch.rand(5000, 5000, dtype=dt)
+        yb = torch.arange(5000, dtype=dt)
+        name = str(dt).split(".")[1]
+        out[f"sin_cos_5000x5000_{name}"] = best(lambda: torch.sin(x) + torch.cos(y), reps)
+        out[f"sin_cos_bcast_5000x5000_{name}"] = best(lambda: torch.sin(x) + torch.cos(yb), reps)
+    for n, name in ((1000000, "1e6"), (16000000, "1.6e7")):
+        x = torch.randn(n)
+        out[f"selu_{name}_float32"] = best(lambda: torch.nn.functional.selu(x), reps)
+    for dt in (torch.float32, torch.float64):
+        x, y, z = (torch.rand(16000000, dtype=dt) for _ in range(3))
+        out[f"sum_x_2y_z2_1.6e7_{str(dt).split('.')[1]}"] = best(lambda: float((x + 2 * y + z * z).sum()), reps)
+    for rows, cols in SOFTMAX_SHAPES:
+        x = torch.randn(rows, cols)
+        out[f"softmax_rows_{rows}x{cols}_float32"] = best(lambda: torch.softmax(x, 1), reps)
+        out[f"logsumexp_rows_{rows}x{cols}_float32"] = best(lambda: torch.logsumexp(x, 1), reps)
+    for dt in (torch.float32, torch.float64):
+        for n in matmul_sizes(quick):
+            a = torch.randn(n, n, dtype=dt)
+            out[f"matmul_{n}_{str(dt).split('.')[1]}"] = best(lambda: a @ a, 2 if n >= 4096 else reps)
     return out
 
 
 def grad_peers(reps):
-    """grad / eval ratios of the peers on the workloads of jx_bench's section 2."""
+    """grad / eval ratios of the peers on the workloads of jx_bench's grad section."""
     out = {}
     try:
         import jax
@@ -111,130 +388,248 @@ def grad_peers(reps):
     return out
 
 
-def jax_workloads(reps):
-    import jax
-    import jax.numpy as jnp
-    jax.config.update("jax_enable_x64", True)
-    out = {}
-    k = jax.random.PRNGKey(0)
-    a = jnp.ones(1, jnp.float32)
-    add = jax.jit(lambda p, q: p + q)
-    out["dispatch_add_1"] = per_call(lambda: add(a, a).block_until_ready(), 2000)
-    f = jax.jit(lambda x, y: jnp.sin(x) + jnp.cos(y))
-    for dt in (jnp.float32, jnp.float64):
-        x = jax.random.uniform(k, (5000, 5000), dt)
-        y = jax.random.uniform(k, (5000, 5000), dt)
-        yb = jnp.arange(5000, dtype=dt)
-        name = jnp.dtype(dt).name
-        out[f"sin_cos_5000x5000_{name}"] = best(lambda: f(x, y).block_until_ready(), reps)
-        out[f"sin_cos_bcast_5000x5000_{name}"] = best(lambda: f(x, yb).block_until_ready(), reps)
-    x = jax.random.normal(k, (16000000,), jnp.float32)
-    selu = jax.jit(lambda x: 1.0507009873554805 * jnp.where(x > 0, x, 1.6732632423543772 * jnp.exp(x) - 1.6732632423543772))
-    out["selu_1.6e7_float32"] = best(lambda: selu(x).block_until_ready(), reps)
-    red = jax.jit(lambda x, y, z: jnp.sum(x + 2 * y + z * z))
-    for dt in (jnp.float32, jnp.float64):
-        x = jax.random.uniform(k, (16000000,), dt)
-        out[f"sum_x_2y_z2_1.6e7_{jnp.dtype(dt).name}"] = best(lambda: red(x, x, x).block_until_ready(), reps)
-    x = jax.random.normal(k, (4096, 4096), jnp.float32)
-    lse = jax.jit(lambda x: jax.nn.logsumexp(x, axis=1))
-    out["logsumexp_rows_4096x4096_float32"] = best(lambda: lse(x).block_until_ready(), reps)
-    mm = jax.jit(lambda a, b: a @ b)
-    for n in (256, 1024):
-        a = jax.random.normal(k, (n, n), jnp.float32)
-        out[f"matmul_{n}_float32"] = best(lambda: mm(a, a).block_until_ready(), reps)
-    return out
+# ---------------------------------------------------------------- jx's binaries
+
+def run_binary(path, args, rows, meta):
+    if not os.path.exists(path):
+        log(f"{path} not built: its columns are absent")
+        return False
+    log(f"running {os.path.basename(path)} {' '.join(args)}")
+    p = subprocess.run([path] + args, capture_output=True, text=True)
+    for line in p.stdout.splitlines():
+        try:
+            r = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if "workload" not in r:
+            meta.update(r)
+            continue
+        impls = rows.setdefault(r.get("section", "other"), {}).setdefault(r["workload"], {})
+        impls.setdefault(r["impl"], r)  # the first binary to report a (workload, impl) wins
+    if p.returncode != 0:
+        log(f"{os.path.basename(path)} exited with {p.returncode}: {p.stderr.strip()[-2000:]}")
+    return True
 
 
-def torch_workloads(reps):
-    import torch
-    torch.set_num_threads(os.cpu_count())
-    out = {}
-    a = torch.ones(1)
-    out["dispatch_add_1"] = per_call(lambda: a + a)
-    for dt in (torch.float32, torch.float64):
-        x = torch.rand(5000, 5000, dtype=dt)
-        y = torch.rand(5000, 5000, dtype=dt)
-        name = str(dt).split(".")[1]
-        out[f"sin_cos_5000x5000_{name}"] = best(lambda: torch.sin(x) + torch.cos(y), reps)
-    for n in (256, 1024):
-        a = torch.randn(n, n)
-        out[f"matmul_{n}_float32"] = best(lambda: a @ a, reps)
-    return out
+def fmt(t):
+    if t is None or (isinstance(t, float) and math.isnan(t)):
+        return "-"
+    if t < 1e-3:
+        return f"{t * 1e6:.2f}us"
+    if t < 1:
+        return f"{t * 1e3:.2f}ms"
+    return f"{t:.2f}s"
+
+
+def ratio(a, b, suffix=""):
+    return f"{a / b:.2f}{suffix}" if (a and b and not math.isnan(a) and not math.isnan(b)) else "-"
+
+
+def secs(impls, impl):
+    r = impls.get(impl)
+    return r["seconds"] if r else None
+
+
+def print_section(title, table, peers):
+    print()
+    print(title)
+    hdr = (f"{'workload':34} {'jx eager':>10} {'jx jit':>10} {'numpy':>10} {'jax.jit':>10} {'torch':>10} "
+           f"{'limit':>10} {'jit/limit':>9} {'numpy/jit':>9} {'jax/jit':>8}")
+    print(hdr)
+    print("-" * len(hdr))
+    notes = []
+    for w, impls in table.items():
+        ea, jt, lim = secs(impls, "jx_eager"), secs(impls, "jx_jit"), secs(impls, "limit")
+        np_t, jax_t, th_t = (peers.get(p, {}).get(w) for p in ("numpy", "jax", "torch"))
+        print(f"{w:34} {fmt(ea):>10} {fmt(jt):>10} {fmt(np_t):>10} {fmt(jax_t):>10} {fmt(th_t):>10} "
+              f"{fmt(lim):>10} {ratio(jt, lim):>9} {ratio(np_t, jt, 'x'):>9} {ratio(jax_t, jt, 'x'):>8}")
+        j = impls.get("jx_jit", {})
+        if "error" in j:
+            notes.append(f"{w}: jit failed: {j['error']}")
+        extras = []
+        rd = j.get("rel_diff")
+        if rd is not None and (math.isnan(rd) or rd > 1e-4):
+            extras.append(f"jit differs from eager: rel_diff={rd:.3g}")
+        if "rel_err_jit" in j:
+            extras.append(f"relative error vs long-double sum: jit {j['rel_err_jit']:.2e}, eager {j['rel_err_eager']:.2e}")
+        if "max_ulp_jit" in j:
+            lim_r = impls.get("limit", {})
+            extras.append(f"max ULP vs float64: jit {j['max_ulp_jit']:.2f}, eager {j['max_ulp_eager']:.2f}; "
+                          f"ns/element: jit {j['ns_per_element']:.3f}"
+                          + (f", eager {impls['jx_eager']['seconds'] * 1e9 / (1 << 22):.3f}" if 'jx_eager' in impls else "")
+                          + (f", limit {lim_r['seconds'] * 1e9 / (1 << 22):.3f}" if lim_r else ""))
+        if lim := impls.get("limit"):
+            if lim.get("compute_s", 0) > lim.get("memory_s", 0):
+                extras.append("limit is compute-bound (libmvec)")
+        if extras:
+            notes.append(f"{w}: " + "; ".join(extras))
+    for n in notes:
+        print(f"  * {n}")
+
+
+def print_compile(table, jax_c):
+    print()
+    print(dict(SECTIONS)["compile"] + " (first call of a fresh jx::jit; see jit_bench.cpp for the modes)")
+    hdr = (f"{'workload':28} {'cold':>9} {'retrace':>9} {'disk st.':>9} {'disk in':>9} {'disk new':>9} "
+           f"{'call':>9} {'jax total':>10} {'jax xla':>9} {'jax/cold':>8}")
+    print(hdr)
+    print("-" * len(hdr))
+    for w, impls in table.items():
+        if not w.startswith("compile_"):
+            continue
+        cold = secs(impls, "jx_jit_cold")
+        jt = jax_c.get(w, (None, None))
+        print(f"{w:28} {fmt(cold):>9} {fmt(secs(impls, 'jx_jit_retrace')):>9} {fmt(secs(impls, 'jx_jit_disk_store')):>9} "
+              f"{fmt(secs(impls, 'jx_jit_disk_in_process')):>9} {fmt(secs(impls, 'jx_jit_disk_fresh_process')):>9} "
+              f"{fmt(secs(impls, 'jx_jit_call')):>9} {fmt(jt[0]):>10} {fmt(jt[1]):>9} {ratio(jt[0], cold, 'x'):>8}")
+    print("  cold: fresh name, disk cache off; retrace: second jx::jit, same name, disk off; disk st.: first call "
+          "writing the disk cache;\n  disk in: second jx::jit reading it; disk new: a new process reading it "
+          "(after one unrelated compile); call: a cached call")
+    first = table.get("compile_sin_cos", {}).get("jx_jit_disk_fresh_process_first")
+    start = table.get("first_jit_compile_in_fresh_process", {}).get("jx_jit_cold")
+    if first or start:
+        print(f"  * new process: compile_sin_cos from disk as its first jit call {fmt(first and first['seconds'])}; "
+              f"its first (unrelated, cold) compile {fmt(start and start['seconds'])}")
+    if "error_compile" in table:
+        print(f"  * compile section failed: {table['error_compile']['jx_jit'].get('error')}")
+
+
+def print_targets(rows, peers):
+    """The issue's targets, each met or missed with its figure."""
+    def get(section, w, impl):
+        return secs(rows.get(section, {}).get(w, {}), impl)
+    print()
+    print("targets")
+    lines = []
+
+    def check(name, value, ok, shown):
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            lines.append(f"  [ n/a ] {name}: not measured")
+        else:
+            lines.append(f"  [{' met ' if ok else 'MISSED'}] {name}: {shown}")
+    for s, w in [("tutorial", f"sin_cos_5000x5000_{d}") for d in ("float32", "float64")] + \
+            [("tutorial", f"sin_cos_bcast_5000x5000_{d}") for d in ("float32", "float64")] + \
+            [("reduction", f"sum_x_2y_z2_1.6e7_{d}") for d in ("float32", "float64")]:
+        jt, lim = get(s, w, "jx_jit"), get(s, w, "limit")
+        r = jt / lim if jt and lim else None
+        check(f"{w} within 1.25x of the limit", r, r is not None and r <= 1.25, f"jit/limit {r:.2f}" if r else "")
+    for w in [f"sin_cos_5000x5000_{d}" for d in ("float32", "float64")] + \
+            [f"sin_cos_bcast_5000x5000_{d}" for d in ("float32", "float64")]:
+        jt, np_t = get("tutorial", w, "jx_jit"), peers.get("numpy", {}).get(w)
+        r = np_t / jt if jt and np_t else None
+        check(f"{w} >= 4x faster than NumPy", r, r is not None and r >= 4, f"numpy/jit {r:.2f}x" if r else "")
+    slower = []
+    compared = 0
+    for section, table in rows.items():
+        for w, impls in table.items():
+            jt, jax_t = secs(impls, "jx_jit"), peers.get("jax", {}).get(w)
+            if jt and jax_t and not math.isnan(jt):
+                compared += 1
+                if jt > jax_t:
+                    slower.append(f"{w} {jax_t / jt:.2f}x")
+    check("no slower than jax.jit on any workload", compared or None, not slower,
+          f"{compared} compared; slower on: {', '.join(slower) if slower else 'none'}")
+    cold = get("compile", "compile_sin_cos", "jx_jit_cold")
+    check("cold compile of the tutorial < 30 ms", cold, cold is not None and cold < 0.030, fmt(cold))
+    for impl, what in (("jx_jit_disk_fresh_process", "new process"), ("jx_jit_disk_in_process", "same process")):
+        t = get("compile", "compile_sin_cos", impl)
+        check(f"disk-cache hit of the tutorial < 2 ms ({what})", t, t is not None and t < 0.002, fmt(t))
+    for w in ("dispatch_add_1", "dispatch_add_1024"):
+        t = get("dispatch", w, "jx_jit")
+        check(f"cached jitted call {w} < 5 us", t, t is not None and t < 5e-6, fmt(t))
+    for w, impls in rows.get("matmul", {}).items():
+        if w.startswith("matmul_"):
+            jt, blas = secs(impls, "jx_jit"), secs(impls, "blas_direct")
+            r = jt / blas if jt and blas else None
+            check(f"{w} within 1.1x of the BLAS", r, r is not None and r <= 1.1, f"jit/BLAS {r:.2f}" if r else "")
+    for line in lines:
+        print(line)
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "build"))
-    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--build", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build"))
+    ap.add_argument("--quick", action="store_true", help="fewer repetitions, no n=4096 matmul")
+    ap.add_argument("--no-peers", action="store_true", help="jx only")
+    ap.add_argument("--json", help="also write every jx result (JSON lines) to this file")
     args = ap.parse_args()
     reps = 2 if args.quick else 5
+    flags = ["--quick"] if args.quick else []
 
-    exe = os.path.join(args.build, "bench", "jx_bench")
-    lines = subprocess.run([exe] + (["--quick"] if args.quick else []), check=True,
-                           capture_output=True, text=True).stdout.splitlines()
-    rows, bw, meta = {}, None, {}
-    for line in lines:
-        r = json.loads(line)
-        if "workload" not in r:
-            meta = r
-            continue
-        if r["workload"] == "stream_triad":
-            bw = 1.0 / r["seconds"]
-            continue
-        rows.setdefault(r["workload"], {})[r["impl"]] = r
+    rows, meta = {}, {}
+    run_binary(os.path.join(args.build, "bench", "jx_bench"), flags, rows, meta)
+    have_jit = run_binary(os.path.join(args.build, "bench", "jit_bench"), flags, rows, meta)
 
-    peers = {}
-    for name, fn in (("numpy", numpy_workloads), ("jax", jax_workloads), ("torch", torch_workloads)):
-        try:
-            peers[name] = fn(reps)
-        except ImportError:
-            peers[name] = None
-        except Exception as e:  # a peer that fails is reported, never guessed
-            print(f"# {name} failed: {e}", file=sys.stderr)
-            peers[name] = None
+    peers, jax_c = {}, {}
+    if not args.no_peers:
+        for name, fn in (("numpy", numpy_workloads), ("jax", jax_workloads), ("torch", torch_workloads)):
+            log(f"running peer {name}")
+            try:
+                peers[name] = fn(reps, args.quick)
+            except ImportError:
+                peers[name] = None
+            except Exception as e:  # a peer that fails is reported, never guessed
+                log(f"{name} failed: {e!r}")
+                peers[name] = None
+        if peers.get("jax") is not None:
+            try:
+                jax_c = jax_compile(args.quick)
+            except Exception as e:
+                log(f"jax compile timing failed: {e!r}")
+    present = {k: v for k, v in peers.items() if v is not None}
 
-    print(f"threads={meta.get('threads')}  stream triad bandwidth={meta.get('stream_GBps')} GB/s")
-    for name, p in peers.items():
-        if p is None:
+    if args.json:
+        with open(args.json, "w") as f:
+            for table in rows.values():
+                for impls in table.values():
+                    for r in impls.values():
+                        f.write(json.dumps(r) + "\n")
+
+    limits = rows.get("limit", {})
+    print(f"threads={meta.get('threads')}  stream triad bandwidth={meta.get('stream_GBps')} GB/s  "
+          f"load average (1 min) at the end={os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+    costs = [f"{w[len('libmvec_'):]} {r['limit']['ns_per_element_per_thread']:.3f}" for w, r in limits.items()
+             if w.startswith("libmvec_")]
+    if costs:
+        print("libmvec AVX-512 ns/element/thread (all threads busy): " + ", ".join(costs))
+    for name in ("numpy", "jax", "torch"):
+        if not args.no_peers and peers.get(name) is None:
             print(f"peer {name}: absent")
-    hdr = f"{'workload':36} {'jx eager':>10} {'numpy':>10} {'jax.jit':>10} {'torch':>10} {'limit':>10} {'jx/limit':>9} {'numpy/jx':>9}"
-    print(hdr)
-    print("-" * len(hdr))
+    if not have_jit:
+        print("jx jit: absent (jit_bench not built)")
 
-    def fmt(t):
-        if t is None:
-            return "-"
-        return f"{t * 1e6:.2f}us" if t < 1e-3 else f"{t * 1e3:.2f}ms"
+    for key, title in SECTIONS:
+        table = rows.get(key, {})
+        if not table:
+            continue
+        if key == "compile":
+            print_compile(table, jax_c)
+        else:
+            print_section(title, {w: i for w, i in table.items() if not w.startswith("error_")}, present)
+            if f"error_{key}" in table:
+                print(f"  * jit section failed: {table[f'error_{key}']['jx_jit'].get('error')}")
+    if "leapfrog_1000_fori_loop" in present.get("jax", {}):
+        print(f"  * jax.lax.fori_loop over the 1000 steps in one jax.jit: "
+              f"{fmt(present['jax']['leapfrog_1000_fori_loop'])} (jx's lax has no loop primitive yet)")
 
-    grads = {w: impls for w, impls in rows.items() if "jx_grad" in impls}
-    for w in grads:
-        del rows[w]
-    for w, impls in rows.items():
-        jx_t = impls.get("jx_eager", {}).get("seconds")
-        limit = None
-        if "blas_direct" in impls:
-            limit = impls["blas_direct"]["seconds"]
-        elif impls.get("jx_eager", {}).get("bytes") and bw:
-            limit = impls["jx_eager"]["bytes"] / bw
-        np_t = (peers.get("numpy") or {}).get(w)
-        jax_t = (peers.get("jax") or {}).get(w)
-        th_t = (peers.get("torch") or {}).get(w)
-        ratio = f"{jx_t / limit:.2f}" if (jx_t and limit) else "-"
-        speed = f"{np_t / jx_t:.2f}x" if (jx_t and np_t) else "-"
-        print(f"{w:36} {fmt(jx_t):>10} {fmt(np_t):>10} {fmt(jax_t):>10} {fmt(th_t):>10} {fmt(limit):>10} {ratio:>9} {speed:>9}")
+    grads = rows.get("grad", {})
+    if grads:
+        gp = grad_peers(reps) if not args.no_peers else {}
+        print()
+        hdr = (f"{'grad workload':28} {'jx eval':>10} {'jx grad':>10} {'jx ratio':>9} {'jax ratio':>10} "
+               f"{'jax grad':>10} {'torch ratio':>11} {'torch grad':>10}")
+        print(hdr)
+        print("-" * len(hdr))
+        for w, impls in grads.items():
+            ev, gr = impls["jx_eval"]["seconds"], impls["jx_grad"]["seconds"]
+            cells = []
+            for peer in ("jax", "torch"):
+                p = gp.get((peer, w))
+                cells += [f"{p[1] / p[0]:.2f}" if p else "-", fmt(p[1]) if p else "-"]
+            print(f"{w:28} {fmt(ev):>10} {fmt(gr):>10} {gr / ev:>9.2f} {cells[0]:>10} {cells[1]:>10} "
+                  f"{cells[2]:>11} {cells[3]:>10}")
 
-    gp = grad_peers(reps)
-    print()
-    hdr = f"{'grad workload':28} {'jx eval':>10} {'jx grad':>10} {'jx ratio':>9} {'jax ratio':>10} {'jax grad':>10} {'torch ratio':>11} {'torch grad':>10}"
-    print(hdr)
-    print("-" * len(hdr))
-    for w, impls in grads.items():
-        ev, gr = impls["jx_eval"]["seconds"], impls["jx_grad"]["seconds"]
-        cells = []
-        for peer in ("jax", "torch"):
-            p = gp.get((peer, w))
-            cells += [f"{p[1] / p[0]:.2f}" if p else "-", fmt(p[1]) if p else "-"]
-        print(f"{w:28} {fmt(ev):>10} {fmt(gr):>10} {gr / ev:>9.2f} {cells[0]:>10} {cells[1]:>10} {cells[2]:>11} {cells[3]:>10}")
+    print_targets(rows, present)
 
 
 if __name__ == "__main__":

@@ -110,11 +110,12 @@ class JitFunction {
   explicit JitFunction(JitOptions options);
   ~JitFunction();
 
-  // The entry for this call's signature, tracing (and logging) on a miss. arg_leaf_counts
-  // says how many leaves each dynamic argument has (to name the one that changed).
+  // The entry for this call's signature, tracing (and logging) on a miss. arg_positions
+  // gives the argument each leaf belongs to (to name the one that changed).
   std::shared_ptr<const JitEntry> lookup(std::span<const Array> leaves, const tree::TreeDef& in_def,
                                          std::shared_ptr<const StaticValues> statics,
-                                         std::span<const size_t> arg_positions, const JitTraceFn& trace);
+                                         const std::function<std::vector<size_t>()>& arg_positions,
+                                         const JitTraceFn& trace);
   // Runs an entry: natively when every leaf is concrete and no transformation is
   // active, else binds the `jit` primitive so the current trace sees one equation.
   std::vector<Array> call(const JitEntry& entry, std::span<const Array> leaves);
@@ -140,8 +141,17 @@ template <size_t I, size_t... S>
 constexpr bool is_static_index = ((I == S) || ...);
 
 // Argument I as jit sees it: static ones keep their type, others become array trees.
+// (Selected lazily: a static argument need not be a pytree, e.g. a std::string.)
+template <bool Static, class A>
+struct JitArgType {
+  using type = tree::array_tree_t<std::decay_t<A>>;
+};
+template <class A>
+struct JitArgType<true, A> {
+  using type = std::decay_t<A>;
+};
 template <size_t I, class A, size_t... S>
-using jit_arg_t = std::conditional_t<is_static_index<I, S...>, std::decay_t<A>, tree::array_tree_t<std::decay_t<A>>>;
+using jit_arg_t = typename JitArgType<is_static_index<I, S...>, A>::type;
 
 template <class StaticSeq, class Seq, class... A>
 struct JitArgs;
@@ -213,13 +223,17 @@ class Jitted {
     using Dynamic = std::tuple<decltype(dynamic_part<I>(all))...>;
     Dynamic dyn{dynamic_part<I>(all)...};
     auto [leaves, joint] = tree::flatten(dyn);
-    // The argument each leaf belongs to (to name the one whose change caused a retrace).
-    std::vector<size_t> positions;
-    auto count = [&]<size_t K>(std::integral_constant<size_t, K>) {
-      if constexpr (!detail::is_static_index<K, S...>)
-        positions.insert(positions.end(), tree::flatten(std::get<K>(all)).first.size(), K);
+    // The argument each leaf belongs to (to name the one whose change caused a retrace);
+    // computed only when tracing.
+    auto positions = [&] {
+      std::vector<size_t> p;
+      auto count = [&]<size_t K>(std::integral_constant<size_t, K>) {
+        if constexpr (!detail::is_static_index<K, S...>)
+          p.insert(p.end(), tree::flatten(std::get<K>(all)).first.size(), K);
+      };
+      (count(std::integral_constant<size_t, I>{}), ...);
+      return p;
     };
-    (count(std::integral_constant<size_t, I>{}), ...);
     std::shared_ptr<const detail::StaticValues> statics;
     if constexpr (sizeof...(S) > 0)
       statics = std::make_shared<detail::StaticValuesOf<std::tuple_element_t<S, All>...>>(

@@ -1,7 +1,6 @@
-// jx::jit's runtime side: the per-function compile cache keyed on the call signature,
-// compile logging, and the `jit` primitive that a jitted call becomes under another
-// transformation (or inside another jit), whose rules are the transformations of its
-// body.
+// jx::jit's runtime side: the per-function compile cache keyed on the call signature and
+// compile logging. Under another transformation (or inside another jit) a call becomes
+// one `jit` equation (src/jit/jit_primitive.cpp).
 #include "jx/jit.h"
 
 #include <chrono>
@@ -14,9 +13,8 @@
 #include "core/array_internal.h"
 #include "core/eager_hook.h"
 #include "jit/executable.h"
+#include "jit/jit_primitive.h"
 #include "jx/error.h"
-#include "lax/rules.h"
-#include "transforms/staging.h"
 
 namespace jx {
 namespace detail {
@@ -72,118 +70,6 @@ const compiler::Executable& executable(const JitEntry& e) {
   return *e.exe;
 }
 
-// Process-wide executables of `jit` equations evaluated eagerly (a jit equation that
-// reaches eager evaluation through eval_jaxpr or a transformation's rule), keyed on
-// their body's identity.
-struct BodyCache {
-  std::mutex mu;
-  std::unordered_map<const ClosedJaxpr*, std::pair<std::weak_ptr<const ClosedJaxpr>,
-                                                   std::shared_ptr<const compiler::Executable>>>
-      map;
-};
-BodyCache& body_cache() {
-  static BodyCache* c = new BodyCache;  // outlives static destructors of callers
-  return *c;
-}
-
-std::shared_ptr<const compiler::Executable> body_executable(const JaxprRef& body, const std::string& name) {
-  BodyCache& c = body_cache();
-  std::lock_guard lock(c.mu);
-  auto it = c.map.find(body.get());
-  if (it != c.map.end() && it->second.first.lock() == body) return it->second.second;
-  // Drop entries whose program is gone before adding one.
-  for (auto i = c.map.begin(); i != c.map.end();) i = i->second.first.expired() ? c.map.erase(i) : std::next(i);
-  auto exe = compiler::compile_program(*body, compiler::CompileOptions{.name = name});
-  c.map[body.get()] = {body, exe};
-  return exe;
-}
-
-const JaxprRef& jit_body(const Params& params) {
-  const JaxprRef& j = params.get_jaxpr("jaxpr");
-  if (!j) fail("jit", "has a null sub-program");
-  return j;
-}
-
-std::vector<Aval> jit_rule(std::span<const Aval> in, const Params& params) {
-  const Jaxpr& j = jit_body(params)->jaxpr;
-  if (!j.constvars.empty()) fail("jit", "sub-program must have no constvars (constants are leading operands)");
-  std::vector<Aval> want = j.in_avals();
-  const std::string& name = params.get_string("name");
-  if (want.size() != in.size())
-    fail("jit", "'", name, "' takes ", want.size(), " operands, got ", in.size(), " (", lax::rules::avals_str(in),
-         ")");
-  for (size_t i = 0; i < in.size(); ++i)
-    if (want[i].shape != in[i].shape || want[i].dtype != in[i].dtype)
-      fail("jit", "operand ", i, " of '", name, "' is ", in[i].str(), " but the program was traced for ",
-           want[i].str());
-  return j.out_avals();
-}
-
-FlatFn jit_body_fn(const Params& params) {
-  JaxprRef j = jit_body(params);
-  return [j](std::span<const Array> xs) { return eval_jaxpr(j->jaxpr, {}, xs); };
-}
-
-// A program over `avals` staged from f, with its constants lifted to leading inputs.
-JaxprRef stage_body(const FlatFn& f, std::span<const Aval> avals, std::vector<Array>* consts_out) {
-  StagingTrace trace{"jit", /*forward_known=*/false};
-  std::vector<Array> outs;
-  {
-    TraceScope scope(&trace);
-    std::vector<Array> in;
-    for (const Aval& a : avals) in.push_back(trace.new_input(a));
-    outs = f(in);
-  }
-  ClosedJaxpr staged = trace.finish(outs);
-  auto body = std::make_shared<ClosedJaxpr>();
-  body->jaxpr.invars = staged.jaxpr.constvars;
-  body->jaxpr.invars.insert(body->jaxpr.invars.end(), staged.jaxpr.invars.begin(), staged.jaxpr.invars.end());
-  body->jaxpr.eqns = std::move(staged.jaxpr.eqns);
-  body->jaxpr.outvars = std::move(staged.jaxpr.outvars);
-  *consts_out = std::move(staged.consts);
-  return body;
-}
-
-extern const Primitive jit_p;
-
-}  // namespace
-
-// `jit`: a call of a staged program, compiled when it runs eagerly. Under jvp its body
-// is differentiated inline (the tangent program is then staged or run by the
-// transformations around it); under vmap the body is batched and the batched program
-// is jitted again, so vmap(jit(f)) stays one compiled program.
-namespace {
-const Primitive jit_p(
-    "jit",
-    {.traits = 0,
-     .num_outputs = -1,
-     .abstract_eval = jit_rule,
-     .impl =
-         [](std::span<const Array> in, const Params& params, std::span<const Aval>) {
-           return body_executable(jit_body(params), params.get_string("name"))->run(in);
-         },
-     .jvp =
-         [](std::span<const Array> primals, std::span<const Array> tangents, const Params& params) {
-           auto [p, t] = jvp_flat(jit_body_fn(params), primals, tangents, "jvp");
-           return JvpResult{std::move(p), std::move(t)};
-         },
-     .batch =
-         [](std::span<const Array> args, std::span<const int64_t> dims, const Params& params, const BatchAxis& axis) {
-           std::vector<std::optional<int64_t>> in_dims;
-           for (int64_t d : dims) in_dims.push_back(d == kNotMapped ? std::nullopt : std::optional<int64_t>(d));
-           std::vector<std::optional<int64_t>> out_dims{0};
-           FlatFn body = jit_body_fn(params);
-           FlatFn batched = [&](std::span<const Array> xs) { return vmap_flat(body, xs, in_dims, out_dims, axis); };
-           std::vector<Aval> avals;
-           for (const Array& a : args) avals.push_back(a.aval());
-           std::vector<Array> consts;
-           JaxprRef batched_body = stage_body(batched, avals, &consts);
-           std::vector<Array> operands = consts;
-           operands.insert(operands.end(), args.begin(), args.end());
-           std::vector<Array> outs =
-               jx::bind(jit_p, operands, {{"jaxpr", batched_body}, {"name", params.get_string("name")}});
-           return BatchResult{outs, std::vector<int64_t>(outs.size(), 0)};
-         }});
 }  // namespace
 
 // ---- the per-function cache ----
@@ -246,7 +132,8 @@ std::string retrace_reason(const Key& key, const std::list<std::pair<Key, std::s
 
 std::shared_ptr<const JitEntry> JitFunction::lookup(std::span<const Array> leaves, const tree::TreeDef& in_def,
                                                     std::shared_ptr<const StaticValues> statics,
-                                                    std::span<const size_t> arg_positions, const JitTraceFn& trace) {
+                                                    const std::function<std::vector<size_t>()>& arg_positions,
+                                                    const JitTraceFn& trace) {
   Key key;
   key.hash = hash_avals(leaves) ^ (statics ? statics->hash() * 0x9e3779b97f4a7c15ull : 0);
   key.avals.reserve(leaves.size());
@@ -288,7 +175,7 @@ std::shared_ptr<const JitEntry> JitFunction::lookup(std::span<const Array> leave
     std::fprintf(stderr, "jx: tracing '%s' for %s%s%s%s: %s (%.2f ms)\n", options_.name.c_str(),
                  avals_list(key.avals).c_str(), key.statics ? " static (" : "",
                  key.statics ? key.statics->str().c_str() : "", key.statics ? ")" : "",
-                 retrace_reason(key, cache_->entries, arg_positions).c_str(), ms_since(t0));
+                 retrace_reason(key, cache_->entries, arg_positions()).c_str(), ms_since(t0));
   cache_->entries.emplace_front(std::move(key), entry);
   return entry;
 }
@@ -305,7 +192,7 @@ std::vector<Array> JitFunction::call(const JitEntry& entry, std::span<const Arra
   if (current_trace() == nullptr && all_concrete(leaves)) return executable(entry).run(leaves);
   std::vector<Array> operands = entry.traced->consts;
   operands.insert(operands.end(), leaves.begin(), leaves.end());
-  return jx::bind(jit_p, operands, {{"jaxpr", entry.body}, {"name", entry.name}});
+  return jx::bind(jit_primitive(), operands, {{"jaxpr", entry.body}, {"name", entry.name}});
 }
 
 std::vector<Array> JitFunction::call_checked(const JitEntry& entry, std::span<const Array> leaves) {

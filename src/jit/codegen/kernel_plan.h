@@ -47,6 +47,26 @@ struct PlanOutput {
   Affine index;                       // element offset into the output (0 coefs on reduced dims)
 };
 
+// How the emitter loops over a plan: a function of the plan alone (so part of its text).
+//   Elementwise   units are elements (1-d) or rows of the innermost dim (n-d).
+//   RowReduce     units are kept (output) elements; each runs the whole reduced loop nest
+//                 with scalar accumulators, innermost reduced dim innermost.
+//   ColumnReduce  the innermost kept dim is the contiguous one: units are blocks of it,
+//                 accumulated in the output row across the reduced loop nest, so the
+//                 inner loop runs along memory instead of gathering with a stride.
+//   FullReduce    no kept dims: units are fixed chunks of the outermost reduced dim, each
+//                 writing a partial; a finish function combines them in chunk order, so
+//                 results do not depend on the thread count.
+struct LoopSchedule {
+  enum class Mode { Elementwise, RowReduce, ColumnReduce, FullReduce };
+  Mode mode = Mode::Elementwise;
+  int64_t units = 0;              // the kernel function runs over ranges of [0, units)
+  int64_t elements_per_unit = 1;  // iteration points per unit
+  int64_t chunk_rows = 0;         // FullReduce: rows of dims[0] per chunk
+  int64_t column_block = 0;       // ColumnReduce: innermost kept elements per unit
+  int64_t cost = 1;               // relative cost of one point (op_cost summed)
+};
+
 struct KernelPlan {
   enum class Kind { Loop, Reduction };
   Kind kind = Kind::Loop;
@@ -57,6 +77,7 @@ struct KernelPlan {
   std::vector<DType> input_dtypes;
   std::vector<PlanNode> nodes;  // topological order
   std::vector<PlanOutput> outputs;
+  LoopSchedule schedule;
 
   int ndim() const { return static_cast<int>(dims.size()); }
   int num_reduced() const { return ndim() - num_kept; }

@@ -48,7 +48,8 @@ bool fold_constants(ClosedJaxpr& program, PassContext& ctx) {
 
   // Known values: constvars (when the program is closed) and what this sweep folds.
   std::unordered_map<int64_t, Array> known;
-  if (program.consts.size() == j.constvars.size()) {
+  const bool closed = program.consts.size() == j.constvars.size();
+  if (closed) {
     for (size_t i = 0; i < j.constvars.size(); ++i) {
       const Var& v = j.constvars[i];
       if (v.aval.ndim() == 0) {
@@ -92,6 +93,10 @@ bool fold_constants(ClosedJaxpr& program, PassContext& ctx) {
       all_scalar = all_scalar && v.aval.ndim() == 0;
     }
     const std::string what = e.primitive->name() + " giving " + avals_text(e.outputs);
+    if (!all_scalar && !closed) {  // a new constvar needs a value beside it
+      kept.push_back(std::move(e));
+      continue;
+    }
     if (!all_scalar && result_elements > kMaxFoldedElements) {
       ctx.note(detail::cat("not folded: ", what, " has ", result_elements, " elements (more than ",
                            kMaxFoldedElements, "): the constant would bloat the program"));

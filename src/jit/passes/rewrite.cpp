@@ -4,11 +4,7 @@
 
 namespace jx::compiler {
 
-void Substitution::map(const Var& from, Atom to) {
-  // Chains collapse here, so apply() is one lookup: a -> b then b -> c maps a to c.
-  to = apply(to);
-  map_.insert_or_assign(from.id, std::move(to));
-}
+void Substitution::map(const Var& from, Atom to) { map_.insert_or_assign(from.id, std::move(to)); }
 
 Atom Substitution::apply(const Atom& a) const {
   if (!a.is_var()) return a;

@@ -13,7 +13,9 @@ namespace jx::compiler {
 // Uses of replaced variables, renamed while a pass walks the equations in order: a pass
 // that drops an equation maps each of its outputs to the atom that now stands for it.
 // Callers map a variable only to an atom of the very same aval (weak_type included), so
-// every later equation keeps the types it was verified with.
+// every later equation keeps the types it was verified with, and only to an atom already
+// renamed (chains are not followed: `from` and `to` may live in different id spaces, a
+// body's and its caller's).
 class Substitution {
  public:
   void map(const Var& from, Atom to);

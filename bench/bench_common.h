@@ -1,0 +1,221 @@
+// What jx_bench (eager jx) and jit_bench (jx::jit) share: the timers, the JSON line
+// format bench/run.py reads, the STREAM-like bandwidth probe, and the workloads of
+// ../shared/BENCHMARKS.md written once, so eager and jit run exactly the same functions
+// on the same inputs (same shapes, same jx::random keys).
+#pragma once
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cpu/thread_pool.h"
+#include "jx/jx.h"
+
+namespace jx_bench {
+
+namespace jnp = jx::numpy;
+using jx::Array;
+using Clock = std::chrono::steady_clock;
+
+inline double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Best-of-`reps` wall time of f(), after one warm-up call (which, under jit, compiles).
+template <class F>
+double best_seconds(F&& f, int reps) {
+  f();
+  double best = 1e30;
+  for (int i = 0; i < reps; ++i) {
+    auto t0 = Clock::now();
+    f();
+    best = std::min(best, seconds_since(t0));
+  }
+  return best;
+}
+
+// Per-call time of a very fast f(), from batches of `inner` calls.
+template <class F>
+double per_call_seconds(F&& f, int inner = 20000, int reps = 7) {
+  return best_seconds([&] { for (int i = 0; i < inner; ++i) f(); }, reps) / inner;
+}
+
+// Calls per timed batch so that a batch of a call costing about `elements` element-ops
+// lasts a few milliseconds (small sizes are dominated by per-call overhead).
+inline int inner_calls(double elements) { return std::max(1, static_cast<int>(4e6 / std::max(elements, 1.0))); }
+
+// JSON numbers Python's json module reads back, NaN and infinities included.
+inline std::string json_number(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+// Extra fields of a JSON line: Extra().num("bytes", b).str("note", "...").
+struct Extra {
+  std::string text;
+  Extra& num(const char* key, double v) {
+    text += std::string(", \"") + key + "\": " + json_number(v);
+    return *this;
+  }
+  Extra& str(const char* key, const std::string& v) {
+    text += std::string(", \"") + key + "\": \"" + v + "\"";
+    return *this;
+  }
+};
+
+// One result: {"section": ..., "workload": ..., "impl": ..., "seconds": ..., extras}.
+inline void emit(const std::string& section, const std::string& workload, const std::string& impl, double seconds,
+                 const Extra& extra = {}) {
+  std::printf("{\"section\": \"%s\", \"workload\": \"%s\", \"impl\": \"%s\", \"seconds\": %s%s}\n", section.c_str(),
+              workload.c_str(), impl.c_str(), json_number(seconds).c_str(), extra.text.c_str());
+  std::fflush(stdout);
+}
+
+// STREAM triad a = b + s*c over n doubles per array on all jx threads: bytes/second.
+inline double stream_bandwidth(bool quick) {
+  const int64_t n = quick ? (int64_t{1} << 24) : (int64_t{1} << 25);  // 3 x 128/256 MiB: far beyond cache
+  std::vector<double> a(n), b(n, 1.0), c(n, 2.0);
+  double t = best_seconds([&] {
+    jx::cpu::parallel_for(n, 1 << 16, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) a[i] = b[i] + 3.0 * c[i];
+    });
+  }, 5);
+  return 3.0 * 8.0 * n / t;
+}
+
+inline std::string dtype_suffix(jx::DType dtype) { return "_" + std::string(jx::dtype_name(dtype)); }
+
+// ---- the workloads (each a plain function of arrays: eager calls it, jit traces it) ----
+
+// 3. the tutorial workload.
+inline Array sin_cos(const Array& x, const Array& y) { return jnp::sin(x) + jnp::cos(y); }
+
+// 4. SELU.
+inline Array selu(const Array& x) {
+  const double l = 1.0507009873554805, a = 1.6732632423543772;
+  return l * jnp::where(x > 0, x, a * jnp::exp(x) - a);
+}
+
+// 5. elementwise into a full reduction.
+inline Array fused_sum(const Array& x, const Array& y, const Array& z) { return jnp::sum(x + 2 * y + z * z); }
+
+// 6. row softmax (max-shifted) and logsumexp over rows.
+inline Array softmax_rows(const Array& x) {
+  Array e = jnp::exp(x - jnp::max(x, 1, true));
+  return e / jnp::sum(e, 1, true);
+}
+inline Array logsumexp_rows(const Array& x) { return jnp::logsumexp(x, 1); }
+
+// 7. a dense layer with GELU (tanh form, jax.nn.gelu's default) as the matmul epilogue.
+inline Array gelu_matmul(const Array& a, const Array& b, const Array& bias) {
+  Array z = jnp::matmul(a, b) + bias;
+  return 0.5 * z * (1.0 + jnp::tanh(0.7978845608028654 * (z + 0.044715 * z * z * z)));
+}
+
+// 8a. one leapfrog step of 1024 particles in 3-d (rows x, y, z) in an anharmonic trap:
+// a(q) = -q (1 + |q|^2). Returns (q, p) after dt.
+inline Array leapfrog_force(const Array& q) { return -q * (1.0 + jnp::sum(q * q, 0, true)); }
+inline std::pair<Array, Array> leapfrog_step(const Array& q, const Array& p) {
+  const double dt = 0.01;
+  Array p_half = p + (0.5 * dt) * leapfrog_force(q);
+  Array q_next = q + dt * p_half;
+  return {q_next, p_half + (0.5 * dt) * leapfrog_force(q_next)};
+}
+// Ten steps traced as one program (jx's lax has no scan / fori_loop yet).
+inline std::pair<Array, Array> leapfrog_10_steps(const Array& q, const Array& p) {
+  std::pair<Array, Array> s{q, p};
+  for (int i = 0; i < 10; ++i) s = leapfrog_step(s.first, s.second);
+  return s;
+}
+
+// 8b. a 2-layer MLP (128 -> 256 tanh -> 10), mean squared error; params {w1, b1, w2, b2}.
+inline Array mlp_loss(const std::vector<Array>& params, const Array& x, const Array& y) {
+  Array h = jnp::tanh(jnp::matmul(x, params[0]) + params[1]);
+  Array out = jnp::matmul(h, params[2]) + params[3];
+  return jnp::mean(jnp::square(out - y));
+}
+inline std::pair<Array, std::vector<Array>> mlp_value_and_grad(const std::vector<Array>& params, const Array& x,
+                                                               const Array& y) {
+  return jx::value_and_grad(mlp_loss)(params, x, y);
+}
+struct MlpInputs {
+  std::vector<Array> params;
+  Array x, y;
+};
+inline MlpInputs mlp_inputs(int64_t batch = 64) {
+  auto ks = jx::random::split(jx::random::key(7), 6);
+  return {{0.1 * jx::random::normal(ks(0), {128, 256}), jnp::zeros({256}), 0.1 * jx::random::normal(ks(1), {256, 10}),
+           jnp::zeros({10})},
+          jx::random::normal(ks(2), {batch, 128}),
+          jx::random::normal(ks(3), {batch, 10})};
+}
+
+// 2. a 20-operation elementwise chain (mixing arithmetic and transcendentals).
+inline Array chain20(const Array& x, const Array& y) {
+  Array t = x;
+  for (int i = 0; i < 4; ++i) {
+    t = t * y;
+    t = t + 0.5;
+    t = jnp::sin(t);
+    t = t - x;
+    t = jnp::tanh(t);
+  }
+  return t;
+}
+
+// 1. a call with 20 array arguments.
+inline Array sum_of_20(const std::vector<Array>& a) {
+  Array s = a[0];
+  for (size_t i = 1; i < a.size(); ++i) s = s + a[i];
+  return s;
+}
+
+// 9. the vector-math functions and their input domains [lo, hi) (log: log-uniform).
+struct VecMathCase {
+  const char* name;
+  Array (*eager)(const Array&);
+  double lo, hi;
+  bool log_uniform;
+};
+inline const std::vector<VecMathCase>& vecmath_cases() {
+  static const std::vector<VecMathCase> cases = {
+      {"exp", [](const Array& x) { return jnp::exp(x); }, -87.0, 88.0, false},
+      {"log", [](const Array& x) { return jnp::log(x); }, 1e-30, 1e30, true},
+      {"sin", [](const Array& x) { return jnp::sin(x); }, -100.0, 100.0, false},
+      {"cos", [](const Array& x) { return jnp::cos(x); }, -100.0, 100.0, false},
+      {"tanh", [](const Array& x) { return jnp::tanh(x); }, -10.0, 10.0, false},
+      {"erf", [](const Array& x) { return jx::lax::erf(x); }, -5.0, 5.0, false},
+  };
+  return cases;
+}
+inline constexpr int64_t kVecMathN = int64_t{1} << 22;  // 4M float32
+// The inputs of a vector-math case: deterministic, uniform in [lo, hi) (or log-uniform).
+inline std::vector<float> vecmath_inputs(const VecMathCase& c, int64_t n = kVecMathN) {
+  std::vector<float> v(static_cast<size_t>(n));
+  uint64_t s = 0x9e3779b97f4a7c15ull;
+  for (auto& e : v) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    double u = static_cast<double>(s >> 11) * 0x1.0p-53;
+    e = c.log_uniform ? static_cast<float>(std::exp(std::log(c.lo) + u * (std::log(c.hi) - std::log(c.lo))))
+                      : static_cast<float>(c.lo + u * (c.hi - c.lo));
+  }
+  return v;
+}
+
+// Sizes of the tutorial's size sweep: 1000 * 4^k elements, 1e3 .. 1.6e7.
+inline std::vector<int64_t> sweep_sizes() {
+  std::vector<int64_t> s;
+  for (int64_t n = 1000; n <= 16384000; n *= 4) s.push_back(n);
+  return s;
+}
+
+// Matmul sizes: 4096 only in full runs (minutes of eager + jit + BLAS on 2 cores).
+inline std::vector<int64_t> matmul_sizes(bool quick) {
+  if (quick) return {256, 1024};
+  return {256, 1024, 4096};
+}
+
+}  // namespace jx_bench

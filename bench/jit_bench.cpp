@@ -1,0 +1,416 @@
+// jx::jit's side of the benchmark suite (bench/run.py drives it beside jx_bench, which times
+// eager jx and measures the hardware limit, and the peers). Every workload of
+// ../shared/BENCHMARKS.md, the same functions and inputs as jx_bench (bench_common.h),
+// through jx::jit: one JSON line per result, impl "jx_jit". Each row also carries
+// "rel_diff", max|jit - eager| / max|eager|, so a fast but wrong kernel shows.
+//
+//   jit_bench [--quick]
+//   jit_bench --compile-child [--with-warmup]   (jit_bench runs this itself) the on-disk cache
+//                                               hits of the compile workloads in a fresh process
+//
+// Compile latency (section "compile") is measured in the modes the docs promise:
+//   jx_jit_cold           first call of a fresh jx::jit with its own name and disk_cache=false:
+//                         trace + passes + fusion + LLVM + the run (best of a few fresh ones)
+//   jx_jit_retrace        a second jx::jit of the same function, same name, disk_cache=false:
+//                         traces again; LLVM runs again unless kernels are cached in memory
+//   jx_jit_disk_store     first call with the disk cache on (compiles and writes the cache)
+//   jx_jit_disk_in_process  a second jx::jit, disk cache on: traces, kernels from disk
+//   jx_jit_disk_fresh_process  the same from a new process (LLVM already started there)
+//   jx_jit_disk_fresh_process_first  the sin_cos hit as the new process's first jit call
+//   jx_jit_call           a cached call of the compiled function (what the run itself costs)
+// JX_CACHE_DIR points at a temporary directory for the whole run, so the bench neither
+// reads stale kernels from nor writes into the user's cache.
+#include <unistd.h>
+
+#include <cfloat>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bench_common.h"
+
+using namespace jx_bench;
+
+namespace {
+
+int reps = 5;
+bool quick = false;
+const auto key = jx::random::key(0);
+
+jx::JitOptions options(const std::string& name, bool disk_cache = true) {
+  jx::JitOptions o;
+  o.name = name;
+  o.disk_cache = disk_cache;
+  return o;
+}
+
+// max|got - want| / max|want| in float64: does jit compute what eager computes?
+double rel_diff(const Array& got, const Array& want) {
+  Array g = got.astype(jx::float64), w = want.astype(jx::float64);
+  double scale = jnp::max(jnp::abs(w)).item<double>();
+  double err = jnp::max(jnp::abs(g - w)).item<double>();
+  return scale > 0 ? err / scale : err;
+}
+
+void jit_row(const std::string& section, const std::string& workload, double seconds, const Extra& extra = {}) {
+  emit(section, workload, "jx_jit", seconds, extra);
+}
+
+// ---- 1. dispatch ----
+
+void bench_dispatch() {
+  auto add = jx::jit([](const Array& a, const Array& b) { return a + b; }, options("bench_add"));
+  auto a = jnp::ones({1}), b = jnp::ones({1});
+  // The first jit call of the process: LLVM start-up + trace + compile + run.
+  auto t0 = Clock::now();
+  (void)add(a, b);
+  jit_row("dispatch", "first_jit_call_in_process", seconds_since(t0));
+  jit_row("dispatch", "dispatch_add_1", per_call_seconds([&] { (void)add(a, b); }));
+  auto c = jnp::ones({1024}), d = jnp::ones({1024});
+  jit_row("dispatch", "dispatch_add_1024", per_call_seconds([&] { (void)add(c, d); }, 5000),
+          Extra().num("rel_diff", rel_diff(add(c, d), c + d)));
+  std::vector<Array> args;
+  for (int i = 0; i < 20; ++i) args.push_back(jnp::full({1}, float(i)));
+  auto sum20 = jx::jit(sum_of_20, options("bench_sum20"));
+  jit_row("dispatch", "dispatch_20_args_1", per_call_seconds([&] { (void)sum20(args); }, 5000),
+          Extra().num("rel_diff", rel_diff(sum20(args), sum_of_20(args))));
+}
+
+// ---- 2. compile latency ----
+
+// Times the first call of a fresh jx::jit(f, options) on fixed arguments.
+using FirstCallTimer = std::function<double(const jx::JitOptions&)>;
+// Times a cached call of an already compiled jx::jit(f).
+using CachedCallTimer = std::function<double()>;
+
+template <class F, class... A>
+std::pair<FirstCallTimer, CachedCallTimer> compile_timers(F f, A... args) {
+  FirstCallTimer first = [f, args...](const jx::JitOptions& o) {
+    auto jf = jx::jit(f, o);
+    auto t0 = Clock::now();
+    (void)jf(args...);
+    return seconds_since(t0);
+  };
+  CachedCallTimer cached = [f, args...] {
+    auto jf = jx::jit(f, options("bench_compile_cached_call"));
+    return per_call_seconds([&] { (void)jf(args...); }, 200, 3);
+  };
+  return {first, cached};
+}
+
+struct CompileCase {
+  std::string name;
+  FirstCallTimer first;
+  CachedCallTimer cached;
+};
+
+// Fixed small shapes (the run itself is microseconds), big enough to take the threaded path.
+std::vector<CompileCase> compile_cases() {
+  auto ks = jx::random::split(key, 2);
+  Array x = jx::random::uniform(ks(0), {256, 256}), y = jx::random::uniform(ks(1), {256, 256});
+  Array v = jx::random::normal(ks(0), {65536});
+  MlpInputs mlp = mlp_inputs();
+  std::vector<CompileCase> cases;
+  auto add = [&](std::string name, std::pair<FirstCallTimer, CachedCallTimer> t) {
+    cases.push_back({std::move(name), std::move(t.first), std::move(t.second)});
+  };
+  add("compile_sin_cos", compile_timers(sin_cos, x, y));
+  add("compile_selu", compile_timers(selu, v));
+  add("compile_chain20", compile_timers(chain20, x, y));
+  add("compile_mlp_value_and_grad", compile_timers(mlp_value_and_grad, mlp.params, mlp.x, mlp.y));
+  return cases;
+}
+
+// Runs this binary again in compile-child mode (JX_CACHE_DIR is inherited) and passes its
+// JSON lines on.
+void run_child(const char* self, bool with_warmup) {
+  std::string cmd = std::string("'") + self + "' --compile-child" + (with_warmup ? " --with-warmup" : "");
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return;
+  char line[4096];
+  while (std::fgets(line, sizeof line, pipe)) std::fputs(line, stdout);
+  std::fflush(stdout);
+  if (pclose(pipe) != 0) std::fprintf(stderr, "jit_bench: the compile child failed\n");
+}
+
+void bench_compile(const char* self) {
+  const int cold_reps = quick ? 1 : 3;
+  for (auto& c : compile_cases()) {
+    std::string cold_name = c.name + "_cold_" + std::to_string(getpid());
+    double cold = 1e30;
+    for (int i = 0; i < cold_reps; ++i)
+      cold = std::min(cold, c.first(options(cold_name + "_" + std::to_string(i), false)));
+    emit("compile", c.name, "jx_jit_cold", cold);
+    emit("compile", c.name, "jx_jit_retrace", c.first(options(cold_name + "_0", false)));
+    emit("compile", c.name, "jx_jit_disk_store", c.first(options(c.name + "_disk", true)));
+    emit("compile", c.name, "jx_jit_disk_in_process", c.first(options(c.name + "_disk", true)));
+    emit("compile", c.name, "jx_jit_call", c.cached());
+  }
+  run_child(self, true);
+  run_child(self, false);
+}
+
+// The child: disk-cache hits in a fresh process. With warm-up, an unrelated function is
+// compiled first (LLVM's start-up, reported on its own); without, only sin_cos is timed,
+// as the process's first jit call.
+int compile_child(bool with_warmup) {
+  auto cases = compile_cases();
+  if (!with_warmup) {
+    emit("compile", cases[0].name, "jx_jit_disk_fresh_process_first", cases[0].first(options(cases[0].name + "_disk")));
+    return 0;
+  }
+  auto warm = jx::jit([](const Array& x) { return x * 3.0f; }, options("bench_child_warmup", false));
+  Array one = jnp::ones({4});
+  auto t0 = Clock::now();
+  (void)warm(one);
+  emit("compile", "first_jit_compile_in_fresh_process", "jx_jit_cold", seconds_since(t0));
+  for (auto& c : cases) emit("compile", c.name, "jx_jit_disk_fresh_process", c.first(options(c.name + "_disk")));
+  return 0;
+}
+
+// ---- 3. the tutorial workload ----
+
+void bench_tutorial() {
+  auto f = jx::jit(sin_cos, options("bench_sin_cos"));
+  for (auto dtype : {jx::float32, jx::float64}) {
+    const int64_t n = 5000;
+    auto ks = jx::random::split(key);
+    auto x = jx::random::uniform(ks(0), {n, n}, dtype);
+    auto y = jx::random::uniform(ks(1), {n, n}, dtype);
+    auto yb = jnp::arange(n, dtype);
+    std::string suffix = dtype_suffix(dtype);
+    jit_row("tutorial", "sin_cos_5000x5000" + suffix, best_seconds([&] { (void)f(x, y); }, reps),
+            Extra().num("rel_diff", rel_diff(f(x, y), sin_cos(x, y))));
+    jit_row("tutorial", "sin_cos_bcast_5000x5000" + suffix, best_seconds([&] { (void)f(x, yb); }, reps),
+            Extra().num("rel_diff", rel_diff(f(x, yb), sin_cos(x, yb))));
+  }
+  for (int64_t n : sweep_sizes()) {
+    auto ks = jx::random::split(key);
+    auto x = jx::random::uniform(ks(0), {n}), y = jx::random::uniform(ks(1), {n});
+    jit_row("tutorial", "sin_cos_sweep_" + std::to_string(n) + "_float32",
+            per_call_seconds([&] { (void)f(x, y); }, inner_calls(double(n)), reps),
+            Extra().num("rel_diff", rel_diff(f(x, y), sin_cos(x, y))));
+  }
+}
+
+// ---- 4. SELU ----
+
+void bench_selu() {
+  auto f = jx::jit(selu, options("bench_selu"));
+  for (int64_t n : {int64_t(1000000), int64_t(16000000)}) {
+    auto x = jx::random::normal(key, {n});
+    jit_row("selu", std::string("selu_") + (n == 1000000 ? "1e6" : "1.6e7") + "_float32",
+            best_seconds([&] { (void)f(x); }, reps), Extra().num("rel_diff", rel_diff(f(x), selu(x))));
+  }
+}
+
+// ---- 5. fused reduction, and its accuracy ----
+
+// sum(x + 2y + z^2) in long double from the float64 values: the accuracy reference.
+double reference_sum(const Array& x, const Array& y, const Array& z) {
+  std::vector<double> xs = x.to_vector<double>(), ys = y.to_vector<double>(), zs = z.to_vector<double>();
+  long double s = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    double e = xs[i] + 2 * ys[i] + zs[i] * zs[i];  // one element, rounded as float64 at most
+    s += e;
+  }
+  return static_cast<double>(s);
+}
+
+void bench_reduction() {
+  auto f = jx::jit(fused_sum, options("bench_fused_sum"));
+  for (auto dtype : {jx::float32, jx::float64}) {
+    auto ks = jx::random::split(key, 3);
+    int64_t n = 16000000;
+    auto x = jx::random::uniform(ks(0), {n}, dtype), y = jx::random::uniform(ks(1), {n}, dtype),
+         z = jx::random::uniform(ks(2), {n}, dtype);
+    double t = best_seconds([&] { (void)f(x, y, z).item<double>(); }, reps);
+    double ref = reference_sum(x, y, z);
+    double jit_value = f(x, y, z).item<double>(), eager_value = fused_sum(x, y, z).item<double>();
+    jit_row("reduction", "sum_x_2y_z2_1.6e7" + dtype_suffix(dtype), t,
+            Extra()
+                .num("rel_err_jit", std::abs(jit_value - ref) / std::abs(ref))
+                .num("rel_err_eager", std::abs(eager_value - ref) / std::abs(ref))
+                .num("rel_diff", std::abs(jit_value - eager_value) / std::abs(eager_value)));
+  }
+}
+
+// ---- 6. softmax / logsumexp ----
+
+void bench_softmax() {
+  auto sm = jx::jit(softmax_rows, options("bench_softmax"));
+  auto lse = jx::jit(logsumexp_rows, options("bench_logsumexp"));
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{4096, 4096}, {65536, 128}, {128, 65536}}) {
+    auto x = jx::random::normal(key, {rows, cols});
+    std::string shape = std::to_string(rows) + "x" + std::to_string(cols) + "_float32";
+    jit_row("softmax", "softmax_rows_" + shape, best_seconds([&] { (void)sm(x); }, reps),
+            Extra().num("rel_diff", rel_diff(sm(x), softmax_rows(x))));
+    jit_row("softmax", "logsumexp_rows_" + shape, best_seconds([&] { (void)lse(x); }, reps),
+            Extra().num("rel_diff", rel_diff(lse(x), logsumexp_rows(x))));
+  }
+}
+
+// ---- 7. matmul and the dense GELU layer ----
+
+void bench_matmul() {
+  auto mm = jx::jit([](const Array& a, const Array& b) { return jnp::matmul(a, b); }, options("bench_matmul"));
+  auto layer = jx::jit(gelu_matmul, options("bench_gelu_matmul"));
+  for (auto dtype : {jx::float32, jx::float64}) {
+    for (int64_t n : matmul_sizes(quick)) {
+      auto ks = jx::random::split(key, 3);
+      auto a = jx::random::normal(ks(0), {n, n}, dtype), b = jx::random::normal(ks(1), {n, n}, dtype);
+      auto bias = jx::random::normal(ks(2), {n}, dtype);
+      int r = n >= 4096 ? 2 : reps;
+      std::string w = std::to_string(n) + dtype_suffix(dtype);
+      Extra flops = Extra().num("flops", 2.0 * n * n * n);
+      jit_row("matmul", "matmul_" + w, best_seconds([&] { (void)mm(a, b); }, r),
+              Extra(flops).num("rel_diff", rel_diff(mm(a, b), jnp::matmul(a, b))));
+      jit_row("matmul", "gelu_matmul_" + w, best_seconds([&] { (void)layer(a, b, bias); }, r),
+              Extra(flops).num("rel_diff", rel_diff(layer(a, b, bias), gelu_matmul(a, b, bias))));
+    }
+  }
+}
+
+// ---- 8. many small kernels ----
+
+void bench_small_kernels() {
+  auto ks = jx::random::split(key);
+  auto q0 = jx::random::normal(ks(0), {3, 1024}), p0 = jx::random::normal(ks(1), {3, 1024});
+  std::pair<Array, Array> eager_end{q0, p0};
+  for (int i = 0; i < 1000; ++i) eager_end = leapfrog_step(eager_end.first, eager_end.second);
+  // One step per call, 1000 calls.
+  auto step = jx::jit(leapfrog_step, options("bench_leapfrog_step"));
+  std::pair<Array, Array> s;
+  double t = best_seconds([&] {
+    s = {q0, p0};
+    for (int i = 0; i < 1000; ++i) s = step(s.first, s.second);
+  }, reps);
+  jit_row("small_kernels", "leapfrog_1000_steps", t, Extra().num("rel_diff", rel_diff(s.first, eager_end.first)));
+  // Ten steps unrolled into one program (no scan / fori_loop in jx's lax), 100 calls.
+  auto step10 = jx::jit(leapfrog_10_steps, options("bench_leapfrog_10"));
+  t = best_seconds([&] {
+    s = {q0, p0};
+    for (int i = 0; i < 100; ++i) s = step10(s.first, s.second);
+  }, reps);
+  jit_row("small_kernels", "leapfrog_1000_unroll10", t, Extra().num("rel_diff", rel_diff(s.first, eager_end.first)));
+
+  MlpInputs in = mlp_inputs();
+  auto vg = jx::jit(mlp_value_and_grad, options("bench_mlp_value_and_grad"));
+  auto [value, grads] = vg(in.params, in.x, in.y);
+  auto [eager_value, eager_grads] = mlp_value_and_grad(in.params, in.x, in.y);
+  double diff = rel_diff(value, eager_value);
+  for (size_t i = 0; i < grads.size(); ++i) diff = std::max(diff, rel_diff(grads[i], eager_grads[i]));
+  jit_row("small_kernels", "mlp_value_and_grad_b64",
+          per_call_seconds([&] { (void)vg(in.params, in.x, in.y); }, 20, reps), Extra().num("rel_diff", diff));
+}
+
+// ---- 9. vector math: speed, and accuracy in ULP against float64 ----
+
+// The error of a float32 result in units of the last place of the float64 reference
+// rounded to float32; NaN/inf must match exactly (else infinite error).
+double ulp_error(float got, double ref) {
+  if (std::isnan(ref)) return std::isnan(got) ? 0 : INFINITY;
+  if (std::isnan(got)) return INFINITY;
+  float ref32 = static_cast<float>(ref);
+  if (std::isinf(ref32) || std::isinf(got)) return got == ref32 ? 0 : INFINITY;
+  int e = ref == 0 ? -1000 : std::ilogb(ref);
+  double ulp = e < -126 ? std::ldexp(1.0, -149) : std::ldexp(1.0, e - 23);
+  return std::abs(static_cast<double>(got) - ref) / ulp;
+}
+
+double reference(const std::string& fn, double x) {
+  if (fn == "exp") return std::exp(x);
+  if (fn == "log") return std::log(x);
+  if (fn == "sin") return std::sin(x);
+  if (fn == "cos") return std::cos(x);
+  if (fn == "tanh") return std::tanh(x);
+  return std::erf(x);
+}
+
+// Edge cases placed at the start of the inputs: zeros, infinities, NaN, subnormals, the
+// largest floats, exp's overflow/underflow edges, and values near multiples of pi/2.
+void add_edge_cases(std::vector<float>& v) {
+  std::vector<float> edges = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-45f, -1e-45f, 1e-40f, -1e-40f, FLT_MIN,
+                              -FLT_MIN, FLT_MAX, -FLT_MAX, 88.72f, 88.73f, -87.3f, -103.9f, -104.0f, 1e-8f, 1e4f};
+  for (int k = 1; k <= 200; ++k) edges.push_back(static_cast<float>(k * M_PI / 2));
+  for (int k = 1; k <= 40; ++k) edges.push_back(static_cast<float>(k * 1000 * M_PI));
+  for (size_t i = 0; i < edges.size() && i < v.size(); ++i) v[i] = edges[i];
+}
+
+void bench_vecmath() {
+  for (const auto& c : vecmath_cases()) {
+    std::vector<float> host = vecmath_inputs(c);
+    Array x_timed(host);
+    add_edge_cases(host);
+    Array x_edges(host);
+    auto f = jx::jit(c.eager, options(std::string("bench_vecmath_") + c.name));
+    double t = best_seconds([&] { (void)f(x_timed); }, reps);
+    std::vector<float> got = f(x_edges).to_vector<float>(), eager = c.eager(x_edges).to_vector<float>();
+    double ulp_jit = 0, ulp_eager = 0;
+    for (size_t i = 0; i < host.size(); ++i) {
+      double ref = reference(c.name, host[i]);
+      ulp_jit = std::max(ulp_jit, ulp_error(got[i], ref));
+      ulp_eager = std::max(ulp_eager, ulp_error(eager[i], ref));
+    }
+    jit_row("vecmath", std::string("vecmath_") + c.name + "_4M_float32", t,
+            Extra().num("ns_per_element", t * 1e9 / kVecMathN).num("max_ulp_jit", ulp_jit).num("max_ulp_eager", ulp_eager));
+  }
+}
+
+// A section that fails (jit still being written) is reported and the others still run.
+void section(const char* name, const std::function<void()>& body) {
+  try {
+    body();
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    for (auto& ch : what)
+      if (ch == '"' || ch == '\\' || ch == '\n') ch = ' ';
+    emit(name, std::string("error_") + name, "jx_jit", NAN, Extra().str("error", what.substr(0, 300)));
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool child = false, with_warmup = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quick") == 0) quick = true;
+    if (std::strcmp(argv[i], "--compile-child") == 0) child = true;
+    if (std::strcmp(argv[i], "--with-warmup") == 0) with_warmup = true;
+  }
+  reps = quick ? 2 : 5;
+  if (child) return compile_child(with_warmup);
+
+  // A private on-disk cache for this run (children inherit it).
+  std::string cache_template = (std::filesystem::temp_directory_path() / "jx_bench_cache_XXXXXX").string();
+  std::vector<char> cache_dir(cache_template.begin(), cache_template.end());
+  cache_dir.push_back('\0');
+  if (!mkdtemp(cache_dir.data())) {
+    std::perror("jit_bench: mkdtemp");
+    return 1;
+  }
+  setenv("JX_CACHE_DIR", cache_dir.data(), 1);
+  unsetenv("JX_DISABLE_DISK_CACHE");
+  std::printf("{\"threads\": %d, \"jit_cache_dir\": \"%s\"}\n", jx::cpu::num_threads(), cache_dir.data());
+
+  section("dispatch", bench_dispatch);
+  // This binary's own path, for the compile child (argv[0] may be relative to a PATH entry).
+  std::error_code self_ec;
+  std::string self = std::filesystem::read_symlink("/proc/self/exe", self_ec).string();
+  if (self.empty()) self = argv[0];
+  section("compile", [&] { bench_compile(self.c_str()); });
+  section("tutorial", bench_tutorial);
+  section("selu", bench_selu);
+  section("reduction", bench_reduction);
+  section("softmax", bench_softmax);
+  section("matmul", bench_matmul);
+  section("small_kernels", bench_small_kernels);
+  section("vecmath", bench_vecmath);
+
+  std::error_code ec;
+  std::filesystem::remove_all(cache_dir.data(), ec);
+  return 0;
+}

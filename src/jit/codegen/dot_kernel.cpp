@@ -1,0 +1,123 @@
+// The "dot" kernel: a dot_general of two kernel inputs (2-d, no batch dims, f32 or f64)
+// through the BLAS, then the fused elementwise epilogue over its result, compiled as a
+// loop kernel that reads the product as one more input.
+#include <algorithm>
+#include <memory>
+
+#include "cpu/blas.h"
+#include "cpu/thread_pool.h"
+#include "jit/codegen/loop_kernel.h"
+#include "jx/error.h"
+
+namespace jx::compiler::codegen {
+namespace {
+
+using jx::detail::fail;
+using jx::detail::shape_str;
+
+// Rows of the product computed (and then run through the epilogue) at a time.
+constexpr int64_t kBlockElements = 1 << 16;
+
+class DotKernel final : public Kernel {
+ public:
+  DotKernel(std::shared_ptr<const CompiledLoop> epilogue, DType dtype, int lhs, int rhs, bool lhs_t, bool rhs_t,
+            int64_t m, int64_t n, int64_t k, size_t num_inputs)
+      : epilogue_(std::move(epilogue)), dtype_(dtype), lhs_(lhs), rhs_(rhs), lhs_t_(lhs_t), rhs_t_(rhs_t), m_(m),
+        n_(n), k_(k), num_inputs_(num_inputs) {}
+
+  void run(const void* const* inputs, void* const* outputs) const override {
+    if (dtype_ == DType::Float32)
+      run_typed<float>(inputs, outputs);
+    else
+      run_typed<double>(inputs, outputs);
+  }
+
+ private:
+  template <class T>
+  void run_typed(const void* const* inputs, void* const* outputs) const {
+    if (m_ == 0 || n_ == 0) return;
+    std::unique_ptr<T[]> product(new T[static_cast<size_t>(m_ * n_)]);
+    const T* a = static_cast<const T*>(inputs[lhs_]);
+    const T* b = static_cast<const T*>(inputs[rhs_]);
+    // op(A) is m x k: A is [m, k] (lda k) or, transposed, [k, m] (lda m); likewise B.
+    const int64_t lda = std::max<int64_t>(1, lhs_t_ ? m_ : k_), ldb = std::max<int64_t>(1, rhs_t_ ? k_ : n_);
+    std::vector<const void*> ins(inputs, inputs + num_inputs_);
+    ins.push_back(product.get());
+    const LoopSchedule& s = epilogue_->schedule();
+    const int64_t per_unit = std::max<int64_t>(1, s.elements_per_unit);
+    // One BLAS call (OpenBLAS threads it) over the whole product, then the epilogue in
+    // parallel: on this 2-core machine the multithreaded BLAS call was faster than row
+    // blocks each multiplied by one thread (which also fights OpenBLAS's own threads).
+    if (k_ == 0)
+      std::fill(product.get(), product.get() + m_ * n_, T(0));
+    else
+      cpu::gemm<T>(lhs_t_ ? cpu::Op::Transpose : cpu::Op::None, rhs_t_ ? cpu::Op::Transpose : cpu::Op::None, m_, n_,
+                   k_, a, lda, b, ldb, product.get(), n_);
+    (void)kBlockElements;
+    (void)per_unit;
+    epilogue_->run(ins.data(), outputs);
+  }
+
+  std::shared_ptr<const CompiledLoop> epilogue_;
+  DType dtype_;
+  int lhs_, rhs_;
+  bool lhs_t_, rhs_t_;
+  int64_t m_, n_, k_;
+  size_t num_inputs_;
+};
+
+int input_index(const Jaxpr& fused, const Atom& a) {
+  if (a.is_var())
+    for (size_t i = 0; i < fused.invars.size(); ++i)
+      if (fused.invars[i].id == a.var().id) return static_cast<int>(i);
+  return -1;
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> compile_dot_kernel(const Jaxpr& fused, const KernelOptions& options) {
+  const Equation* dot = nullptr;
+  for (const Equation& e : fused.eqns)
+    if (e.primitive->name() == "dot_general") {
+      if (dot) fail("jit", "a dot fusion must hold exactly one dot_general, found more");
+      dot = &e;
+    }
+  if (!dot) fail("jit", "a dot fusion must hold a dot_general");
+  const Aval& la = dot->inputs[0].aval();
+  const Aval& ra = dot->inputs[1].aval();
+  const Aval& out = dot->outputs[0].aval;
+  const std::string what = "dot_general of " + la.str() + " and " + ra.str();
+  const int lhs = input_index(fused, dot->inputs[0]), rhs = input_index(fused, dot->inputs[1]);
+  if (lhs < 0 || rhs < 0) fail("jit", "a dot kernel multiplies two kernel inputs, but the ", what, " reads computed values");
+  if (la.ndim() != 2 || ra.ndim() != 2)
+    fail("jit", "a dot kernel handles 2-d operands only, got ", what);
+  if (!dot->params.get_ints("lhs_batch_dimensions").empty() || !dot->params.get_ints("rhs_batch_dimensions").empty())
+    fail("jit", "a dot kernel handles no batch dimensions, got ", what);
+  const auto& lc = dot->params.get_ints("lhs_contracting_dimensions");
+  const auto& rc = dot->params.get_ints("rhs_contracting_dimensions");
+  if (lc.size() != 1 || rc.size() != 1)
+    fail("jit", "a dot kernel contracts exactly one dimension, got ", what, " contracting ", shape_str(lc), " and ",
+         shape_str(rc));
+  if ((la.dtype != DType::Float32 && la.dtype != DType::Float64) || ra.dtype != la.dtype || out.dtype != la.dtype)
+    fail("jit", "a dot kernel handles float32 or float64 operands and result of one dtype, got ", what, " -> ",
+         out.str());
+  const bool lhs_t = lc[0] == 0, rhs_t = rc[0] == 1;
+  const int64_t m = la.shape[lhs_t ? 1 : 0], k = la.shape[lhs_t ? 0 : 1], n = ra.shape[rhs_t ? 0 : 1];
+  for (const Atom& o : fused.outvars)
+    if (o.aval().shape != out.shape)
+      fail("jit", "every output of a dot fusion has the product's shape ", shape_str(out.shape), ", got ",
+           o.aval().str());
+
+  // The epilogue: the fused program without the dot, whose result becomes the last input.
+  Jaxpr epilogue;
+  epilogue.invars = fused.invars;
+  epilogue.invars.push_back(dot->outputs[0]);
+  for (const Equation& e : fused.eqns)
+    if (&e != dot) epilogue.eqns.push_back(e);
+  epilogue.outvars = fused.outvars;
+  KernelPlan plan = plan_kernel(epilogue, "loop");
+  auto loop = CompiledLoop::compile(plan, options);
+  return std::make_unique<DotKernel>(std::move(loop), la.dtype, lhs, rhs, lhs_t, rhs_t, m, n, k, fused.invars.size());
+}
+
+}  // namespace jx::compiler::codegen

@@ -1,0 +1,506 @@
+#include "jit/codegen/kernel_plan.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+#include "jit/kernel_support.h"
+#include "jx/error.h"
+
+namespace jx::compiler::codegen {
+namespace {
+
+using jx::detail::fail;
+using jx::detail::shape_str;
+
+// A variable's multi-index as affine functions of the iteration indices, one per dim.
+using IndexMap = std::vector<Affine>;
+
+std::string eqn_str(const Equation& e) {
+  std::ostringstream os;
+  os << e.primitive->name();
+  if (!e.params.empty()) {
+    bool has_jaxpr = false;
+    for (const auto& [k, v] : e.params.items()) has_jaxpr |= std::holds_alternative<JaxprRef>(v);
+    if (!has_jaxpr) os << "[" << e.params.str() << "]";
+  }
+  os << " of (";
+  for (size_t i = 0; i < e.inputs.size(); ++i) os << (i ? ", " : "") << e.inputs[i].aval().str();
+  os << ")";
+  return os.str();
+}
+
+[[noreturn]] void refuse(const Equation& e, const std::string& why) {
+  fail("jit", "cannot compile equation '", eqn_str(e), "' in a loop kernel: ", why);
+}
+
+std::vector<int64_t> canonical_dims(const std::vector<int64_t>& dims, int64_t ndim) {
+  std::vector<int64_t> out;
+  for (int64_t d : dims) out.push_back(d < 0 ? d + ndim : d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+bool contains(const std::vector<int64_t>& v, int64_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+
+Affine zero_affine(size_t n) { return Affine{0, std::vector<int64_t>(n, 0)}; }
+
+// sum_k scale_k * rows_k (+ offset).
+Affine combine(const IndexMap& rows, const std::vector<int64_t>& scale, size_t n) {
+  Affine a = zero_affine(n);
+  for (size_t k = 0; k < rows.size(); ++k) {
+    a.offset += scale[k] * rows[k].offset;
+    for (size_t d = 0; d < n; ++d) a.coef[d] += scale[k] * rows[k].coef[d];
+  }
+  return a;
+}
+
+std::string affine_str(const Affine& a) {
+  std::ostringstream os;
+  os << "[" << a.offset << ";";
+  for (int64_t c : a.coef) os << " " << c;
+  os << "]";
+  return os.str();
+}
+
+std::string literal_str(const Array& v) {
+  std::vector<unsigned char> bytes(static_cast<size_t>(itemsize(v.dtype())));
+  v.copy_to(bytes.data(), v.dtype());
+  std::string s = "0x";
+  char buf[3];
+  for (unsigned char b : bytes) {
+    std::snprintf(buf, sizeof buf, "%02x", b);
+    s += buf;
+  }
+  return s;
+}
+
+class Planner {
+ public:
+  Planner(const Jaxpr& j, size_t iter_ndim) : n_(iter_ndim) {
+    for (size_t i = 0; i < j.invars.size(); ++i) {
+      inputs_[j.invars[i].id] = static_cast<int>(i);
+      plan.input_dtypes.push_back(j.invars[i].aval.dtype);
+    }
+    for (const Equation& e : j.eqns)
+      for (const Var& v : e.outputs) defs_[v.id] = &e;
+  }
+
+  KernelPlan plan;
+
+  // The node computing `atom` at the iteration point, read through `map`.
+  int value(const Atom& atom, const IndexMap& map) {
+    if (!atom.is_var()) return literal(atom.literal().value);
+    const Var& v = atom.var();
+    if (auto it = inputs_.find(v.id); it != inputs_.end())
+      return load(it->second, v.aval, combine(map, jx::detail::contiguous_strides(v.aval.shape), n_));
+    auto it = defs_.find(v.id);
+    if (it == defs_.end()) fail("jit", "variable of type ", v.aval.str(), " is not defined in the fused program");
+    return equation(*it->second, map);
+  }
+
+ private:
+  int add(PlanNode node) {
+    std::string key = node_key(node);
+    if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+    plan.nodes.push_back(std::move(node));
+    int id = static_cast<int>(plan.nodes.size()) - 1;
+    memo_[key] = id;
+    return id;
+  }
+
+  // Identical nodes (same load address, same op of the same operands) are emitted once.
+  static std::string node_key(const PlanNode& n) {
+    std::ostringstream os;
+    os << static_cast<int>(n.kind) << ' ' << static_cast<int>(n.dtype) << ' ' << n.input << ' '
+       << affine_str(n.index) << ' ' << static_cast<const void*>(n.eqn);
+    if (n.kind == PlanNode::Kind::Literal) os << literal_str(n.literal);
+    for (int o : n.operands) os << ' ' << o;
+    return os.str();
+  }
+
+  int literal(const Array& v) {
+    PlanNode n;
+    n.kind = PlanNode::Kind::Literal;
+    n.dtype = v.dtype();
+    n.literal = v;
+    return add(std::move(n));
+  }
+
+  int load(int input, const Aval& aval, Affine address) {
+    PlanNode n;
+    n.kind = PlanNode::Kind::Load;
+    n.dtype = aval.dtype;
+    n.input = input;
+    n.index = std::move(address);
+    return add(std::move(n));
+  }
+
+  int equation(const Equation& e, const IndexMap& map) {
+    const std::string& name = e.primitive->name();
+    const Aval& out = e.outputs[0].aval;
+    if (is_index_op(*e.primitive)) {
+      std::string why;
+      if (!index_op_supported(e, &why)) refuse(e, why);
+      if (name == "iota") {
+        PlanNode n;
+        n.kind = PlanNode::Kind::Iota;
+        n.dtype = out.dtype;
+        n.index = map[static_cast<size_t>(e.params.get_int("dimension"))];
+        return add(std::move(n));
+      }
+      const Atom& x = e.inputs[0];
+      if (name == "reshape" && x.is_var() && inputs_.count(x.var().id))
+        // The operand is a contiguous input: the reshaped index's row-major address is
+        // the element's address, whatever the shapes.
+        return load(inputs_.at(x.var().id), x.aval(), combine(map, jx::detail::contiguous_strides(out.shape), n_));
+      return value(x, operand_map(e, map));
+    }
+    if (e.primitive->has(kReduction)) refuse(e, "a reduction can only end a reduction kernel");
+    std::string why;
+    if (!scalar_op_supported(e, &why)) refuse(e, why);
+    if (e.outputs.size() != 1) refuse(e, "expected one output");
+    PlanNode n;
+    n.kind = PlanNode::Kind::Op;
+    n.dtype = out.dtype;
+    n.eqn = &e;
+    for (const Atom& a : e.inputs) {
+      const Aval& in = a.aval();
+      if (!a.is_var() || in.ndim() == 0) {
+        n.operands.push_back(value(a, {}));  // a scalar operand (clamp's bounds, literals)
+      } else if (in.shape == out.shape) {
+        n.operands.push_back(value(a, map));
+      } else {
+        refuse(e, "operand of type " + in.str() + " does not match the result " + out.str());
+      }
+    }
+    return add(std::move(n));
+  }
+
+  // The operand's index map of an index op whose result is read through `map`.
+  IndexMap operand_map(const Equation& e, const IndexMap& map) {
+    const std::string& name = e.primitive->name();
+    const Shape& xs = e.inputs[0].aval().shape;
+    const Shape& os = e.outputs[0].aval.shape;
+    const auto xn = static_cast<int64_t>(xs.size());
+    IndexMap rows(xs.size(), zero_affine(n_));
+    if (name == "broadcast_in_dim") {
+      const auto& bdims = e.params.get_ints("broadcast_dimensions");
+      for (size_t k = 0; k < xs.size(); ++k)
+        if (xs[k] != 1) rows[k] = map[static_cast<size_t>(bdims[k])];  // size 1: always index 0
+    } else if (name == "transpose") {
+      const auto& perm = e.params.get_ints("permutation");
+      for (size_t k = 0; k < perm.size(); ++k) rows[static_cast<size_t>(perm[k])] = map[k];
+    } else if (name == "slice") {
+      const auto& start = e.params.get_ints("start_indices");
+      const auto& steps = e.params.get_ints("strides");
+      for (size_t k = 0; k < xs.size(); ++k) {
+        rows[k] = map[k];
+        for (int64_t& c : rows[k].coef) c *= steps[k];
+        rows[k].offset = rows[k].offset * steps[k] + start[k];
+      }
+    } else if (name == "rev") {
+      std::vector<int64_t> dims = canonical_dims(e.params.get_ints("dimensions"), xn);
+      for (size_t k = 0; k < xs.size(); ++k) {
+        rows[k] = map[k];
+        if (contains(dims, static_cast<int64_t>(k))) {
+          for (int64_t& c : rows[k].coef) c = -c;
+          rows[k].offset = xs[k] - 1 - rows[k].offset;
+        }
+      }
+    } else if (name == "squeeze") {
+      std::vector<int64_t> dims = canonical_dims(e.params.get_ints("dimensions"), xn);
+      size_t src = 0;
+      for (size_t k = 0; k < xs.size(); ++k)
+        if (!contains(dims, static_cast<int64_t>(k))) rows[k] = map[src++];
+    } else if (name == "expand_dims") {
+      std::vector<int64_t> pos = canonical_dims(e.params.get_ints("dimensions"), static_cast<int64_t>(os.size()));
+      size_t dst = 0;
+      for (size_t k = 0; k < os.size(); ++k)
+        if (!contains(pos, static_cast<int64_t>(k))) rows[dst++] = map[k];
+    } else if (name == "reshape") {
+      rows = split_reshape_map(e, map);
+    } else {
+      refuse(e, "not an index map");
+    }
+    return rows;
+  }
+
+  // A reshape of a computed value stays affine when it only splits dims (and adds or
+  // drops size-1 dims): each operand dim is a group of consecutive result dims.
+  IndexMap split_reshape_map(const Equation& e, const IndexMap& map) {
+    const Shape& xs = e.inputs[0].aval().shape;
+    const Shape& os = e.outputs[0].aval.shape;
+    IndexMap rows(xs.size(), zero_affine(n_));
+    if (shape_size(xs) == 0) return rows;  // nothing is ever read
+    size_t j = 0;
+    for (size_t k = 0; k < xs.size(); ++k) {
+      if (xs[k] == 1) continue;
+      while (j < os.size() && os[j] == 1) ++j;
+      size_t first = j;
+      int64_t product = 1;
+      while (j < os.size() && product < xs[k]) product *= os[j++];
+      if (product != xs[k] || first == j)
+        refuse(e, "a reshape of a computed value " + shape_str(xs) + " -> " + shape_str(os) +
+                      " that merges dims is not an affine index map (only reshapes of kernel inputs are)");
+      IndexMap group(map.begin() + static_cast<long>(first), map.begin() + static_cast<long>(j));
+      Shape group_shape(os.begin() + static_cast<long>(first), os.begin() + static_cast<long>(j));
+      rows[k] = combine(group, jx::detail::contiguous_strides(group_shape), n_);
+    }
+    return rows;
+  }
+
+  size_t n_;
+  std::map<int64_t, int> inputs_;
+  std::map<int64_t, const Equation*> defs_;
+  std::map<std::string, int> memo_;
+};
+
+IndexMap identity_map(const std::vector<size_t>& positions, size_t n) {
+  IndexMap rows;
+  for (size_t p : positions) {
+    Affine a = zero_affine(n);
+    a.coef[p] = 1;
+    rows.push_back(a);
+  }
+  return rows;
+}
+
+// Drops size-1 dims and merges neighbours (within the kept or the reduced group) whose
+// coefficients compose in every affine expression, so contiguous work is one flat loop.
+void collapse(KernelPlan& plan, std::vector<int64_t> dims, std::vector<bool> kept) {
+  std::vector<Affine*> all;
+  for (PlanNode& n : plan.nodes)
+    if (n.kind == PlanNode::Kind::Load || n.kind == PlanNode::Kind::Iota) all.push_back(&n.index);
+  for (PlanOutput& o : plan.outputs) all.push_back(&o.index);
+  auto erase_dim = [&](size_t d) {
+    dims.erase(dims.begin() + static_cast<long>(d));
+    kept.erase(kept.begin() + static_cast<long>(d));
+    for (Affine* a : all) a->coef.erase(a->coef.begin() + static_cast<long>(d));
+  };
+  for (size_t d = dims.size(); d-- > 0;)
+    if (dims[d] == 1) erase_dim(d);
+  for (size_t d = dims.size() - std::min<size_t>(dims.size(), 1); d-- > 0;) {
+    if (kept[d] != kept[d + 1]) continue;
+    bool composes = std::all_of(all.begin(), all.end(),
+                                [&](const Affine* a) { return a->coef[d] == a->coef[d + 1] * dims[d + 1]; });
+    if (!composes) continue;
+    dims[d] *= dims[d + 1];
+    for (Affine* a : all) a->coef[d] = a->coef[d + 1];
+    erase_dim(d + 1);
+  }
+  plan.dims = dims;
+  plan.num_kept = static_cast<int>(std::count(kept.begin(), kept.end(), true));
+}
+
+constexpr int64_t kFullReduceChunk = 1 << 14;  // elements per partial of a full reduction
+constexpr int64_t kColumnBlock = 1024;        // output elements a column-reduction unit owns
+
+int64_t product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t d = begin; d < end; ++d) p *= dims[d];
+  return p;
+}
+
+LoopSchedule schedule(const KernelPlan& plan) {
+  LoopSchedule s;
+  for (const PlanNode& n : plan.nodes)
+    if (n.kind == PlanNode::Kind::Op) s.cost += op_cost(*n.eqn->primitive) - 1;
+  const auto& dims = plan.dims;
+  const size_t nd = dims.size(), nk = static_cast<size_t>(plan.num_kept);
+  if (plan.kind == KernelPlan::Kind::Loop) {
+    s.mode = LoopSchedule::Mode::Elementwise;
+    if (nd == 0) {
+      s.units = 1;
+    } else if (nd == 1) {
+      s.units = dims[0];
+    } else {
+      s.units = product(dims, 0, nd - 1);
+      s.elements_per_unit = dims[nd - 1];
+    }
+    return s;
+  }
+  const int64_t reduced = product(dims, nk, nd);
+  if (nk == 0) {
+    s.mode = LoopSchedule::Mode::FullReduce;
+    const int64_t rows = nd > 0 ? dims[0] : 1;
+    const int64_t inner = nd > 0 ? product(dims, 1, nd) : 1;
+    s.chunk_rows = std::max<int64_t>(1, kFullReduceChunk / std::max<int64_t>(inner, 1));
+    s.units = (rows + s.chunk_rows - 1) / s.chunk_rows;
+    s.elements_per_unit = s.chunk_rows * inner;
+    return s;
+  }
+  // Column mode when more loads run along memory in the innermost kept dim than in the
+  // innermost reduced one.
+  int along_kept = 0, along_reduced = 0;
+  if (nd > nk)
+    for (const PlanNode& n : plan.nodes)
+      if (n.kind == PlanNode::Kind::Load) {
+        along_kept += std::abs(n.index.coef[nk - 1]) == 1;
+        along_reduced += std::abs(n.index.coef[nd - 1]) == 1;
+      }
+  if (nd > nk && along_kept > along_reduced) {
+    s.mode = LoopSchedule::Mode::ColumnReduce;
+    s.column_block = kColumnBlock;
+    const int64_t blocks = (dims[nk - 1] + kColumnBlock - 1) / kColumnBlock;
+    s.units = product(dims, 0, nk - 1) * blocks;
+    s.elements_per_unit = std::min(kColumnBlock, dims[nk - 1]) * reduced;
+    return s;
+  }
+  s.mode = LoopSchedule::Mode::RowReduce;
+  s.units = product(dims, 0, nk);
+  s.elements_per_unit = reduced;
+  return s;
+}
+
+}  // namespace
+
+bool is_index_op(const Primitive& p) {
+  static const char* const kNames[] = {"broadcast_in_dim", "transpose", "slice", "rev",
+                                       "squeeze",          "expand_dims", "iota", "reshape"};
+  return std::any_of(std::begin(kNames), std::end(kNames), [&](const char* n) { return p.name() == n; });
+}
+
+int op_cost(const Primitive& p) {
+  static const char* const kTranscendental[] = {
+      "exp",  "exp2", "log",   "log1p", "expm1", "sin",   "cos",      "tan",     "asin",  "acos",
+      "atan", "sinh", "cosh",  "tanh",  "asinh", "acosh", "atanh",    "logistic", "erf",  "erfc",
+      "erf_inv", "lgamma", "digamma", "pow", "atan2", "cbrt"};
+  const std::string& n = p.name();
+  if (std::any_of(std::begin(kTranscendental), std::end(kTranscendental), [&](const char* t) { return n == t; }))
+    return 8;
+  if (n == "div" || n == "rem" || n == "sqrt" || n == "rsqrt") return 2;
+  return 1;
+}
+
+KernelPlan plan_kernel(const Jaxpr& fused, std::string_view kind) {
+  if (!fused.constvars.empty()) fail("jit", "a fused program must have no constvars");
+  if (fused.outvars.empty()) fail("jit", "a fused program must have outputs");
+  if (kind == "loop") {
+    const Shape shape = fused.outvars[0].aval().shape;
+    for (const Atom& o : fused.outvars)
+      if (o.aval().shape != shape)
+        fail("jit", "the outputs of a loop fusion must share one shape, got ", o.aval().str(), " and ",
+             fused.outvars[0].aval().str());
+    const size_t n = shape.size();
+    Planner p(fused, n);
+    p.plan.kind = KernelPlan::Kind::Loop;
+    std::vector<size_t> positions(n);
+    for (size_t d = 0; d < n; ++d) positions[d] = d;
+    const IndexMap identity = identity_map(positions, n);
+    const std::vector<int64_t> strides = jx::detail::contiguous_strides(shape);
+    for (const Atom& o : fused.outvars) {
+      PlanOutput out;
+      out.node = p.value(o, identity);
+      out.dtype = o.aval().dtype;
+      out.index = combine(identity, strides, n);
+      p.plan.outputs.push_back(out);
+    }
+    collapse(p.plan, shape, std::vector<bool>(n, true));
+    p.plan.schedule = schedule(p.plan);
+    return std::move(p.plan);
+  }
+  if (kind != "reduction") fail("jit", "a loop kernel's kind must be loop or reduction, got '", kind, "'");
+
+  // Every output is a reduction over the same axes of an operand of the same shape.
+  Shape xshape;
+  std::vector<int64_t> axes;
+  std::vector<const Equation*> reductions;
+  for (size_t i = 0; i < fused.outvars.size(); ++i) {
+    const Atom& o = fused.outvars[i];
+    const Equation* def = nullptr;
+    if (o.is_var())
+      for (const Equation& e : fused.eqns)
+        for (const Var& v : e.outputs)
+          if (v.id == o.var().id) def = &e;
+    if (!def || !def->primitive->has(kReduction))
+      fail("jit", "output ", i, " of a reduction fusion (", o.aval().str(), ") is not computed by a reduction");
+    std::string why;
+    if (!reduction_supported(*def, &why)) refuse(*def, why);
+    const Shape& s = def->inputs[0].aval().shape;
+    std::vector<int64_t> a = canonical_dims(def->params.get_ints("axes"), static_cast<int64_t>(s.size()));
+    if (i == 0) {
+      xshape = s;
+      axes = a;
+    } else if (s != xshape || a != axes) {
+      fail("jit", "the reductions of a reduction fusion must share operand shape and axes, got ", shape_str(xshape),
+           " axes ", shape_str(axes), " and ", shape_str(s), " axes ", shape_str(a));
+    }
+    reductions.push_back(def);
+  }
+  // Iteration order: kept dims, then reduced dims.
+  const size_t n = xshape.size();
+  std::vector<size_t> position(n);
+  std::vector<int64_t> dims;
+  std::vector<bool> kept;
+  std::vector<size_t> kept_positions;
+  for (size_t d = 0; d < n; ++d)
+    if (!contains(axes, static_cast<int64_t>(d))) {
+      position[d] = dims.size();
+      kept_positions.push_back(dims.size());
+      dims.push_back(xshape[d]);
+      kept.push_back(true);
+    }
+  for (int64_t a : axes) {
+    position[static_cast<size_t>(a)] = dims.size();
+    dims.push_back(xshape[static_cast<size_t>(a)]);
+    kept.push_back(false);
+  }
+  Planner p(fused, n);
+  p.plan.kind = KernelPlan::Kind::Reduction;
+  const IndexMap operand_map = identity_map(position, n);
+  Shape out_shape;
+  for (size_t k : kept_positions) out_shape.push_back(dims[k]);
+  const Affine out_index = combine(identity_map(kept_positions, n), jx::detail::contiguous_strides(out_shape), n);
+  for (const Equation* r : reductions) {
+    PlanOutput out;
+    out.node = p.value(r->inputs[0], operand_map);
+    out.dtype = r->outputs[0].aval.dtype;
+    out.reduce = r->primitive;
+    out.index = out_index;
+    p.plan.outputs.push_back(out);
+  }
+  collapse(p.plan, dims, kept);
+  p.plan.schedule = schedule(p.plan);
+  return std::move(p.plan);
+}
+
+std::string KernelPlan::str() const {
+  std::ostringstream os;
+  os << (kind == Kind::Loop ? "loop" : "reduction") << " dims " << shape_str(dims) << " kept " << num_kept << "\n";
+  for (size_t i = 0; i < input_dtypes.size(); ++i) os << "in" << i << " " << dtype_name(input_dtypes[i]) << "\n";
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const PlanNode& n = nodes[i];
+    os << "n" << i << ":" << dtype_name(n.dtype) << " = ";
+    switch (n.kind) {
+      case PlanNode::Kind::Load: os << "load in" << n.input << " " << affine_str(n.index); break;
+      case PlanNode::Kind::Iota: os << "iota " << affine_str(n.index); break;
+      case PlanNode::Kind::Literal: os << "literal " << literal_str(n.literal); break;
+      case PlanNode::Kind::Op: {
+        os << n.eqn->primitive->name();
+        if (!n.eqn->params.empty()) os << "[" << n.eqn->params.str() << "]";
+        os << " (";
+        for (size_t k = 0; k < n.operands.size(); ++k)
+          os << (k ? " " : "") << "n" << n.operands[k] << ":" << dtype_name(n.eqn->inputs[k].aval().dtype)
+             << (n.eqn->inputs[k].aval().weak_type ? "{weak}" : "");
+        os << ")";
+        break;
+      }
+    }
+    os << "\n";
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const PlanOutput& o = outputs[i];
+    os << "out" << i << ":" << dtype_name(o.dtype) << " = n" << o.node << " " << affine_str(o.index);
+    if (o.reduce) os << " " << o.reduce->name();
+    os << "\n";
+  }
+  static const char* const kModes[] = {"elementwise", "row_reduce", "column_reduce", "full_reduce"};
+  os << "schedule " << kModes[static_cast<int>(schedule.mode)] << " units " << schedule.units << " chunk_rows "
+     << schedule.chunk_rows << " column_block " << schedule.column_block << "\n";
+  return os.str();
+}
+
+}  // namespace jx::compiler::codegen

@@ -1,0 +1,206 @@
+#include "jit/codegen/llvm_session.h"
+
+#include <dlfcn.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <chrono>
+#include <mutex>
+
+#include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Module.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/TargetParser/Host.h>
+#include <llvm/Transforms/Utils/Cloning.h>
+
+#include "jit/codegen/scalar_ops.h"
+#include "jx/error.h"
+
+namespace jx::compiler::codegen {
+namespace {
+
+using jx::detail::fail;
+
+// Loops vectorize at 512 bits on AVX-512 hosts (LLVM's default for Zen 4 / Skylake-X is
+// 256, to avoid the frequency drop of older Intel parts). Measured on this Zen 4 with
+// sin(x)+cos(y) and the elementwise chains in the benchmarks: see the report in
+// jit_codegen_test's VectorWidth note; 512 lets libmvec's _ZGVeN16v_* run, which halves the
+// cost of the transcendentals. Hosts without AVX-512 ignore the attribute.
+constexpr const char* kPreferVectorWidth = "512";
+
+std::string error_text(llvm::Error e) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << e;
+  return os.str();
+}
+
+struct Session {
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+  std::unique_ptr<llvm::TargetMachine> tm;
+  HostTarget host;
+  std::mutex codegen_mu;  // one TargetMachine, used by one compile at a time
+  std::mutex jit_mu;      // JITDylib creation / removal
+  std::atomic<uint64_t> next_dylib{0};
+  double creation_seconds = 0;
+};
+
+std::atomic<double> g_creation_seconds{0};
+
+Session& session() {
+  // Never destroyed: kernels (and their JITDylibs) may outlive any static destructor order.
+  static Session* s = [] {
+    auto start = std::chrono::steady_clock::now();
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    llvm::InitializeNativeTargetAsmParser();
+    // libjx links libmvec, but make sure its vector math is in the global symbol scope
+    // the JIT searches even when the linker dropped it as "not needed".
+    dlopen("libmvec.so.1", RTLD_NOW | RTLD_GLOBAL);
+    auto* session = new Session;
+    auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
+    if (!jtmb) fail("jit", "cannot detect the host target: ", error_text(jtmb.takeError()));
+    jtmb->setCPU(llvm::sys::getHostCPUName().str());
+    jtmb->setCodeGenOptLevel(llvm::CodeGenOptLevel::Default);
+    auto tm = jtmb->createTargetMachine();
+    if (!tm) fail("jit", "cannot create the host target machine: ", error_text(tm.takeError()));
+    session->tm = std::move(*tm);
+    session->host = HostTarget{session->tm->getTargetTriple().str(), session->tm->getTargetCPU().str(),
+                               session->tm->getTargetFeatureString().str()};
+    auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(*jtmb)).create();
+    if (!jit) fail("jit", "cannot create the LLVM JIT: ", error_text(jit.takeError()));
+    session->jit = std::move(*jit);
+    // jx's own runtime helpers by address, in case libjx is built with hidden symbols.
+    llvm::orc::SymbolMap helpers;
+    for (const auto& [name, address] : runtime_math_symbols())
+      helpers[session->jit->mangleAndIntern(name)] = {llvm::orc::ExecutorAddr::fromPtr(address),
+                                                      llvm::JITSymbolFlags::Exported};
+    if (auto err = session->jit->getMainJITDylib().define(llvm::orc::absoluteSymbols(std::move(helpers))))
+      fail("jit", "cannot define the runtime helpers: ", error_text(std::move(err)));
+    session->creation_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    g_creation_seconds = session->creation_seconds;
+    return session;
+  }();
+  return *s;
+}
+
+std::string emit(llvm::TargetMachine& tm, llvm::Module& m, llvm::CodeGenFileType type,
+                 const llvm::TargetLibraryInfoImpl& tlii) {
+  llvm::SmallVector<char, 0> buffer;
+  llvm::raw_svector_ostream os(buffer);
+  llvm::legacy::PassManager pm;
+  pm.add(new llvm::TargetLibraryInfoWrapperPass(tlii));
+  if (tm.addPassesToEmitFile(pm, os, nullptr, type)) fail("jit", "the host target cannot emit this file type");
+  pm.run(m);
+  return std::string(buffer.data(), buffer.size());
+}
+
+}  // namespace
+
+const HostTarget& host_target() { return session().host; }
+
+double jit_creation_seconds() { return g_creation_seconds.load(); }
+
+void set_host_attributes(llvm::Function& f) {
+  Session& s = session();
+  f.addFnAttr("target-cpu", s.host.cpu);
+  f.addFnAttr("target-features", s.host.features);
+  const char* width = std::getenv("JX_PREFER_VECTOR_WIDTH_EXPERIMENT");
+  f.addFnAttr("prefer-vector-width", width ? width : kPreferVectorWidth);
+  f.addFnAttr("min-legal-vector-width", "0");
+}
+
+CompiledModule compile_module(llvm::Module& module, bool want_dumps) {
+  Session& s = session();
+  std::lock_guard<std::mutex> lock(s.codegen_mu);
+  llvm::TargetMachine& tm = *s.tm;
+  module.setDataLayout(tm.createDataLayout());
+  module.setTargetTriple(tm.getTargetTriple().str());
+
+  llvm::TargetLibraryInfoImpl tlii(tm.getTargetTriple());
+  std::vector<llvm::VecDesc> vector_math = vector_math_library();
+  tlii.addVectorizableFunctions(vector_math);
+
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopVectorization = true;
+  tuning.SLPVectorization = true;
+  tuning.LoopUnrolling = true;
+  llvm::PassBuilder pb(&tm, tuning);
+  // Registered before the defaults, so the vectorizer sees the vector math table.
+  fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  auto t0 = std::chrono::steady_clock::now();
+  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
+  mpm.run(module, mam);
+  auto t1 = std::chrono::steady_clock::now();
+
+  CompiledModule out;
+  if (want_dumps) {
+    llvm::raw_string_ostream ir(out.ir);
+    module.print(ir, nullptr);
+    ir.flush();
+    // Code generation rewrites the IR it runs on, so the assembly comes from a copy.
+    std::unique_ptr<llvm::Module> copy = llvm::CloneModule(module);
+    out.assembly = emit(tm, *copy, llvm::CodeGenFileType::AssemblyFile, tlii);
+  }
+  out.object = emit(tm, module, llvm::CodeGenFileType::ObjectFile, tlii);
+  auto t2 = std::chrono::steady_clock::now();
+  if (std::getenv("JX_CODEGEN_TIMING"))
+    std::fprintf(stderr, "opt %.2f ms codegen %.2f ms object %zu bytes\n",
+                 std::chrono::duration<double>(t1 - t0).count() * 1e3, std::chrono::duration<double>(t2 - t1).count() * 1e3,
+                 out.object.size());
+  return out;
+}
+
+std::shared_ptr<LoadedObject> load_object(std::string_view object, std::string_view name) {
+  Session& s = session();
+  llvm::orc::JITDylib* jd = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(s.jit_mu);
+    std::string dylib_name = std::string(name) + "#" + std::to_string(s.next_dylib++);
+    auto created = s.jit->createJITDylib(dylib_name);
+    if (!created) fail("jit", "cannot create a JITDylib: ", error_text(created.takeError()));
+    jd = &*created;
+    jd->addToLinkOrder(s.jit->getMainJITDylib());
+  }
+  auto buffer = llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(object.data(), object.size()), name);
+  auto holder = std::make_shared<LoadedObject>(jd, std::string(name));
+  if (auto err = s.jit->addObjectFile(*jd, std::move(buffer)))
+    fail("jit", "cannot load the object code of kernel ", name, ": ", error_text(std::move(err)));
+  return holder;
+}
+
+void* LoadedObject::lookup(std::string_view symbol) const {
+  Session& s = session();
+  auto* jd = static_cast<llvm::orc::JITDylib*>(dylib_);
+  auto address = s.jit->lookup(*jd, llvm::StringRef(symbol.data(), symbol.size()));
+  if (!address) fail("jit", "kernel ", name_, " has no symbol ", symbol, ": ", error_text(address.takeError()));
+  return address->toPtr<void*>();
+}
+
+LoadedObject::~LoadedObject() {
+  Session& s = session();
+  std::lock_guard<std::mutex> lock(s.jit_mu);
+  llvm::consumeError(s.jit->getExecutionSession().removeJITDylib(*static_cast<llvm::orc::JITDylib*>(dylib_)));
+}
+
+}  // namespace jx::compiler::codegen

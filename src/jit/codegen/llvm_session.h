@@ -1,0 +1,61 @@
+// The process-wide LLVM ORC session: one LLJIT for the host, created lazily (and
+// thread-safely) the first time a kernel is compiled, plus the optimize-and-codegen step
+// every kernel module goes through. Kernels are loaded as object files (freshly compiled
+// or from the disk cache, object_cache.h), each into its own JITDylib, so every kernel
+// can use the same symbol names and is unloaded when its last user goes away.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace llvm {
+class Function;
+class Module;
+}  // namespace llvm
+
+namespace jx::compiler::codegen {
+
+// The machine kernels are compiled for (part of the disk cache's key).
+struct HostTarget {
+  std::string triple, cpu, features;
+};
+const HostTarget& host_target();
+
+// Object code loaded into the JIT. Unloaded on destruction.
+class LoadedObject {
+ public:
+  LoadedObject(void* dylib, std::string name) : dylib_(dylib), name_(std::move(name)) {}
+  ~LoadedObject();
+  LoadedObject(const LoadedObject&) = delete;
+  LoadedObject& operator=(const LoadedObject&) = delete;
+  // The address of a symbol the object defines; raises jx::Error("[jit] ...") if absent.
+  void* lookup(std::string_view symbol) const;
+
+ private:
+  void* dylib_;  // llvm::orc::JITDylib*
+  std::string name_;
+};
+
+// Links an object file into the JIT (its undefined symbols resolve against libm,
+// libmvec, jx's runtime helpers and the rest of the process). Raises jx::Error on a
+// malformed object.
+std::shared_ptr<LoadedObject> load_object(std::string_view object, std::string_view name);
+
+struct CompiledModule {
+  std::string object;    // an ELF relocatable for the host
+  std::string ir;        // optimized IR, when dumps were asked for
+  std::string assembly;  // the same code as assembly, when dumps were asked for
+};
+// Runs the O2 pipeline (with the vector math table, so loops vectorize through libmvec)
+// and the host's code generator on `module`.
+CompiledModule compile_module(llvm::Module& module, bool want_dumps);
+
+// Gives a kernel function the host's target-cpu / target-features and the preferred
+// vector width (see kPreferVectorWidth in llvm_session.cpp).
+void set_host_attributes(llvm::Function& f);
+
+// What the one-time creation of the LLJIT took (0 before it was created).
+double jit_creation_seconds();
+
+}  // namespace jx::compiler::codegen

@@ -1,0 +1,324 @@
+#include "jit/codegen/loop_emitter.h"
+
+#include <functional>
+
+#include <llvm/IR/Function.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Module.h>
+
+#include "jit/codegen/llvm_session.h"
+#include "jit/codegen/scalar_ops.h"
+
+namespace jx::compiler::codegen {
+namespace {
+
+using llvm::Value;
+using Mode = LoopSchedule::Mode;
+
+class Emitter {
+ public:
+  Emitter(llvm::Module& module, const KernelPlan& plan)
+      : module_(module),
+        ctx_(module.getContext()),
+        plan_(plan),
+        b_(ctx_),
+        i64_(llvm::Type::getInt64Ty(ctx_)),
+        ptr_(llvm::PointerType::getUnqual(ctx_)) {}
+
+  void emit() {
+    llvm::Function* body = emit_body();
+    emit_entry(body);
+    if (plan_.schedule.mode == Mode::FullReduce) emit_finish();
+  }
+
+ private:
+  Value* c64(int64_t v) { return llvm::ConstantInt::get(i64_, static_cast<uint64_t>(v), true); }
+
+  llvm::Function* new_function(const char* name, llvm::FunctionType* type, bool internal) {
+    auto* f = llvm::Function::Create(
+        type, internal ? llvm::GlobalValue::InternalLinkage : llvm::GlobalValue::ExternalLinkage, name, module_);
+    f->addFnAttr(llvm::Attribute::NoUnwind);
+    set_host_attributes(*f);
+    return f;
+  }
+
+  // The loops live in a function whose data pointers are parameters marked noalias
+  // (outputs never alias inputs), which the entry function inlines; after inlining the
+  // vectorizer still knows that stores to outputs do not change what inputs read.
+  llvm::Function* emit_body() {
+    const size_t nin = plan_.input_dtypes.size(), nout = plan_.outputs.size();
+    std::vector<llvm::Type*> params(nin + nout, ptr_);
+    params.push_back(i64_);
+    params.push_back(i64_);
+    llvm::Function* f = new_function("jx_kernel_body", llvm::FunctionType::get(b_.getVoidTy(), params, false), true);
+    f->addFnAttr(llvm::Attribute::AlwaysInline);
+    for (size_t i = 0; i < nin + nout; ++i) {
+      f->addParamAttr(static_cast<unsigned>(i), llvm::Attribute::NoAlias);
+      f->addParamAttr(static_cast<unsigned>(i), llvm::Attribute::NoCapture);
+      if (i < nin) f->addParamAttr(static_cast<unsigned>(i), llvm::Attribute::ReadOnly);
+    }
+    function_ = f;
+    b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", f));
+    for (size_t i = 0; i < nin; ++i) ins_.push_back(f->getArg(static_cast<unsigned>(i)));
+    for (size_t i = 0; i < nout; ++i) outs_.push_back(f->getArg(static_cast<unsigned>(nin + i)));
+    Value* begin = f->getArg(static_cast<unsigned>(nin + nout));
+    Value* end = f->getArg(static_cast<unsigned>(nin + nout + 1));
+    switch (plan_.schedule.mode) {
+      case Mode::Elementwise: elementwise(begin, end); break;
+      case Mode::RowReduce: row_reduce(begin, end); break;
+      case Mode::ColumnReduce: column_reduce(begin, end); break;
+      case Mode::FullReduce: full_reduce(begin, end); break;
+    }
+    b_.CreateRetVoid();
+    return f;
+  }
+
+  void emit_entry(llvm::Function* body) {
+    llvm::Function* f = new_function(kKernelSymbol, llvm::FunctionType::get(b_.getVoidTy(), {ptr_, ptr_, i64_, i64_}, false), false);
+    b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", f));
+    std::vector<Value*> args;
+    auto pointers = [&](Value* array, size_t n) {
+      for (size_t i = 0; i < n; ++i)
+        args.push_back(b_.CreateLoad(ptr_, b_.CreateConstInBoundsGEP1_64(ptr_, array, i)));
+    };
+    pointers(f->getArg(0), plan_.input_dtypes.size());
+    pointers(f->getArg(1), plan_.outputs.size());
+    args.push_back(f->getArg(2));
+    args.push_back(f->getArg(3));
+    b_.CreateCall(body, args);
+    b_.CreateRetVoid();
+  }
+
+  // Combines one partial per unit, in unit order.
+  void emit_finish() {
+    llvm::Function* f = new_function(kFinishSymbol, llvm::FunctionType::get(b_.getVoidTy(), {ptr_, ptr_, i64_}, false), false);
+    function_ = f;
+    b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", f));
+    for (size_t m = 0; m < plan_.outputs.size(); ++m) {
+      const PlanOutput& o = plan_.outputs[m];
+      Value* partials = b_.CreateLoad(ptr_, b_.CreateConstInBoundsGEP1_64(ptr_, f->getArg(0), m));
+      Value* out = b_.CreateLoad(ptr_, b_.CreateConstInBoundsGEP1_64(ptr_, f->getArg(1), m));
+      llvm::AllocaInst* acc = entry_alloca(value_type(ctx_, o.dtype));
+      b_.CreateStore(reduction_identity(b_, *o.reduce, o.dtype), acc);
+      loop(c64(0), f->getArg(2), [&](Value* c) {
+        Value* x = load_element(b_, b_.CreateInBoundsGEP(storage_type(ctx_, o.dtype), partials, c), o.dtype);
+        b_.CreateStore(emit_reduce_combine(b_, *o.reduce, b_.CreateLoad(acc->getAllocatedType(), acc), x, o.dtype), acc);
+      });
+      store_element(b_, b_.CreateLoad(acc->getAllocatedType(), acc), out, o.dtype);
+    }
+    b_.CreateRetVoid();
+  }
+
+  // ---- loop building blocks ----
+
+  llvm::AllocaInst* entry_alloca(llvm::Type* type) {
+    llvm::BasicBlock& entry = function_->getEntryBlock();
+    llvm::IRBuilder<> at(&entry, entry.begin());
+    return at.CreateAlloca(type);
+  }
+
+  // for (i = lo; i < hi; ++i) body(i)
+  void loop(Value* lo, Value* hi, const std::function<void(Value*)>& body) {
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    auto* head = llvm::BasicBlock::Create(ctx_, "loop", function_);
+    auto* block = llvm::BasicBlock::Create(ctx_, "body", function_);
+    auto* exit = llvm::BasicBlock::Create(ctx_, "exit", function_);
+    b_.CreateBr(head);
+    b_.SetInsertPoint(head);
+    llvm::PHINode* i = b_.CreatePHI(i64_, 2);
+    i->addIncoming(lo, pre);
+    b_.CreateCondBr(b_.CreateICmpSLT(i, hi), block, exit);
+    b_.SetInsertPoint(block);
+    body(i);
+    i->addIncoming(b_.CreateAdd(i, c64(1), "", true, true), b_.GetInsertBlock());
+    b_.CreateBr(head);
+    b_.SetInsertPoint(exit);
+  }
+
+  // The multi-index over dims[first, last) of a row-major flat index.
+  void decompose(Value* flat, size_t first, size_t last, std::vector<Value*>& idx) {
+    for (size_t d = last; d-- > first;) {
+      if (d == first) {
+        idx[d] = flat;
+      } else {
+        idx[d] = b_.CreateURem(flat, c64(plan_.dims[d]));
+        flat = b_.CreateUDiv(flat, c64(plan_.dims[d]));
+      }
+    }
+  }
+
+  // Loops over dims[d, ndim) (the reduced dims), then body().
+  void nest(size_t d, std::vector<Value*>& idx, const std::function<void()>& body) {
+    if (d == plan_.dims.size()) return body();
+    loop(c64(0), c64(plan_.dims[d]), [&](Value* i) {
+      idx[d] = i;
+      nest(d + 1, idx, body);
+    });
+  }
+
+  Value* affine(const Affine& a, const std::vector<Value*>& idx) {
+    Value* v = c64(a.offset);
+    for (size_t d = 0; d < a.coef.size(); ++d)
+      if (a.coef[d] != 0) v = b_.CreateAdd(v, b_.CreateMul(idx[d], c64(a.coef[d]), "", false, true), "", false, true);
+    return v;
+  }
+
+  // Every node's value at the point idx.
+  std::vector<Value*> eval(const std::vector<Value*>& idx) {
+    std::vector<Value*> v(plan_.nodes.size());
+    for (size_t i = 0; i < plan_.nodes.size(); ++i) {
+      const PlanNode& n = plan_.nodes[i];
+      switch (n.kind) {
+        case PlanNode::Kind::Load: {
+          Value* p = b_.CreateInBoundsGEP(storage_type(ctx_, n.dtype), ins_[static_cast<size_t>(n.input)],
+                                          affine(n.index, idx));
+          v[i] = load_element(b_, p, n.dtype);
+          break;
+        }
+        case PlanNode::Kind::Iota: v[i] = emit_convert(b_, affine(n.index, idx), DType::Int64, n.dtype); break;
+        case PlanNode::Kind::Literal: v[i] = emit_literal(b_, n.literal); break;
+        case PlanNode::Kind::Op: {
+          std::vector<Value*> operands;
+          for (int o : n.operands) operands.push_back(v[static_cast<size_t>(o)]);
+          v[i] = emit_scalar_op(b_, *n.eqn, operands);
+          break;
+        }
+      }
+    }
+    return v;
+  }
+
+  Value* out_ptr(size_t m, const std::vector<Value*>& idx) {
+    const PlanOutput& o = plan_.outputs[m];
+    return b_.CreateInBoundsGEP(storage_type(ctx_, o.dtype), outs_[m], affine(o.index, idx));
+  }
+
+  void store_outputs(const std::vector<Value*>& idx) {
+    std::vector<Value*> v = eval(idx);
+    for (size_t m = 0; m < plan_.outputs.size(); ++m)
+      store_element(b_, v[static_cast<size_t>(plan_.outputs[m].node)], out_ptr(m, idx), plan_.outputs[m].dtype);
+  }
+
+  std::vector<llvm::AllocaInst*> accumulators() {
+    std::vector<llvm::AllocaInst*> accs;
+    for (const PlanOutput& o : plan_.outputs) accs.push_back(entry_alloca(value_type(ctx_, o.dtype)));
+    return accs;
+  }
+  void reset(const std::vector<llvm::AllocaInst*>& accs) {
+    for (size_t m = 0; m < accs.size(); ++m)
+      b_.CreateStore(reduction_identity(b_, *plan_.outputs[m].reduce, plan_.outputs[m].dtype), accs[m]);
+  }
+  void accumulate(const std::vector<llvm::AllocaInst*>& accs, const std::vector<Value*>& idx) {
+    std::vector<Value*> v = eval(idx);
+    for (size_t m = 0; m < accs.size(); ++m) {
+      const PlanOutput& o = plan_.outputs[m];
+      Value* acc = b_.CreateLoad(accs[m]->getAllocatedType(), accs[m]);
+      b_.CreateStore(emit_reduce_combine(b_, *o.reduce, acc, v[static_cast<size_t>(o.node)], o.dtype), accs[m]);
+    }
+  }
+
+  // ---- the schedules (kernel_plan.h) ----
+
+  void elementwise(Value* begin, Value* end) {
+    const size_t nd = plan_.dims.size();
+    std::vector<Value*> idx(nd, nullptr);
+    if (nd == 0) return store_outputs(idx);
+    if (nd == 1)
+      return loop(begin, end, [&](Value* i) {
+        idx[0] = i;
+        store_outputs(idx);
+      });
+    loop(begin, end, [&](Value* row) {
+      decompose(row, 0, nd - 1, idx);
+      loop(c64(0), c64(plan_.dims[nd - 1]), [&](Value* j) {
+        idx[nd - 1] = j;
+        store_outputs(idx);
+      });
+    });
+  }
+
+  void row_reduce(Value* begin, Value* end) {
+    const size_t nd = plan_.dims.size(), nk = static_cast<size_t>(plan_.num_kept);
+    std::vector<Value*> idx(nd, nullptr);
+    auto accs = accumulators();
+    loop(begin, end, [&](Value* u) {
+      decompose(u, 0, nk, idx);
+      reset(accs);
+      nest(nk, idx, [&] { accumulate(accs, idx); });
+      for (size_t m = 0; m < accs.size(); ++m)
+        store_element(b_, b_.CreateLoad(accs[m]->getAllocatedType(), accs[m]), out_ptr(m, idx),
+                      plan_.outputs[m].dtype);
+    });
+  }
+
+  void column_reduce(Value* begin, Value* end) {
+    const size_t nd = plan_.dims.size(), nk = static_cast<size_t>(plan_.num_kept);
+    const int64_t inner = plan_.dims[nk - 1], block = plan_.schedule.column_block;
+    const int64_t blocks = (inner + block - 1) / block;
+    std::vector<Value*> idx(nd, nullptr);
+    loop(begin, end, [&](Value* u) {
+      Value* jb = b_.CreateMul(b_.CreateURem(u, c64(blocks)), c64(block));
+      Value* je = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(jb, c64(block)), c64(inner));
+      decompose(b_.CreateUDiv(u, c64(blocks)), 0, nk - 1, idx);
+      loop(jb, je, [&](Value* j) {
+        idx[nk - 1] = j;
+        for (size_t m = 0; m < plan_.outputs.size(); ++m)
+          store_element(b_, reduction_identity(b_, *plan_.outputs[m].reduce, plan_.outputs[m].dtype), out_ptr(m, idx),
+                        plan_.outputs[m].dtype);
+      });
+      nest(nk, idx, [&] {
+        loop(jb, je, [&](Value* j) {
+          idx[nk - 1] = j;
+          std::vector<Value*> v = eval(idx);
+          for (size_t m = 0; m < plan_.outputs.size(); ++m) {
+            const PlanOutput& o = plan_.outputs[m];
+            Value* p = out_ptr(m, idx);
+            Value* acc = load_element(b_, p, o.dtype);
+            store_element(b_, emit_reduce_combine(b_, *o.reduce, acc, v[static_cast<size_t>(o.node)], o.dtype), p,
+                          o.dtype);
+          }
+        });
+      });
+    });
+  }
+
+  void full_reduce(Value* begin, Value* end) {
+    const size_t nd = plan_.dims.size();
+    const int64_t rows = nd > 0 ? plan_.dims[0] : 1, chunk = plan_.schedule.chunk_rows;
+    std::vector<Value*> idx(nd, nullptr);
+    auto accs = accumulators();
+    loop(begin, end, [&](Value* c) {
+      reset(accs);
+      if (nd == 0) {
+        accumulate(accs, idx);
+      } else {
+        Value* lo = b_.CreateMul(c, c64(chunk), "", true, true);
+        Value* hi = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(lo, c64(chunk)), c64(rows));
+        loop(lo, hi, [&](Value* r) {
+          idx[0] = r;
+          nest(1, idx, [&] { accumulate(accs, idx); });
+        });
+      }
+      for (size_t m = 0; m < accs.size(); ++m) {
+        const PlanOutput& o = plan_.outputs[m];
+        store_element(b_, b_.CreateLoad(accs[m]->getAllocatedType(), accs[m]),
+                      b_.CreateInBoundsGEP(storage_type(ctx_, o.dtype), outs_[m], c), o.dtype);
+      }
+    });
+  }
+
+  llvm::Module& module_;
+  llvm::LLVMContext& ctx_;
+  const KernelPlan& plan_;
+  llvm::IRBuilder<> b_;
+  llvm::Type* i64_;
+  llvm::PointerType* ptr_;
+  llvm::Function* function_ = nullptr;
+  std::vector<Value*> ins_, outs_;
+};
+
+}  // namespace
+
+void emit_loop_kernel(llvm::Module& module, const KernelPlan& plan) { Emitter(module, plan).emit(); }
+
+}  // namespace jx::compiler::codegen

@@ -1,0 +1,203 @@
+// compile_kernel: plan (kernel_plan.cpp) -> IR (loop_emitter.cpp) -> optimized object
+// (llvm_session.cpp), with an in-process table of loaded kernels and the disk cache
+// (object_cache.cpp) in front of LLVM; plus the kernel_support predicates for index ops
+// and reductions.
+#include "jit/codegen/loop_kernel.h"
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
+#include "cpu/thread_pool.h"
+#include "jit/codegen/loop_emitter.h"
+#include "jit/codegen/object_cache.h"
+#include "jit/codegen/scalar_ops.h"
+#include "jit/kernel_support.h"
+#include "jx/error.h"
+
+#ifndef JX_VERSION_STRING
+#define JX_VERSION_STRING "unknown"
+#endif
+
+namespace jx::compiler {
+namespace codegen {
+namespace {
+
+using jx::detail::fail;
+
+std::atomic<int64_t> g_llvm_compiles{0};
+
+bool kernel_dtype(DType d) {
+  switch (d) {
+    case DType::Bool:
+    case DType::Int8:
+    case DType::Int16:
+    case DType::Int32:
+    case DType::Int64:
+    case DType::UInt8:
+    case DType::UInt32:
+    case DType::Float32:
+    case DType::Float64: return true;
+    default: return false;
+  }
+}
+
+bool refuse(std::string* why_not, std::string why) {
+  if (why_not) *why_not = std::move(why);
+  return false;
+}
+
+// Everything besides the plan that decides the object code: the target, jx's and
+// codegen's versions, the vector math functions the vectorizer may call.
+const std::string& environment_text() {
+  static const std::string text = [] {
+    const HostTarget& host = host_target();
+    std::string s = "jx " JX_VERSION_STRING " codegen " + std::to_string(kCodegenVersion) + "\ntarget " + host.triple +
+                    " " + host.cpu + " " + host.features + "\nvector math";
+    for (const llvm::VecDesc& d : vector_math_library())
+      s += " " + d.getScalarFnName().str() + "=" + d.getVectorFnName().str();
+    return s + "\n";
+  }();
+  return text;
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::error_code ignored;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ignored);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) fail("jit", "cannot write the dump file ", path);
+  out << text;
+}
+
+// Identical plans compiled in one process share one loaded object.
+std::mutex g_loaded_mu;
+std::unordered_map<std::string, std::weak_ptr<const CompiledLoop>> g_loaded;
+
+}  // namespace
+
+int64_t llvm_compile_count() { return g_llvm_compiles.load(); }
+
+std::shared_ptr<const CompiledLoop> CompiledLoop::compile(const KernelPlan& plan, const KernelOptions& options) {
+  const std::string plan_text = plan.str();
+  const std::string key = object_cache_key(environment_text() + plan_text);
+  const bool dumping = !options.dump_dir.empty();
+  if (!dumping) {
+    std::lock_guard<std::mutex> lock(g_loaded_mu);
+    if (auto it = g_loaded.find(key); it != g_loaded.end())
+      if (auto loaded = it->second.lock()) return loaded;
+  }
+  const std::string name = options.name.empty() ? "kernel" : options.name;
+  auto loop = std::make_shared<CompiledLoop>();
+  auto link = [&](const std::string& object) {
+    loop->object_ = load_object(object, name);
+    loop->fn_ = reinterpret_cast<Fn>(loop->object_->lookup(kKernelSymbol));
+    if (plan.schedule.mode == LoopSchedule::Mode::FullReduce)
+      loop->finish_ = reinterpret_cast<FinishFn>(loop->object_->lookup(kFinishSymbol));
+  };
+  bool linked = false;
+  if (options.disk_cache && !dumping) {
+    if (std::optional<std::string> cached = object_cache_load(key)) {
+      try {
+        link(*cached);
+        linked = true;
+      } catch (const Error&) {
+        // A well-formed entry holding bad object code: compile afresh, and overwrite it.
+        loop->object_.reset();
+      }
+    }
+  }
+  if (!linked) {
+    llvm::LLVMContext context;
+    auto module = std::make_unique<llvm::Module>(name, context);
+    emit_loop_kernel(*module, plan);
+    CompiledModule compiled = compile_module(*module, dumping);
+    ++g_llvm_compiles;
+    if (dumping) {
+      write_file(options.dump_dir + "/" + name + ".ll", compiled.ir);
+      write_file(options.dump_dir + "/" + name + ".s", compiled.assembly);
+      write_file(options.dump_dir + "/" + name + ".plan", plan_text);
+    }
+    if (options.disk_cache) object_cache_store(key, compiled.object);
+    link(compiled.object);
+  }
+  loop->schedule_ = plan.schedule;
+  for (const PlanOutput& o : plan.outputs) loop->output_dtypes_.push_back(o.dtype);
+  // Threading: a unit holds elements_per_unit points of `cost` (transcendentals count
+  // several times a plain op), and kParallelGrain plain elements pay for a thread.
+  const int64_t work = std::max<int64_t>(1, plan.schedule.elements_per_unit) * std::max<int64_t>(1, plan.schedule.cost);
+  loop->grain_ = std::max<int64_t>(1, cpu::kParallelGrain / work);
+  std::lock_guard<std::mutex> lock(g_loaded_mu);
+  g_loaded[key] = loop;
+  return loop;
+}
+
+void CompiledLoop::run(const void* const* inputs, void* const* outputs) const {
+  const int64_t units = schedule_.units;
+  if (schedule_.mode != LoopSchedule::Mode::FullReduce) {
+    cpu::parallel_for(units, grain_, [&](int64_t b, int64_t e) { fn_(inputs, outputs, b, e); });
+    return;
+  }
+  // One partial per chunk and output (8 bytes holds any kernel dtype), combined in chunk
+  // order by the finish function.
+  std::vector<uint64_t> storage(static_cast<size_t>(units) * output_dtypes_.size() + 1);
+  std::vector<void*> partials;
+  for (size_t m = 0; m < output_dtypes_.size(); ++m) partials.push_back(storage.data() + m * static_cast<size_t>(units));
+  cpu::parallel_for(units, grain_, [&](int64_t b, int64_t e) { fn_(inputs, partials.data(), b, e); });
+  finish_(partials.data(), outputs, units);
+}
+
+namespace {
+
+class LoopKernel final : public Kernel {
+ public:
+  explicit LoopKernel(std::shared_ptr<const CompiledLoop> loop) : loop_(std::move(loop)) {}
+  void run(const void* const* inputs, void* const* outputs) const override { loop_->run(inputs, outputs); }
+
+ private:
+  std::shared_ptr<const CompiledLoop> loop_;
+};
+
+}  // namespace
+}  // namespace codegen
+
+bool index_op_supported(const Equation& eqn, std::string* why_not) {
+  if (!codegen::is_index_op(*eqn.primitive)) return codegen::refuse(why_not, eqn.primitive->name() + " is not an index map");
+  for (const Var& v : eqn.outputs)
+    if (!codegen::kernel_dtype(v.aval.dtype))
+      return codegen::refuse(why_not, "loop kernels do not handle dtype " + std::string(dtype_name(v.aval.dtype)));
+  for (const Atom& a : eqn.inputs)
+    if (!codegen::kernel_dtype(a.aval().dtype))
+      return codegen::refuse(why_not, "loop kernels do not handle dtype " + std::string(dtype_name(a.aval().dtype)));
+  return true;
+}
+
+bool reduction_supported(const Equation& eqn, std::string* why_not) {
+  const std::string& name = eqn.primitive->name();
+  static const char* const kReductions[] = {"reduce_sum", "reduce_prod", "reduce_max",
+                                            "reduce_min", "reduce_and",  "reduce_or"};
+  if (std::none_of(std::begin(kReductions), std::end(kReductions), [&](const char* r) { return name == r; }))
+    return codegen::refuse(why_not, name + " is not a reduction a loop kernel can end in");
+  if (eqn.inputs.size() != 1 || eqn.outputs.size() != 1) return codegen::refuse(why_not, name + " takes one operand");
+  const DType dtype = eqn.inputs[0].aval().dtype;
+  if (!codegen::kernel_dtype(dtype) || eqn.outputs[0].aval.dtype != dtype)
+    return codegen::refuse(why_not, "loop kernels do not reduce dtype " + std::string(dtype_name(dtype)));
+  const bool bitwise = name == "reduce_and" || name == "reduce_or";
+  if (dtype == DType::Bool && !bitwise) return codegen::refuse(why_not, name + " of bool runs eagerly");
+  if (bitwise && is_floating(dtype)) return codegen::refuse(why_not, name + " needs bool or integer operands");
+  return true;
+}
+
+std::unique_ptr<Kernel> compile_kernel(const Jaxpr& fused, std::string_view kind, const KernelOptions& options) {
+  if (kind == "dot") return codegen::compile_dot_kernel(fused, options);
+  codegen::KernelPlan plan = codegen::plan_kernel(fused, kind);
+  return std::make_unique<codegen::LoopKernel>(codegen::CompiledLoop::compile(plan, options));
+}
+
+}  // namespace jx::compiler

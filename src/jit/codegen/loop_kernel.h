@@ -1,0 +1,50 @@
+// Internal to codegen: a compiled loop or reduction plan (loop_kernel.cpp), which the
+// "loop"/"reduction" kernels wrap and the "dot" kernel (dot_kernel.cpp) runs as its
+// epilogue, block by block.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "jit/codegen/kernel.h"
+#include "jit/codegen/kernel_plan.h"
+#include "jit/codegen/llvm_session.h"
+
+namespace jx::compiler::codegen {
+
+class CompiledLoop {
+ public:
+  using Fn = void (*)(const void* const*, void* const*, int64_t, int64_t);
+  using FinishFn = void (*)(const void* const*, void* const*, int64_t);
+
+  // Compiles the plan, or reuses the object of an identical plan already loaded in this
+  // process, or loads it from the disk cache.
+  static std::shared_ptr<const CompiledLoop> compile(const KernelPlan& plan, const KernelOptions& options);
+
+  // The whole iteration space, split over the thread pool when large enough.
+  void run(const void* const* inputs, void* const* outputs) const;
+  // Units [begin, end) of schedule() on the calling thread (Elementwise plans only).
+  void run_units(const void* const* inputs, void* const* outputs, int64_t begin, int64_t end) const {
+    fn_(inputs, outputs, begin, end);
+  }
+  const LoopSchedule& schedule() const { return schedule_; }
+  // Units below which a range is not worth another thread.
+  int64_t grain() const { return grain_; }
+
+ private:
+  std::shared_ptr<LoadedObject> object_;
+  Fn fn_ = nullptr;
+  FinishFn finish_ = nullptr;
+  LoopSchedule schedule_;
+  std::vector<DType> output_dtypes_;
+  int64_t grain_ = 1;
+};
+
+// Kernels this process compiled with LLVM (not from the disk cache or an identical
+// loaded kernel), for tests.
+int64_t llvm_compile_count();
+
+// compile_kernel for kind "dot" (dot_kernel.cpp).
+std::unique_ptr<Kernel> compile_dot_kernel(const Jaxpr& fused, const KernelOptions& options);
+
+}  // namespace jx::compiler::codegen

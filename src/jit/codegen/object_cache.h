@@ -1,0 +1,43 @@
+// The on-disk cache of compiled kernels: object code keyed by a hash of everything it
+// depends on (the kernel plan's canonical text, the host target, jx's version and the
+// codegen version), so a fresh process skips LLVM's optimizer and code generator.
+//
+// Directory: $JX_CACHE_DIR, else $XDG_CACHE_HOME/jx, else $HOME/.cache/jx.
+// JX_DISABLE_DISK_CACHE=1 (or KernelOptions::disk_cache = false) turns it off. Files are
+// written atomically (temporary file + rename) and carry a length and checksum; a file
+// that fails them is ignored (and overwritten by the next store), never trusted.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace jx::compiler::codegen {
+
+// Bump whenever generated code changes for the same plan, so stale entries are not used.
+inline constexpr int kCodegenVersion = 1;
+
+struct ObjectCacheStats {
+  int64_t hits = 0;      // valid entries loaded
+  int64_t misses = 0;    // no entry
+  int64_t rejected = 0;  // entries present but corrupt or truncated
+  int64_t stores = 0;    // entries written
+};
+// Counters since the process started (or the last reset), for tests and dumps.
+ObjectCacheStats object_cache_stats();
+void reset_object_cache_stats();
+
+// The cache directory, or "" when the cache is disabled by the environment.
+std::string object_cache_dir();
+// A key (hex SHA-256) for the text naming everything an object depends on.
+std::string object_cache_key(std::string_view text);
+// Where the entry of `key` lives (in object_cache_dir()).
+std::string object_cache_path(std::string_view key);
+
+// The object stored under `key`, if a valid entry exists.
+std::optional<std::string> object_cache_load(std::string_view key);
+// Stores an object under `key`; failures (read-only disk, ...) are ignored.
+void object_cache_store(std::string_view key, std::string_view object);
+
+}  // namespace jx::compiler::codegen

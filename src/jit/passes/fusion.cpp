@@ -1,0 +1,763 @@
+// Fusion, in the order XLA's passes do it:
+//   0. duplicate cheap producers (index maps, converts) read by several fusible consumers,
+//      so each consumer reads through its own copy instead of a materialized array;
+//   1. producer -> consumer: consumers visited last to first absorb the loop groups that
+//      produce their operands (and a dot_general into its elementwise epilogue);
+//   2. siblings: groups reading the same array over the same iteration space merge into
+//      one multi-output fusion (the array is read once);
+//   1 and 2 repeat while they change something (sum(e) and max(e) become siblings, and
+//   then both absorb e's producer);
+//   3. each group becomes one `fusion` equation; groups are emitted in a topological order
+//      of the group graph, which merging keeps acyclic (every merge checks reachability).
+// Every group is a set of equations of the original program; equations the kernels
+// cannot compute stay as they are (runtime calls) and are groups of their own.
+#include "jit/passes/fusion.h"
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <queue>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "ir/ir_internal.h"
+#include "jit/fusion_primitive.h"
+#include "jit/kernel_support.h"
+#include "jit/passes/rewrite.h"
+
+namespace jx::compiler {
+namespace {
+
+enum class Role {
+  kOther,      // runtime call
+  kScalar,     // elementwise op of a loop
+  kIndex,      // index map of a loop
+  kReduction,  // ends a reduction fusion
+  kDot,        // dot_general that may take an elementwise epilogue
+};
+
+std::string ints_str(const std::vector<int64_t>& v) {
+  std::string s = "(";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + (v.size() == 1 ? ",)" : ")");
+}
+
+std::vector<int64_t> sorted_axes(const Equation& e) {
+  std::vector<int64_t> axes = e.params.get_ints("axes");
+  const int64_t ndim = e.inputs.at(0).aval().ndim();
+  for (int64_t& a : axes)
+    if (a < 0) a += ndim;
+  std::sort(axes.begin(), axes.end());
+  return axes;
+}
+
+bool is_reshape(const Equation& e) { return e.primitive->name() == "reshape"; }
+
+// Cheap enough to recompute in every consumer instead of materializing it once: index
+// maps (a broadcast or iota read through costs nothing) and the trivial unary ops. Other
+// elementwise ops with several consumers are materialized: recomputing them re-reads
+// all their inputs, which costs about what writing and re-reading the result does.
+bool cheap_to_duplicate(const Equation& e, Role role) {
+  if (role == Role::kIndex) return true;
+  const std::string& n = e.primitive->name();
+  return role == Role::kScalar && (n == "convert_element_type" || n == "neg" || n == "not");
+}
+
+struct Group {
+  std::string kind;             // "loop", "reduction", "dot"; "" for a runtime call
+  std::vector<size_t> members;  // equation indices, ascending (a topological order)
+  Aval space;                   // iteration space: loop/dot output, reduction operand
+  std::vector<int64_t> axes;    // reduction axes (sorted)
+  bool alive = true;
+  std::vector<std::string> notes;  // merge decisions, prefixed with the fusion's name
+};
+
+// A refusal between two equations' groups; dropped if they end up fused after all
+// (a later round may merge what an earlier one refused).
+struct Refusal {
+  std::string text;
+  int64_t producer = -1, consumer = -1;
+};
+
+// Copies of a cheap producer made for its other consumers (indices after duplication).
+struct Duplication {
+  std::string text;
+  size_t original = 0;
+  std::vector<size_t> copies;
+};
+
+class Fuser {
+ public:
+  Fuser(ClosedJaxpr& program, PassContext& ctx, const FusionOptions& options)
+      : program_(program.jaxpr), ctx_(ctx), options_(options), names_(detail::jaxpr_var_names(program.jaxpr)) {}
+
+  bool run() {
+    eqns_ = program_.eqns;
+    classify();
+    if (options_.merge) duplicate_cheap_producers();
+    index_uses();
+    make_groups();
+    if (options_.merge) {
+      for (int round = 0; round < 4; ++round) {
+        bool changed = fuse_producers_into_consumers();
+        changed = fuse_siblings() || changed;
+        if (!changed) break;
+      }
+    }
+    return emit();
+  }
+
+ private:
+  // ---- analysis ----
+
+  std::string name_of(const Var& v) const {
+    auto it = names_.find(v.id);
+    return it == names_.end() ? "?" : it->second;
+  }
+  std::string label(size_t e) const { return label_of(eqns_[e]); }
+  std::string label_of(const Equation& eq) const {
+    std::string s = eq.primitive->name();
+    if (!eq.outputs.empty()) s += " (" + name_of(eq.outputs[0]) + ")";
+    return s;
+  }
+  std::string describe(const Group& g) const {
+    Aval a{g.space.shape, g.space.dtype, false};
+    if (g.kind == "reduction") return "reduction over " + a.str() + " axes=" + ints_str(g.axes);
+    return g.kind + " over " + a.str();
+  }
+  std::string labels(const Group& g) const {
+    std::string s;
+    for (size_t m : g.members) s += (s.empty() ? "" : ", ") + label(m);
+    return s;
+  }
+
+  // Records a refusal once: the same text, or the same producer equation refused again
+  // by the same (since grown) consumer group in a later round, is not repeated.
+  void refuse(std::string text, int64_t producer = -1, int64_t consumer = -1) {
+    for (const Refusal& r : refusals_) {
+      if (r.text == text) return;
+      if (producer >= 0 && r.producer == producer && r.consumer >= 0 &&
+          group_of_[static_cast<size_t>(r.consumer)] == group_of_[static_cast<size_t>(consumer)])
+        return;
+    }
+    refusals_.push_back({std::move(text), producer, consumer});
+  }
+
+  bool has_used_output(const Equation& e) const {
+    for (const Var& v : e.outputs)
+      if (used_ids_.count(v.id)) return true;
+    return false;
+  }
+
+  void classify() {
+    for (const Equation& e : eqns_)
+      for (const Atom& a : e.inputs)
+        if (a.is_var()) used_ids_.insert(a.var().id);
+    for (const Atom& a : program_.outvars)
+      if (a.is_var()) used_ids_.insert(a.var().id), outvar_ids_.insert(a.var().id);
+
+    roles_.assign(eqns_.size(), Role::kOther);
+    for (size_t i = 0; i < eqns_.size(); ++i) {
+      const Equation& e = eqns_[i];
+      const Primitive& p = *e.primitive;
+      if (&p == &fusion_primitive()) continue;  // fused before: left as it is
+      if (p.name() == "dot_general") {
+        classify_dot(i);
+        continue;
+      }
+      std::string why_scalar, why_index, why_reduction;
+      Role role = Role::kOther;
+      if (scalar_op_supported(e, &why_scalar)) role = Role::kScalar;
+      else if (index_op_supported(e, &why_index)) role = Role::kIndex;
+      else if (reduction_supported(e, &why_reduction)) role = Role::kReduction;
+      if (role == Role::kOther) {
+        std::string why = p.has(kElementwise) ? why_scalar
+                          : p.has(kReduction) ? why_reduction
+                          : p.has(kShapeOnly) ? why_index
+                                              : std::string();
+        if (why.empty()) why = "no native kernel for " + p.name() + " (runs as a runtime call)";
+        refuse("refused: " + label(i) + ": " + why);
+        continue;
+      }
+      if (!has_used_output(e)) {
+        refuse("refused: " + label(i) + ": its result is unused (left for dce)");
+        continue;
+      }
+      roles_[i] = role;
+    }
+  }
+
+  // A dot_general takes an epilogue only in the case the dot kernel handles
+  // (codegen/dot_kernel.cpp): a float32/float64 matrix product of two arrays.
+  void classify_dot(size_t i) {
+    const Equation& e = eqns_[i];
+    const Aval& out = e.outputs.at(0).aval;
+    std::string why;
+    if (out.dtype != DType::Float32 && out.dtype != DType::Float64)
+      why = std::string(detail::dtype_short_name(out.dtype)) + " result (epilogues are fused only for f32 and f64)";
+    else if (!e.params.get_ints("lhs_batch_dimensions").empty())
+      why = "batch dimensions (epilogues are fused only for plain products)";
+    else if (e.inputs.at(0).aval().ndim() != 2 || e.inputs.at(1).aval().ndim() != 2 ||
+             e.params.get_ints("lhs_contracting_dimensions").size() != 1)
+      why = "not a matrix product (epilogues are fused only for 2-d operands contracting one dimension)";
+    for (const Atom& a : e.inputs)
+      if (why.empty() && (!a.is_var() || a.aval().dtype != out.dtype))
+        why = "operands must be arrays of the result's dtype";
+    if (!why.empty()) {
+      refuse("refused: " + label(i) + " stays a runtime call: " + why);
+      return;
+    }
+    roles_[i] = Role::kDot;
+  }
+
+  // Gives each fusible consumer of a cheap, multiply-used producer its own copy (inserted
+  // right after the original), so the consumers fuse it instead of reading a
+  // materialized result. Copies that land in the same fusion are merged again there.
+  void duplicate_cheap_producers() {
+    std::unordered_map<int64_t, std::vector<size_t>> users;  // var id -> distinct user eqns
+    for (size_t i = 0; i < eqns_.size(); ++i)
+      for (const Atom& a : eqns_[i].inputs)
+        if (a.is_var()) {
+          auto& u = users[a.var().id];
+          if (u.empty() || u.back() != i) u.push_back(i);
+        }
+
+    std::vector<Equation> out;
+    std::vector<Role> roles;
+    std::unordered_map<size_t, std::vector<std::pair<int64_t, Var>>> renames;  // user -> (old id, copy)
+    for (size_t i = 0; i < eqns_.size(); ++i) {
+      Equation e = eqns_[i];
+      for (auto& [old_id, copy] : renames[i])
+        for (Atom& a : e.inputs)
+          if (a.is_var() && a.var().id == old_id) a = copy;
+      out.push_back(e);
+      roles.push_back(roles_[i]);
+      if (!cheap_to_duplicate(e, roles_[i]) || e.outputs.size() != 1) continue;
+      const Var& v = e.outputs[0];
+      const std::vector<size_t>& u = users[v.id];
+      std::vector<size_t> absorbing;
+      for (size_t user : u) {
+        Role r = roles_[user];
+        bool can = r == Role::kScalar || r == Role::kReduction || (r == Role::kIndex && !is_reshape(eqns_[user]));
+        if (can && roles_[i] == Role::kScalar && r == Role::kIndex) can = false;  // shapes differ
+        if (can) absorbing.push_back(user);
+      }
+      const size_t consumers = u.size() + (outvar_ids_.count(v.id) ? 1 : 0);
+      if (absorbing.empty() || consumers < 2) continue;
+      // The original serves the consumers that cannot fuse it, else the first fusible one.
+      const bool original_needed = consumers > absorbing.size();
+      size_t copies = 0;
+      Duplication dup{"", out.size() - 1, {}};
+      for (size_t k = original_needed ? 0 : 1; k < absorbing.size(); ++k) {
+        Equation c = e;
+        Var cv = ctx_.fresh_var(v.aval);
+        c.outputs = {cv};
+        names_[cv.id] = name_of(v);
+        renames[absorbing[k]].push_back({v.id, cv});
+        dup.copies.push_back(out.size());
+        out.push_back(std::move(c));
+        roles.push_back(roles_[i]);
+        ++copies;
+      }
+      if (copies) {
+        dup.text = "fusion: duplicated " + label_of(e) + " for " + std::to_string(copies) + " more consumer" +
+                   (copies > 1 ? "s" : "") + " (cheap to recompute, so it is not materialized for them)";
+        duplications_.push_back(std::move(dup));
+      }
+    }
+    eqns_ = std::move(out);
+    roles_ = std::move(roles);
+  }
+
+  void index_uses() {
+    def_.clear();
+    users_.assign(eqns_.size(), {});
+    var_users_.clear();
+    for (size_t i = 0; i < eqns_.size(); ++i) {
+      for (const Var& v : eqns_[i].outputs) def_[v.id] = i;
+      for (const Atom& a : eqns_[i].inputs) {
+        if (!a.is_var()) continue;
+        auto& vu = var_users_[a.var().id];
+        if (vu.empty() || vu.back() != i) vu.push_back(i);
+        auto d = def_.find(a.var().id);
+        if (d != def_.end()) {
+          auto& u = users_[d->second];
+          if (std::find(u.begin(), u.end(), i) == u.end()) u.push_back(i);
+        }
+      }
+    }
+  }
+
+  void make_groups() {
+    groups_.clear();
+    group_of_.assign(eqns_.size(), 0);
+    for (size_t i = 0; i < eqns_.size(); ++i) {
+      Group g;
+      g.members = {i};
+      const Equation& e = eqns_[i];
+      switch (roles_[i]) {
+        case Role::kScalar:
+        case Role::kIndex:
+          g.kind = "loop";
+          g.space = e.outputs.at(0).aval;
+          break;
+        case Role::kReduction:
+          g.kind = "reduction";
+          g.space = e.inputs.at(0).aval();
+          g.axes = sorted_axes(e);
+          break;
+        default:
+          break;
+      }
+      group_of_[i] = groups_.size();
+      groups_.push_back(std::move(g));
+    }
+  }
+
+  // ---- the group graph ----
+
+  const std::vector<size_t>& var_users(int64_t id) const {
+    static const std::vector<size_t> none;
+    auto it = var_users_.find(id);
+    return it == var_users_.end() ? none : it->second;
+  }
+
+  template <class F>
+  void for_each_successor(size_t g, F&& f) const {
+    for (size_t m : groups_[g].members)
+      for (size_t u : users_[m])
+        if (group_of_[u] != g) f(group_of_[u]);
+  }
+
+  // A group other than `from` and `to` on a path from -> ... -> to (its first member's
+  // label names the cycle a merge would make), or -1. With allow_direct, a direct edge
+  // from -> to counts as a path too (siblings must not depend on each other at all).
+  int64_t path_between(size_t from, size_t to, bool allow_direct) const {
+    std::vector<char> seen(groups_.size(), 0);
+    std::vector<std::pair<size_t, size_t>> stack;  // (group, first group off `from`)
+    bool direct = false;
+    for_each_successor(from, [&](size_t s) {
+      if (s == to) direct = true;
+      else if (!seen[s]) seen[s] = 1, stack.push_back({s, s});
+    });
+    if (direct && allow_direct) return static_cast<int64_t>(from);
+    while (!stack.empty()) {
+      auto [g, first] = stack.back();
+      stack.pop_back();
+      bool hit = false;
+      for_each_successor(g, [&](size_t s) {
+        if (s == to) hit = true;
+        else if (!seen[s]) seen[s] = 1, stack.push_back({s, first});
+      });
+      if (hit) return static_cast<int64_t>(first);
+    }
+    return -1;
+  }
+
+  bool used_outside(const Var& v, size_t a, size_t b) const {
+    if (outvar_ids_.count(v.id)) return true;
+    for (size_t u : var_users(v.id))
+      if (group_of_[u] != a && group_of_[u] != b) return true;
+    return false;
+  }
+
+  // True when every use of p's results is inside p or c.
+  bool only_used_by(size_t p, size_t c) const {
+    for (size_t m : groups_[p].members)
+      for (const Var& v : eqns_[m].outputs)
+        if (used_outside(v, p, c)) return false;
+    return true;
+  }
+
+  void merge(size_t into, size_t from, std::string note) {
+    Group& dst = groups_[into];
+    Group& src = groups_[from];
+    for (size_t m : src.members) group_of_[m] = into;
+    dst.members.insert(dst.members.end(), src.members.begin(), src.members.end());
+    std::sort(dst.members.begin(), dst.members.end());
+    dst.notes.insert(dst.notes.end(), src.notes.begin(), src.notes.end());
+    dst.notes.push_back(std::move(note));
+    src.alive = false;
+    src.members.clear();
+  }
+
+  // ---- 1. producer -> consumer ----
+
+  // Why loop group p cannot merge into its consumer c; empty when it can.
+  std::string why_not_producer(size_t p, size_t c) {
+    const Group& P = groups_[p];
+    const Group& C = groups_[c];
+    const std::string into = " into " + describe(C) + ": ";
+    for (size_t m : C.members) {
+      const Equation& e = eqns_[m];
+      for (const Atom& a : e.inputs) {
+        if (!a.is_var()) continue;
+        auto d = def_.find(a.var().id);
+        if (d == def_.end() || group_of_[d->second] != p) continue;
+        if (is_reshape(e))
+          return label(d->second) + into + label(m) +
+                 " of a value computed inside the fusion (the loop cannot index it linearly)";
+        if (roles_[m] == Role::kDot)
+          return label(d->second) + into + label(m) + " reads its operands as kernel inputs";
+      }
+    }
+    for (size_t m : P.members) {
+      const Aval& out = eqns_[m].outputs[0].aval;
+      if (roles_[m] == Role::kScalar && out.size() != C.space.size())
+        return label(m) + into + "computed over " + out.str() +
+               ", not the iteration space (it would be recomputed per element)";
+    }
+    for (size_t m : P.members)
+      for (const Var& v : eqns_[m].outputs) {
+        if (!used_outside(v, p, c)) continue;
+        if (C.kind == "reduction")
+          return label(m) + into + "its result is also used outside the fusion (materialized)";
+        if (v.aval.shape != C.space.shape)
+          return label(m) + into + "its result is also used outside the fusion and " + v.aval.str() +
+                 " is not the fusion's output shape (materialized)";
+      }
+    if (int64_t through = path_between(p, c, false); through >= 0)
+      return label(P.members.back()) + into + "would create a cycle through " + label(groups_[through].members[0]);
+    return "";
+  }
+
+  // Why dot_general d (a group of its own) cannot take loop group c as its epilogue.
+  std::string why_not_epilogue(size_t d, size_t c) {
+    const size_t dot = groups_[d].members[0];
+    const Group& C = groups_[c];
+    const Var& r = eqns_[dot].outputs[0];
+    if (C.kind != "loop") return label(dot) + " feeds a " + C.kind + " fusion, not an elementwise epilogue";
+    size_t consumers = var_users(r.id).size() + (outvar_ids_.count(r.id) ? 1 : 0);
+    if (used_outside(r, c, c))
+      return label(dot) + " result used by " + std::to_string(consumers) +
+             " consumers (the epilogue must be its only user)";
+    if (C.space.shape != r.aval.shape)
+      return label(dot) + ": the epilogue's shape " + C.space.str() + " is not the dot's " + r.aval.str();
+    // The epilogue runs block by block over the dot's result: it must not index it.
+    std::unordered_set<int64_t> derived{r.id};
+    for (size_t m : C.members) {
+      bool reads = false;
+      for (const Atom& a : eqns_[m].inputs) reads = reads || (a.is_var() && derived.count(a.var().id));
+      if (!reads) continue;
+      if (roles_[m] != Role::kScalar)
+        return label(dot) + ": the epilogue reads its result through " + label(m) +
+               " (only elementwise ops may follow the dot)";
+      for (const Var& v : eqns_[m].outputs) derived.insert(v.id);
+    }
+    if (int64_t through = path_between(d, c, false); through >= 0)
+      return label(dot) + " into " + describe(C) + ": would create a cycle through " +
+             label(groups_[through].members[0]);
+    return "";
+  }
+
+  // Tries to merge producer group p into consumer c; records the reason if refused.
+  bool try_producer(size_t p, size_t c) {
+    const Group& P = groups_[p];
+    if (P.kind.empty() && roles_[P.members[0]] == Role::kDot) {
+      std::string why = why_not_epilogue(p, c);
+      if (!why.empty()) {
+        refuse("refused: " + why, P.members.back(), groups_[c].members[0]);
+        return false;
+      }
+      groups_[c].kind = "dot";
+      merge(c, p, labels(groups_[p]) + " takes the elementwise epilogue " + labels(groups_[c]));
+      return true;
+    }
+    if (P.kind != "loop") return false;  // reductions and dots end their fusions
+    std::string why = why_not_producer(p, c);
+    if (!why.empty()) {
+      refuse("refused: " + why, P.members.back(), groups_[c].members[0]);
+      return false;
+    }
+    const std::string note = "merged " + labels(P) + " into " + describe(groups_[c]);
+    merge(c, p, note);
+    return true;
+  }
+
+  // The groups producing c's operands, in the order c reads them.
+  std::vector<size_t> producers(size_t c) const {
+    std::vector<size_t> out;
+    for (size_t m : groups_[c].members)
+      for (const Atom& a : eqns_[m].inputs) {
+        if (!a.is_var()) continue;
+        auto d = def_.find(a.var().id);
+        if (d == def_.end()) continue;
+        size_t g = group_of_[d->second];
+        if (g != c && std::find(out.begin(), out.end(), g) == out.end()) out.push_back(g);
+      }
+    return out;
+  }
+
+  // Consumers last to first, as XLA's instruction fusion: each absorbs its producers,
+  // first those it alone reads (no extra output), then those whose results are also
+  // needed elsewhere (they become extra outputs of a loop fusion).
+  bool fuse_producers_into_consumers() {
+    bool changed = false;
+    std::vector<char> done(groups_.size(), 0);
+    for (size_t i = eqns_.size(); i-- > 0;) {
+      const size_t c = group_of_[i];
+      if (done[c] || groups_[c].kind.empty()) continue;
+      done[c] = 1;
+      for (bool merged = true; merged;) {
+        merged = false;
+        for (int tier = 0; tier < 2 && !merged; ++tier)
+          for (size_t p : producers(c)) {
+            if (only_used_by(p, c) != (tier == 0)) continue;
+            if (try_producer(p, c)) {
+              merged = changed = true;
+              break;
+            }
+          }
+      }
+    }
+    return changed;
+  }
+
+  // ---- 2. siblings ----
+
+  bool same_space(const Group& a, const Group& b) const {
+    if (a.kind != b.kind || a.space.shape != b.space.shape) return false;
+    return a.kind == "loop" || (a.kind == "reduction" && a.axes == b.axes);
+  }
+
+  bool fuse_siblings() {
+    bool changed = false;
+    std::vector<Var> values = program_.constvars;
+    values.insert(values.end(), program_.invars.begin(), program_.invars.end());
+    for (const Equation& e : eqns_) values.insert(values.end(), e.outputs.begin(), e.outputs.end());
+    for (const Var& v : values) {
+      if (v.aval.ndim() == 0) continue;  // a scalar read twice costs nothing
+      for (bool merged = true; merged;) {
+        merged = false;
+        std::vector<size_t> readers;
+        for (size_t u : var_users(v.id)) {
+          size_t g = group_of_[u];
+          if (!groups_[g].kind.empty() && groups_[g].kind != "dot" &&
+              std::find(readers.begin(), readers.end(), g) == readers.end())
+            readers.push_back(g);
+        }
+        for (size_t x = 0; x < readers.size() && !merged; ++x)
+          for (size_t y = x + 1; y < readers.size() && !merged; ++y) {
+            const size_t a = readers[x], b = readers[y];
+            if (!same_space(groups_[a], groups_[b])) continue;
+            int64_t through = path_between(a, b, true);
+            if (through < 0) through = path_between(b, a, true);
+            if (through >= 0) {
+              refuse("refused: sibling fusion of " + labels(groups_[a]) + " and " + labels(groups_[b]) + " (both read " +
+                         name_of(v) + "): one depends on the other",
+                     groups_[a].members[0], groups_[b].members[0]);
+              continue;
+            }
+            const std::string note =
+                "sibling fusion with " + labels(groups_[b]) + " (both read " + name_of(v) + ", read once)";
+            merge(a, b, note);
+            merged = changed = true;
+          }
+      }
+    }
+    return changed;
+  }
+
+  // ---- 3. emission ----
+
+  int64_t first_free_fusion_number() const {
+    int64_t next = 0;
+    for (const Equation& e : eqns_) {
+      if (e.primitive != &fusion_primitive() || !e.params.has("name")) continue;
+      const std::string& n = e.params.get_string("name");
+      if (n.rfind("fusion.", 0) != 0) continue;
+      try {
+        next = std::max<int64_t>(next, std::stoll(n.substr(7)) + 1);
+      } catch (...) {
+      }
+    }
+    return next;
+  }
+
+  Equation build_fusion(size_t g, const std::string& name) {
+    const Group& G = groups_[g];
+    std::unordered_set<int64_t> inside;
+    for (size_t m : G.members)
+      for (const Var& v : eqns_[m].outputs) inside.insert(v.id);
+
+    Jaxpr body;
+    std::vector<Atom> inputs;
+    std::unordered_map<int64_t, Var> renamed;  // outer id -> body variable
+    for (size_t m : G.members)
+      for (const Atom& a : eqns_[m].inputs)
+        if (a.is_var() && !inside.count(a.var().id) && !renamed.count(a.var().id)) {
+          Var bv = ctx_.fresh_var(a.var().aval);
+          renamed.emplace(a.var().id, bv);
+          body.invars.push_back(bv);
+          inputs.push_back(a);
+        }
+    for (size_t m : G.members) {
+      Equation e = eqns_[m];
+      for (Atom& a : e.inputs)
+        if (a.is_var()) a = renamed.at(a.var().id);
+      // Copies of a duplicated producer that met again in one fusion: compute it once.
+      const Equation* same = nullptr;
+      for (const Equation& b : body.eqns) {
+        if (b.primitive != e.primitive || !(b.params == e.params) || b.inputs.size() != e.inputs.size() ||
+            b.outputs.size() != e.outputs.size())
+          continue;
+        bool eq = true;
+        for (size_t k = 0; k < e.inputs.size() && eq; ++k) eq = same_atom(b.inputs[k], e.inputs[k]);
+        if (eq) {
+          same = &b;
+          break;
+        }
+      }
+      if (same) {
+        for (size_t k = 0; k < e.outputs.size(); ++k) renamed.emplace(e.outputs[k].id, same->outputs[k]);
+        continue;
+      }
+      for (Var& v : e.outputs) {
+        Var bv = ctx_.fresh_var(v.aval);
+        renamed.emplace(v.id, bv);
+        v = bv;
+      }
+      body.eqns.push_back(std::move(e));
+    }
+    std::vector<Var> outputs;
+    for (size_t m : G.members)
+      for (const Var& v : eqns_[m].outputs)
+        if (used_outside(v, g, g)) {
+          body.outvars.push_back(renamed.at(v.id));
+          outputs.push_back(v);
+        }
+    auto closed = std::make_shared<ClosedJaxpr>(ClosedJaxpr{std::move(body), {}});
+    return make_fusion(std::move(closed), std::move(inputs), std::move(outputs), G.kind, name);
+  }
+
+  // A group of index maps alone (no arithmetic, no iota) stays as runtime calls: the
+  // eager ops return views of their operands, where a kernel would copy (or, for a
+  // broadcast, materialize) the data.
+  void keep_pure_data_movement_as_views() {
+    const size_t n = groups_.size();
+    for (size_t g = 0; g < n; ++g) {
+      Group& G = groups_[g];
+      if (!G.alive || G.kind != "loop") continue;
+      bool views = true;
+      for (size_t m : G.members) views = views && roles_[m] == Role::kIndex && eqns_[m].primitive->name() != "iota";
+      if (!views) continue;
+      refuse("refused: " + labels(G) + " only moves data: kept as a runtime call (the eager op returns a view, no copy)");
+      std::vector<size_t> members = std::move(G.members);
+      G.members.clear();
+      G.alive = false;
+      for (size_t m : members) {
+        Group single;
+        single.members = {m};
+        group_of_[m] = groups_.size();
+        groups_.push_back(std::move(single));
+      }
+    }
+  }
+
+  bool emit() {
+    if (options_.merge) keep_pure_data_movement_as_views();
+    // Group graph in-degrees; Kahn's algorithm, earliest first member first.
+    std::vector<std::vector<size_t>> succ(groups_.size());
+    std::vector<size_t> indegree(groups_.size(), 0);
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      if (!groups_[g].alive) continue;
+      std::vector<size_t>& s = succ[g];
+      for_each_successor(g, [&](size_t t) {
+        if (std::find(s.begin(), s.end(), t) == s.end()) s.push_back(t);
+      });
+      for (size_t t : s) ++indegree[t];
+    }
+    using Item = std::pair<size_t, size_t>;  // (first member, group)
+    std::priority_queue<Item, std::vector<Item>, std::greater<>> ready;
+    for (size_t g = 0; g < groups_.size(); ++g)
+      if (groups_[g].alive && indegree[g] == 0) ready.push({groups_[g].members[0], g});
+
+    int64_t next_number = first_free_fusion_number();
+    std::vector<Equation> out;
+    std::vector<std::string> fusion_notes;
+    size_t fusions = 0;
+    std::unordered_set<size_t> dots_noted;
+    for (const Refusal& r : refusals_)
+      if (r.producer >= 0) dots_noted.insert(static_cast<size_t>(r.producer));
+    while (!ready.empty()) {
+      const size_t g = ready.top().second;
+      ready.pop();
+      const Group& G = groups_[g];
+      if (G.kind.empty()) {
+        const size_t m = G.members[0];
+        if (roles_[m] == Role::kDot && !dots_noted.count(m))
+          refuse("refused: " + label(m) + " stays a runtime call: no elementwise epilogue to fuse");
+        out.push_back(eqns_[m]);
+      } else {
+        const std::string name = "fusion." + std::to_string(next_number++);
+        out.push_back(build_fusion(g, name));
+        ++fusions;
+        const Equation& f = out.back();
+        std::string summary = name + ": " + describe(G) + " of " + labels(G) + "; " +
+                              std::to_string(f.inputs.size()) + " input" + (f.inputs.size() == 1 ? "" : "s") +
+                              ", " + std::to_string(f.outputs.size()) + " output" +
+                              (f.outputs.size() == 1 ? "" : "s");
+        if (std::all_of(G.members.begin(), G.members.end(), [&](size_t m) { return roles_[m] == Role::kIndex; }))
+          summary += " (no arithmetic: a copy kernel)";
+        if (!options_.merge) summary += " (merging disabled)";
+        fusion_notes.push_back(summary);
+        for (const std::string& n : G.notes) fusion_notes.push_back(name + ": " + n);
+      }
+      for (size_t t : succ[g])
+        if (--indegree[t] == 0) ready.push({groups_[t].members[0], t});
+    }
+    if (out.size() != static_cast<size_t>(std::count_if(groups_.begin(), groups_.end(),
+                                                         [](const Group& x) { return x.alive; })))
+      detail::fail("fusion", "internal error: the group graph has a cycle");
+
+    for (const Duplication& d : duplications_) {
+      // Copies that all met the original in one fusion were merged again: no decision.
+      bool apart = false;
+      for (size_t c : d.copies) apart = apart || group_of_[c] != group_of_[d.original];
+      if (apart) ctx_.note(d.text);
+    }
+    for (const std::string& n : fusion_notes) ctx_.note(n);
+    for (const Refusal& r : refusals_) {
+      // A refusal an later round undid (they ended up in one fusion) is no decision.
+      if (r.producer >= 0 && r.consumer >= 0 && group_of_[static_cast<size_t>(r.producer)] ==
+                                                    group_of_[static_cast<size_t>(r.consumer)])
+        continue;
+      ctx_.note(r.text);
+    }
+    if (fusions == 0) return false;
+    program_.eqns = std::move(out);
+    return true;
+  }
+
+  Jaxpr& program_;
+  PassContext& ctx_;
+  FusionOptions options_;
+  std::unordered_map<int64_t, std::string> names_;  // printed names in the input program
+
+  std::vector<Equation> eqns_;
+  std::vector<Role> roles_;
+  std::unordered_set<int64_t> used_ids_, outvar_ids_;
+  std::unordered_map<int64_t, size_t> def_;                   // var id -> defining equation
+  std::vector<std::vector<size_t>> users_;                     // equation -> distinct user equations
+  std::unordered_map<int64_t, std::vector<size_t>> var_users_;  // var id -> distinct user equations
+  std::vector<Group> groups_;
+  std::vector<size_t> group_of_;
+  std::vector<Refusal> refusals_;
+  std::vector<Duplication> duplications_;
+};
+
+bool run_fusion(ClosedJaxpr& program, PassContext& ctx) { return fuse(program, ctx, FusionOptions{}); }
+
+}  // namespace
+
+bool fuse(ClosedJaxpr& program, PassContext& ctx, const FusionOptions& options) {
+  return Fuser(program, ctx, options).run();
+}
+
+const Pass kFusionPass{"fusion", &run_fusion};
+
+}  // namespace jx::compiler

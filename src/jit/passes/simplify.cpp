@@ -1,0 +1,275 @@
+// The rules, as patterns (x: any operand; 0, 1: a literal, or broadcast_in_dim of one):
+//
+//   mul x 1, mul 1 x, div x 1            -> x      exact for every dtype (NaN, inf, -0 included)
+//   add x -0.0, add -0.0 x, sub x 0.0    -> x      exact: x + (-0) is x for every x
+//   add x 0 (integers)                   -> x      floats keep it: -0.0 + 0.0 is +0.0, not -0.0
+//   neg (neg x)                          -> x
+//   reshape (reshape|squeeze|expand_dims x) -> reshape x   all three keep row-major order
+//   transpose (transpose x)              -> transpose x with the composed permutation
+//   transpose x by the identity          -> x
+//   broadcast_in_dim (broadcast_in_dim x) -> one broadcast_in_dim
+//   reshape, squeeze, expand_dims, broadcast_in_dim, convert_element_type to x's own type -> x
+//   select_n p a b ... with a literal p  -> the case it selects
+//   select_n p x x ...                   -> x
+//
+// A rule replacing an equation by an operand does so only when the operand's type is the
+// output's exactly (weak_type included): a weakly typed x * 1.0:f32 is strongly typed,
+// and its uses were verified with that type. Rules that read an operand's producer see
+// equations already simplified, so chains collapse in one sweep.
+#include "jit/passes/simplify.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <unordered_map>
+#include <variant>
+
+#include "jit/passes/rewrite.h"
+#include "jx/error.h"
+
+namespace jx::compiler {
+namespace {
+
+// What a rule turns an equation into: an existing atom (the equation is dropped) or a
+// cheaper equation with the same outputs.
+using Rewrite = std::variant<Atom, Equation>;
+
+class Producers {
+ public:
+  explicit Producers(const std::vector<Equation>& eqns) : eqns_(eqns) {}
+  void add(size_t index) {
+    for (const Var& v : eqns_[index].outputs) by_var_[v.id] = index;
+  }
+  // The equation defining `a` (nullptr for literals, inputs and constvars).
+  const Equation* of(const Atom& a) const {
+    if (!a.is_var()) return nullptr;
+    auto it = by_var_.find(a.var().id);
+    return it == by_var_.end() ? nullptr : &eqns_[it->second];
+  }
+
+ private:
+  const std::vector<Equation>& eqns_;
+  std::unordered_map<int64_t, size_t> by_var_;
+};
+
+bool is(const Equation& e, std::string_view name) { return e.primitive && e.primitive->name() == name; }
+bool is(const Equation* e, std::string_view name) { return e && is(*e, name); }
+
+// The scalar every element of `a` equals, when that is known from the text: a literal,
+// or a broadcast_in_dim of one (how lax writes `x * 1.0` for an array x).
+std::optional<Array> splat_value(const Atom& a, const Producers& producers) {
+  if (!a.is_var()) return a.literal().value;
+  const Equation* p = producers.of(a);
+  if (is(p, "broadcast_in_dim")) return splat_value(p->inputs.at(0), producers);
+  return std::nullopt;
+}
+
+complex128_t complex_value(const Array& scalar) {
+  complex128_t c;
+  scalar.copy_to(&c, DType::Complex128);
+  return c;
+}
+
+bool exact_dtype(DType d) { return is_bool(d) || is_integer(d); }
+
+bool is_one(const Array& v) { return complex_value(v) == complex128_t(1.0, 0.0); }
+
+// Is `v` a zero that leaves x unchanged when added (negative) or subtracted (positive)?
+bool is_signed_zero(const Array& v, bool negative) {
+  complex128_t c = complex_value(v);
+  if (c != complex128_t(0.0, 0.0)) return false;
+  if (exact_dtype(v.dtype())) return true;
+  bool imag_ok = !is_complex(v.dtype()) || std::signbit(c.imag()) == negative;
+  return std::signbit(c.real()) == negative && imag_ok;
+}
+
+// Replaces e by `x` when x has e's output type exactly.
+std::optional<Rewrite> forward(const Equation& e, const Atom& x) {
+  if (e.outputs.size() != 1 || !(x.aval() == e.outputs[0].aval)) return std::nullopt;
+  return Rewrite{x};
+}
+
+// ---- arithmetic identities ----
+
+// For a binary equation, forwards operand `keep` when the other operand is a splat
+// satisfying `identity`.
+template <class Pred>
+std::optional<Rewrite> forward_if_other_is(const Equation& e, size_t keep, const Producers& producers,
+                                           Pred identity) {
+  std::optional<Array> other = splat_value(e.inputs.at(1 - keep), producers);
+  if (!other || !identity(*other)) return std::nullopt;
+  return forward(e, e.inputs[keep]);
+}
+
+std::optional<Rewrite> multiply_by_one(const Equation& e, const Producers& producers) {
+  if (!is(e, "mul") || e.inputs.size() != 2) return std::nullopt;
+  if (auto r = forward_if_other_is(e, 0, producers, is_one)) return r;
+  return forward_if_other_is(e, 1, producers, is_one);
+}
+
+std::optional<Rewrite> divide_by_one(const Equation& e, const Producers& producers) {
+  if (!is(e, "div") || e.inputs.size() != 2) return std::nullopt;
+  return forward_if_other_is(e, 0, producers, is_one);
+}
+
+std::optional<Rewrite> add_zero(const Equation& e, const Producers& producers) {
+  if (!is(e, "add") || e.inputs.size() != 2) return std::nullopt;
+  auto negative_zero = [](const Array& v) { return is_signed_zero(v, /*negative=*/true); };
+  if (auto r = forward_if_other_is(e, 0, producers, negative_zero)) return r;
+  return forward_if_other_is(e, 1, producers, negative_zero);
+}
+
+std::optional<Rewrite> subtract_zero(const Equation& e, const Producers& producers) {
+  if (!is(e, "sub") || e.inputs.size() != 2) return std::nullopt;
+  return forward_if_other_is(e, 0, producers, [](const Array& v) { return is_signed_zero(v, false); });
+}
+
+std::optional<Rewrite> double_negation(const Equation& e, const Producers& producers) {
+  if (!is(e, "neg")) return std::nullopt;
+  const Equation* p = producers.of(e.inputs.at(0));
+  if (!is(p, "neg")) return std::nullopt;
+  return forward(e, p->inputs.at(0));
+}
+
+// ---- shape operations ----
+
+// reshape, squeeze, expand_dims, broadcast_in_dim and convert_element_type are the
+// identity when the output type is the operand's (a same-rank broadcast_in_dim has
+// increasing dimensions, so the identity map; a same-type convert changes nothing).
+std::optional<Rewrite> no_op_shape_or_type_change(const Equation& e, const Producers&) {
+  if (!(is(e, "reshape") || is(e, "squeeze") || is(e, "expand_dims") || is(e, "broadcast_in_dim") ||
+        is(e, "convert_element_type")))
+    return std::nullopt;
+  return forward(e, e.inputs.at(0));
+}
+
+std::optional<Rewrite> reshape_of_reshape(const Equation& e, const Producers& producers) {
+  if (!is(e, "reshape")) return std::nullopt;
+  const Equation* p = producers.of(e.inputs.at(0));
+  if (!(is(p, "reshape") || is(p, "squeeze") || is(p, "expand_dims"))) return std::nullopt;
+  Equation merged = e;
+  merged.inputs = {p->inputs.at(0)};
+  return Rewrite{std::move(merged)};
+}
+
+bool is_identity_permutation(const std::vector<int64_t>& perm) {
+  for (size_t i = 0; i < perm.size(); ++i)
+    if (perm[i] != static_cast<int64_t>(i)) return false;
+  return true;
+}
+
+std::optional<Rewrite> identity_transpose(const Equation& e, const Producers&) {
+  if (!is(e, "transpose") || !is_identity_permutation(e.params.get_ints("permutation"))) return std::nullopt;
+  return forward(e, e.inputs.at(0));
+}
+
+// out = transpose(y, p2), y = transpose(x, p1): out's axis k is y's axis p2[k], which is
+// x's axis p1[p2[k]].
+std::optional<Rewrite> transpose_of_transpose(const Equation& e, const Producers& producers) {
+  if (!is(e, "transpose")) return std::nullopt;
+  const Equation* p = producers.of(e.inputs.at(0));
+  if (!is(p, "transpose")) return std::nullopt;
+  const auto& p1 = p->params.get_ints("permutation");
+  const auto& p2 = e.params.get_ints("permutation");
+  std::vector<int64_t> composed;
+  for (int64_t k : p2) composed.push_back(p1.at(static_cast<size_t>(k)));
+  Equation merged = e;
+  merged.inputs = {p->inputs.at(0)};
+  merged.params.set("permutation", composed);
+  return Rewrite{std::move(merged)};
+}
+
+// out = bid(y, s2, d2), y = bid(x, s1, d1): x's axis i lands on y's axis d1[i], which
+// lands on out's axis d2[d1[i]]; a size-1 axis of x stretches either way.
+std::optional<Rewrite> broadcast_of_broadcast(const Equation& e, const Producers& producers) {
+  if (!is(e, "broadcast_in_dim")) return std::nullopt;
+  const Equation* p = producers.of(e.inputs.at(0));
+  if (!is(p, "broadcast_in_dim")) return std::nullopt;
+  const auto& d1 = p->params.get_ints("broadcast_dimensions");
+  const auto& d2 = e.params.get_ints("broadcast_dimensions");
+  std::vector<int64_t> composed;
+  for (int64_t d : d1) composed.push_back(d2.at(static_cast<size_t>(d)));
+  Equation merged = e;
+  merged.inputs = {p->inputs.at(0)};
+  merged.params.set("broadcast_dimensions", composed);
+  return Rewrite{std::move(merged)};
+}
+
+// ---- select_n ----
+
+// A literal predicate selects one case everywhere (integers clamp as select_n does).
+std::optional<Rewrite> select_with_literal_predicate(const Equation& e, const Producers&) {
+  if (!is(e, "select_n") || e.inputs.size() < 2 || e.inputs[0].is_var()) return std::nullopt;
+  const Array& which = e.inputs[0].literal().value;
+  const auto num_cases = static_cast<int64_t>(e.inputs.size() - 1);
+  int64_t k = 0;
+  if (is_bool(which.dtype())) {
+    k = which.item<bool>() ? 1 : 0;
+  } else if (is_integer(which.dtype())) {
+    auto w = which.item<int64_t>();  // every integer dtype (at most uint32 unsigned) fits
+    k = w <= 0 ? 0 : std::min(w, num_cases - 1);
+  } else {
+    return std::nullopt;
+  }
+  return forward(e, e.inputs[static_cast<size_t>(1 + k)]);
+}
+
+std::optional<Rewrite> select_between_equal_cases(const Equation& e, const Producers&) {
+  if (!is(e, "select_n") || e.inputs.size() < 2) return std::nullopt;
+  for (size_t i = 2; i < e.inputs.size(); ++i)
+    if (!same_atom(e.inputs[i], e.inputs[1])) return std::nullopt;
+  return forward(e, e.inputs[1]);
+}
+
+using Rule = std::optional<Rewrite> (*)(const Equation&, const Producers&);
+constexpr Rule kRules[] = {
+    multiply_by_one,         divide_by_one,        add_zero,
+    subtract_zero,           double_negation,      no_op_shape_or_type_change,
+    reshape_of_reshape,      identity_transpose,   transpose_of_transpose,
+    broadcast_of_broadcast,  select_with_literal_predicate, select_between_equal_cases,
+};
+
+}  // namespace
+
+bool simplify(ClosedJaxpr& program, PassContext& ctx) {
+  Jaxpr& j = program.jaxpr;
+  bool changed = false;
+  Substitution subst;
+  std::vector<Equation> kept;
+  kept.reserve(j.eqns.size());
+  Producers producers(kept);
+  for (Equation& e : j.eqns) {
+    subst.apply_to_inputs(e);
+    bool dropped = false;
+    // A rewritten equation may match another rule (reshape of reshape to x's own shape
+    // is then the identity); each rewrite removes a producer, so this ends.
+    for (bool again = true; again && !dropped;) {
+      again = false;
+      if (!e.primitive || e.primitive->has(kSideEffects)) break;
+      for (Rule rule : kRules) {
+        std::optional<Rewrite> r = rule(e, producers);
+        if (!r) continue;
+        changed = true;
+        if (auto* atom = std::get_if<Atom>(&*r)) {
+          subst.map(e.outputs.at(0), *atom);
+          dropped = true;
+        } else {
+          e = std::get<Equation>(std::move(*r));
+          again = true;
+        }
+        break;
+      }
+    }
+    if (dropped) continue;
+    kept.push_back(std::move(e));
+    producers.add(kept.size() - 1);
+  }
+  j.eqns = std::move(kept);
+  subst.apply_to_outvars(j);
+  (void)ctx;
+  return changed;
+}
+
+const Pass kSimplifyPass{"simplify", &simplify};
+
+}  // namespace jx::compiler

@@ -1,0 +1,625 @@
+// Loop codegen (src/jit/codegen/): fused sub-programs written as jaxpr text, compiled by
+// compile_kernel and checked against eval_jaxpr (eager jx) on random data.
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <random>
+#include <sstream>
+
+#include <unistd.h>
+
+#include "jit/codegen/kernel.h"
+#include "jit/codegen/llvm_session.h"
+#include "jit/codegen/loop_kernel.h"
+#include "jit/codegen/object_cache.h"
+#include "jit/kernel_support.h"
+#include "jx/jaxpr.h"
+#include "test_util.h"
+
+namespace jx::compiler {
+namespace {
+
+namespace fs = std::filesystem;
+
+Array random_array(const Aval& aval, uint32_t seed) {
+  std::mt19937 rng(seed);
+  const auto n = static_cast<size_t>(aval.size());
+  switch (aval.dtype) {
+    case DType::Float32: {
+      std::uniform_real_distribution<float> u(-2.f, 2.f);
+      std::vector<float> v(n);
+      for (auto& x : v) x = u(rng);
+      return Array(v, aval.shape);
+    }
+    case DType::Float64: {
+      std::uniform_real_distribution<double> u(-2., 2.);
+      std::vector<double> v(n);
+      for (auto& x : v) x = u(rng);
+      return Array(v, aval.shape);
+    }
+    case DType::Bool: {
+      std::vector<uint8_t> v(n);
+      for (auto& x : v) x = rng() & 1;
+      return Array(v.data(), aval.shape, DType::Bool);
+    }
+    default: {
+      std::uniform_int_distribution<int64_t> u(-50, 50);
+      std::vector<int64_t> v(n);
+      for (auto& x : v) x = u(rng);
+      return Array(v, aval.shape).astype(aval.dtype);
+    }
+  }
+}
+
+// Runs a compiled kernel on contiguous copies of `args`.
+std::vector<Array> run_kernel(const Kernel& kernel, const Jaxpr& j, const std::vector<Array>& args) {
+  std::vector<std::vector<char>> in_buffers, out_buffers;
+  std::vector<const void*> ins;
+  std::vector<void*> outs;
+  for (const Array& a : args) {
+    in_buffers.emplace_back(static_cast<size_t>(std::max<int64_t>(a.nbytes(), 1)));
+    a.copy_to(in_buffers.back().data(), a.dtype());
+    ins.push_back(in_buffers.back().data());
+  }
+  std::vector<Aval> out_avals = j.out_avals();
+  for (const Aval& o : out_avals) {
+    out_buffers.emplace_back(static_cast<size_t>(std::max<int64_t>(o.size() * itemsize(o.dtype), 1)), char(0x5a));
+    outs.push_back(out_buffers.back().data());
+  }
+  kernel.run(ins.data(), outs.data());
+  std::vector<Array> results;
+  for (size_t i = 0; i < out_avals.size(); ++i)
+    results.emplace_back(out_buffers[i].data(), out_avals[i].shape, out_avals[i].dtype);
+  return results;
+}
+
+KernelOptions no_cache(std::string name = "test") {
+  KernelOptions o;
+  o.name = std::move(name);
+  o.disk_cache = false;
+  return o;
+}
+
+// Compiles `text` as a kernel of `kind`, runs it and eager on the same random inputs.
+void check(const std::string& text, const std::string& kind, double rtol = 1e-6, double atol = 1e-6,
+           std::vector<Array> args = {}) {
+  SCOPED_TRACE(text);
+  Jaxpr j = parse_jaxpr(text);
+  if (args.empty())
+    for (size_t i = 0; i < j.invars.size(); ++i) args.push_back(random_array(j.invars[i].aval, 17 + 31 * i));
+  std::vector<Array> expected = eval_jaxpr(j, {}, args);
+  auto kernel = compile_kernel(j, kind, no_cache());
+  std::vector<Array> actual = run_kernel(*kernel, j, args);
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < actual.size(); ++i) EXPECT_ALLCLOSE(actual[i], expected[i], rtol, atol) << "output " << i;
+}
+
+TEST(LoopKernel, ElementwiseChainF32) {
+  check(R"({ lambda ; a:f32[1000] b:f32[1000]. let
+    c:f32[1000] = sin a
+    d:f32[1000] = cos b
+    e:f32[1000] = add c d
+    f:f32[1000] = mul e a
+  in (f) })",
+        "loop", 1e-5, 1e-6);
+}
+
+
+TEST(LoopKernel, ElementwiseChainF64) {
+  check(R"({ lambda ; a:f64[7] b:f64[7]. let
+    c:f64[7] = exp a
+    d:f64[7] = mul c b
+    g:f64[7] = broadcast_in_dim[broadcast_dimensions=() shape=(7,)] 1.5:f64[]
+    e:f64[7] = sub d g
+    h:f64[7] = broadcast_in_dim[broadcast_dimensions=() shape=(7,)] 3.0:f64[]
+    f:f64[7] = div e h
+  in (f) })",
+        "loop", 1e-12, 1e-12);
+}
+
+TEST(LoopKernel, ElementwiseInt32AndComparisons) {
+  check(R"({ lambda ; a:i32[1000] b:i32[1000]. let
+    c:i32[1000] = mul a b
+    d:i32[1000] = sub c a
+    e:bool[1000] = gt d b
+    f:i32[1000] = select_n e a d
+    g:i32[1000] = max f b
+  in (g, e) })",
+        "loop");
+}
+
+TEST(LoopKernel, Bool) {
+  check(R"({ lambda ; a:bool[7] b:bool[7] c:f32[7]. let
+    d:bool[7] = and a b
+    e:bool[7] = not d
+    h:f32[7] = broadcast_in_dim[broadcast_dimensions=() shape=(7,)] 0.0:f32[]
+    f:bool[7] = lt c h
+    g:bool[7] = or e f
+  in (g) })",
+        "loop");
+}
+
+TEST(LoopKernel, Sizes) {
+  for (int64_t n : {0, 1, 7, 1000, 1 << 20}) {
+    const std::string t = "f32[" + std::to_string(n) + "]";
+    check("{ lambda ; a:" + t + " b:" + t + ". let\n    c:" + t + " = sin a\n    d:" + t + " = cos b\n    e:" + t +
+              " = add c d\n  in (e) }",
+          "loop", 1e-5, 1e-6);
+  }
+}
+
+TEST(LoopKernel, ScalarOutput) {
+  check(R"({ lambda ; a:f32[] b:f32[]. let
+    c:f32[] = mul a b
+    d:f32[] = add c 1.0:f32[]
+  in (d) })",
+        "loop");
+}
+
+TEST(LoopKernel, Broadcasts) {
+  // row (b along the last axis), column (c along the first), scalar (d), and a
+  // broadcast of a computed value (recomputed per element).
+  check(R"({ lambda ; a:f32[33,65] b:f32[65] c:f32[33] d:f32[]. let
+    e:f32[33,65] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(33, 65)] b
+    f:f32[33] = exp c
+    g:f32[33,65] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(33, 65)] f
+    h:f32[33,65] = broadcast_in_dim[broadcast_dimensions=() shape=(33, 65)] d
+    i:f32[33,65] = add a e
+    j:f32[33,65] = mul i g
+    k:f32[33,65] = sub j h
+  in (k) })",
+        "loop", 1e-5, 1e-6);
+}
+
+TEST(LoopKernel, BroadcastSizeOneDim) {
+  check(R"({ lambda ; a:f32[4,1,5] b:f32[4,3,5]. let
+    c:f32[4,3,5] = broadcast_in_dim[broadcast_dimensions=(0, 1, 2) shape=(4, 3, 5)] a
+    d:f32[4,3,5] = add c b
+  in (d) })",
+        "loop");
+}
+
+TEST(LoopKernel, Transpose) {
+  check(R"({ lambda ; a:f32[37,53] b:f32[53,37]. let
+    c:f32[53,37] = transpose[permutation=(1, 0)] a
+    d:f32[53,37] = add c b
+  in (d) })",
+        "loop");
+  check(R"({ lambda ; a:f64[2,3,4]. let
+    b:f64[4,2,3] = transpose[permutation=(2, 0, 1)] a
+    c:f64[4,2,3] = neg b
+  in (c) })",
+        "loop");
+}
+
+TEST(LoopKernel, SliceWithSteps) {
+  check(R"({ lambda ; a:f32[10,12]. let
+    b:f32[4,4] = slice[limit_indices=(9, 12) start_indices=(1, 2) strides=(2, 3)] a
+    d:f32[4,4] = broadcast_in_dim[broadcast_dimensions=() shape=(4, 4)] 2.0:f32[]
+    c:f32[4,4] = mul b d
+  in (c) })",
+        "loop");
+}
+
+TEST(LoopKernel, Rev) {
+  check(R"({ lambda ; a:i32[6,5] b:i32[6,5]. let
+    c:i32[6,5] = rev[dimensions=(1,)] a
+    d:i32[6,5] = rev[dimensions=(0, 1)] b
+    e:i32[6,5] = sub c d
+  in (e) })",
+        "loop");
+}
+
+TEST(LoopKernel, SqueezeExpandDims) {
+  check(R"({ lambda ; a:f32[3,1,4] b:f32[3,4]. let
+    c:f32[3,4] = squeeze[dimensions=(1,)] a
+    d:f32[1,3,4] = expand_dims[dimensions=(0,)] b
+    e:f32[3,4] = squeeze[dimensions=(0,)] d
+    f:f32[3,4] = add c e
+  in (f) })",
+        "loop");
+}
+
+TEST(LoopKernel, ReshapeOfInput) {
+  check(R"({ lambda ; a:f32[6,4] b:f32[4,6]. let
+    c:f32[4,6] = reshape[new_sizes=(4, 6)] a
+    d:f32[24] = reshape[new_sizes=(24,)] a
+    e:f32[24] = neg d
+    f:f32[4,6] = reshape[new_sizes=(4, 6)] e
+    g:f32[1,4,1,6] = reshape[new_sizes=(1, 4, 1, 6)] f
+    i:f32[4,6] = reshape[new_sizes=(4, 6)] g
+    h:f32[4,6] = add c b
+  in (h, i) })",
+        "loop");
+}
+
+TEST(LoopKernel, Iota) {
+  check(R"({ lambda ; a:f32[4,5]. let
+    b:i32[4,5] = iota[dimension=1 dtype=int32 shape=(4, 5)]
+    c:f32[4,5] = convert_element_type[new_dtype=float32 weak_type=False] b
+    d:f32[4,5] = add a c
+    e:f32[4,5] = iota[dimension=0 dtype=float32 shape=(4, 5)]
+    f:f32[4,5] = mul d e
+  in (f) })",
+        "loop");
+}
+
+TEST(LoopKernel, MultiOutputAndInputPassthrough) {
+  check(R"({ lambda ; a:f32[100] b:f32[100]. let
+    c:f32[100] = add a b
+    d:f32[100] = mul a b
+  in (c, d, a) })",
+        "loop");
+}
+
+TEST(LoopKernel, MaxPropagatesNaN) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Array a(std::vector<float>{1, nan, 3, -1, nan, 0, 2}, Shape{7});
+  Array b(std::vector<float>{nan, 2, 1, nan, nan, -0.f, 5}, Shape{7});
+  check(R"({ lambda ; a:f32[7] b:f32[7]. let
+    c:f32[7] = max a b
+    d:f32[7] = min a b
+  in (c, d) })",
+        "loop", 1e-6, 1e-6, {a, b});
+}
+
+TEST(LoopKernel, RefusesWhatItCannotCompile) {
+  // A reshape that merges dims of a computed value has no affine index map.
+  Jaxpr merge = parse_jaxpr(R"({ lambda ; a:f32[6,4]. let
+    b:f32[4,6] = transpose[permutation=(1, 0)] a
+    c:f32[24] = reshape[new_sizes=(24,)] b
+  in (c) })");
+  EXPECT_JX_ERROR(compile_kernel(merge, "loop", no_cache()), "[jit] cannot compile equation 'reshape[new_sizes=(24,)] of (f32[4,6])'",
+                  "merges dims");
+  Jaxpr cumsum = parse_jaxpr(R"({ lambda ; a:f32[6]. let
+    b:f32[6] = cumsum[axis=0 reverse=False] a
+  in (b) })");
+  EXPECT_JX_ERROR(compile_kernel(cumsum, "loop", no_cache()), "[jit] cannot compile equation 'cumsum");
+  Jaxpr reduce_in_loop = parse_jaxpr(R"({ lambda ; a:f32[6]. let
+    b:f32[] = reduce_sum[axes=(0,)] a
+  in (b) })");
+  EXPECT_JX_ERROR(compile_kernel(reduce_in_loop, "loop", no_cache()), "a reduction can only end a reduction kernel");
+  Jaxpr not_reduced = parse_jaxpr(R"({ lambda ; a:f32[6]. let
+    b:f32[6] = sin a
+  in (b) })");
+  EXPECT_JX_ERROR(compile_kernel(not_reduced, "reduction", no_cache()), "output 0 of a reduction fusion (f32[6]) is not computed by a reduction");
+  EXPECT_JX_ERROR(compile_kernel(not_reduced, "scan", no_cache()), "kind must be loop or reduction, got 'scan'");
+  Jaxpr mixed = parse_jaxpr(R"({ lambda ; a:f32[6] b:f32[3]. let
+    c:f32[6] = sin a
+    d:f32[3] = cos b
+  in (c, d) })");
+  EXPECT_JX_ERROR(compile_kernel(mixed, "loop", no_cache()), "must share one shape");
+  Jaxpr batched = parse_jaxpr(R"({ lambda ; a:f32[2,3,4] b:f32[2,4,5]. let
+    c:f32[2,3,5] = dot_general[lhs_batch_dimensions=(0,) lhs_contracting_dimensions=(2,) rhs_batch_dimensions=(0,) rhs_contracting_dimensions=(1,)] a b
+  in (c) })");
+  EXPECT_JX_ERROR(compile_kernel(batched, "dot", no_cache()), "[jit] a dot kernel handles 2-d operands only");
+  Jaxpr ints = parse_jaxpr(R"({ lambda ; a:i32[2,3] b:i32[3,4]. let
+    c:i32[2,4] = dot_general[lhs_batch_dimensions=() lhs_contracting_dimensions=(1,) rhs_batch_dimensions=() rhs_contracting_dimensions=(0,)] a b
+  in (c) })");
+  EXPECT_JX_ERROR(compile_kernel(ints, "dot", no_cache()), "float32 or float64");
+}
+
+TEST(KernelSupport, Predicates) {
+  Jaxpr j = parse_jaxpr(R"({ lambda ; a:f32[2,3] b:bool[4] c:c64[3] d:i32[4]. let
+    e:f32[3,2] = transpose[permutation=(1, 0)] a
+    f:f32[] = reduce_sum[axes=(0, 1)] a
+    g:bool[] = reduce_and[axes=(0,)] b
+    h:bool[] = reduce_max[axes=(0,)] b
+    i:c64[3] = rev[dimensions=(0,)] c
+    k:f32[2,3] = cumsum[axis=0 reverse=False] a
+    l:i32[] = reduce_or[axes=(0,)] d
+    m:i32[] = argmax[axes=(0,) index_dtype=int32] d
+  in (e, f, g, h, i, k, l, m) })");
+  std::string why;
+  EXPECT_TRUE(index_op_supported(j.eqns[0], &why));
+  EXPECT_FALSE(index_op_supported(j.eqns[4], &why));
+  EXPECT_EQ(why, "loop kernels do not handle dtype complex64");
+  EXPECT_FALSE(index_op_supported(j.eqns[5], &why));
+  EXPECT_EQ(why, "cumsum is not an index map");
+  EXPECT_TRUE(reduction_supported(j.eqns[1], &why));
+  EXPECT_TRUE(reduction_supported(j.eqns[2], &why));
+  EXPECT_FALSE(reduction_supported(j.eqns[3], &why));
+  EXPECT_EQ(why, "reduce_max of bool runs eagerly");
+  EXPECT_TRUE(reduction_supported(j.eqns[6], &why));
+  EXPECT_FALSE(reduction_supported(j.eqns[7], &why));
+  EXPECT_EQ(why, "argmax is not a reduction a loop kernel can end in");
+  EXPECT_FALSE(reduction_supported(j.eqns[5], nullptr));
+}
+
+// ---- reductions ----
+
+TEST(ReductionKernel, FullSum) {
+  for (int64_t n : {0, 1, 7, 1000, 1 << 20}) {
+    const std::string t = "f32[" + std::to_string(n) + "]";
+    check("{ lambda ; a:" + t + " b:" + t + ". let\n    k:" + t + " = broadcast_in_dim[broadcast_dimensions=() shape=(" +
+              std::to_string(n) + ",)] 2.0:f32[]\n    c:" + t + " = mul b k\n    d:" + t +
+              " = add a c\n    e:f32[] = reduce_sum[axes=(0,)] d\n  in (e) }",
+          "reduction", 1e-5, 1e-4);
+  }
+}
+
+TEST(ReductionKernel, FullReductionsOfEveryKind) {
+  check(R"({ lambda ; a:f64[50,40]. let
+    b:f64[] = reduce_sum[axes=(0, 1)] a
+    c:f64[] = reduce_max[axes=(0, 1)] a
+    d:f64[] = reduce_min[axes=(0, 1)] a
+  in (b, c, d) })",
+        "reduction", 1e-12, 1e-12);
+  check(R"({ lambda ; a:f32[30]. let
+    k:f32[30] = broadcast_in_dim[broadcast_dimensions=() shape=(30,)] 0.1:f32[]
+    b:f32[30] = mul a k
+    c:f32[30] = exp b
+    d:f32[] = reduce_prod[axes=(0,)] c
+  in (d) })",
+        "reduction", 1e-5, 1e-6);
+  check(R"({ lambda ; a:i32[300] b:bool[300]. let
+    c:i32[] = reduce_sum[axes=(0,)] a
+    d:i32[] = reduce_max[axes=(0,)] a
+  in (c, d) })",
+        "reduction");
+  check(R"({ lambda ; a:bool[300] b:bool[300]. let
+    c:bool[] = reduce_and[axes=(0,)] a
+    d:bool[] = reduce_or[axes=(0,)] b
+  in (c, d) })",
+        "reduction");
+}
+
+TEST(ReductionKernel, RowReduction) {
+  check(R"({ lambda ; a:f32[100,37] b:f32[100,37]. let
+    c:f32[100,37] = mul a b
+    d:f32[100] = reduce_sum[axes=(1,)] c
+    e:f32[100] = reduce_max[axes=(1,)] a
+  in (d, e) })",
+        "reduction", 1e-5, 1e-5);
+}
+
+TEST(ReductionKernel, ColumnReduction) {
+  check(R"({ lambda ; a:f32[37,2100]. let
+    b:f32[37,2100] = exp a
+    c:f32[2100] = reduce_sum[axes=(0,)] b
+    d:f32[2100] = reduce_min[axes=(0,)] a
+  in (c, d) })",
+        "reduction", 1e-5, 1e-5);
+}
+
+TEST(ReductionKernel, MiddleAxes) {
+  check(R"({ lambda ; a:f64[4,5,6]. let
+    b:f64[4,6] = reduce_sum[axes=(1,)] a
+  in (b) })",
+        "reduction", 1e-12, 1e-12);
+  check(R"({ lambda ; a:f32[3,4,5,6]. let
+    b:f32[3,6] = reduce_max[axes=(1, 2)] a
+  in (b) })",
+        "reduction");
+  check(R"({ lambda ; a:f32[3,4,5,6]. let
+    b:f32[4,5] = reduce_sum[axes=(0, 3)] a
+  in (b) })",
+        "reduction", 1e-5, 1e-5);
+}
+
+TEST(ReductionKernel, OfTransposedAndBroadcastOperands) {
+  check(R"({ lambda ; a:f32[40,30] b:f32[40]. let
+    c:f32[30,40] = transpose[permutation=(1, 0)] a
+    d:f32[30,40] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(30, 40)] b
+    e:f32[30,40] = sub c d
+    f:f32[30] = reduce_sum[axes=(1,)] e
+  in (f) })",
+        "reduction", 1e-5, 1e-5);
+}
+
+TEST(ReductionKernel, EmptyReducedAxes) {
+  check(R"({ lambda ; a:f32[5,0]. let
+    b:f32[5] = reduce_sum[axes=(1,)] a
+    c:f32[5] = reduce_max[axes=(1,)] a
+  in (b, c) })",
+        "reduction");
+  check(R"({ lambda ; a:f32[0,5]. let
+    b:f32[5] = reduce_sum[axes=(0,)] a
+  in (b) })",
+        "reduction");
+}
+
+TEST(ReductionKernel, MaxWithNaN) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> v(2000, 1.f);
+  v[1234] = nan;
+  Array a(v, Shape{2000});
+  check(R"({ lambda ; a:f32[2000]. let
+    b:f32[] = reduce_max[axes=(0,)] a
+    c:f32[] = reduce_min[axes=(0,)] a
+  in (b, c) })",
+        "reduction", 1e-6, 1e-6, {a});
+  Array rows(v, Shape{40, 50});
+  check(R"({ lambda ; a:f32[40,50]. let
+    b:f32[40] = reduce_max[axes=(1,)] a
+    c:f32[50] = reduce_max[axes=(0,)] a
+  in (b) })",
+        "reduction", 1e-6, 1e-6, {rows});
+}
+
+// ---- dot ----
+
+TEST(DotKernel, Epilogue) {
+  check(R"({ lambda ; a:f32[33,20] b:f32[20,17] c:f32[17]. let
+    d:f32[33,17] = dot_general[lhs_batch_dimensions=() lhs_contracting_dimensions=(1,) rhs_batch_dimensions=() rhs_contracting_dimensions=(0,)] a b
+    e:f32[33,17] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(33, 17)] c
+    f:f32[33,17] = add d e
+    g:f32[33,17] = tanh f
+  in (g, d) })",
+        "dot", 1e-5, 1e-5);
+  check(R"({ lambda ; a:f64[20,33] b:f64[17,20]. let
+    d:f64[33,17] = dot_general[lhs_batch_dimensions=() lhs_contracting_dimensions=(0,) rhs_batch_dimensions=() rhs_contracting_dimensions=(1,)] a b
+    k:f64[33,17] = broadcast_in_dim[broadcast_dimensions=() shape=(33, 17)] 2.0:f64[]
+    e:f64[33,17] = mul d k
+  in (e) })",
+        "dot", 1e-12, 1e-12);
+}
+
+
+// ---- disk cache ----
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_bytes(const fs::path& p, const std::string& bytes) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out << bytes;
+}
+
+std::vector<fs::path> cache_files(const fs::path& dir) {
+  std::vector<fs::path> files;
+  if (fs::exists(dir))
+    for (const auto& e : fs::directory_iterator(dir)) files.push_back(e.path());
+  return files;
+}
+
+class DiskCache : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("jx_codegen_cache_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    setenv("JX_CACHE_DIR", dir_.c_str(), 1);
+    unsetenv("JX_DISABLE_DISK_CACHE");
+  }
+  void TearDown() override {
+    unsetenv("JX_CACHE_DIR");
+    unsetenv("JX_DISABLE_DISK_CACHE");
+    fs::remove_all(dir_);
+  }
+  // Compiles (a program no other test compiles), runs and checks it.
+  void compile_and_check() {
+    Jaxpr j = parse_jaxpr(R"({ lambda ; a:f32[300] b:f32[300]. let
+    c:f32[300] = broadcast_in_dim[broadcast_dimensions=() shape=(300,)] 1.2345:f32[]
+    d:f32[300] = mul a c
+    e:f32[300] = atan2 d b
+  in (e) })");
+    std::vector<Array> args{random_array(j.invars[0].aval, 1), random_array(j.invars[1].aval, 2)};
+    KernelOptions o;
+    o.name = "cached";
+    auto kernel = compile_kernel(j, "loop", o);
+    EXPECT_ALLCLOSE(run_kernel(*kernel, j, args)[0], eval_jaxpr(j, {}, args)[0], 1e-5, 1e-6);
+  }
+  fs::path dir_;
+};
+
+TEST_F(DiskCache, SecondCompileIsAHit) {
+  using codegen::object_cache_stats;
+  const auto before = object_cache_stats();
+  const int64_t compiles = codegen::llvm_compile_count();
+  compile_and_check();  // the kernel is destroyed here, so the next compile cannot reuse it in memory
+  EXPECT_EQ(object_cache_stats().misses, before.misses + 1);
+  EXPECT_EQ(object_cache_stats().stores, before.stores + 1);
+  EXPECT_EQ(codegen::llvm_compile_count(), compiles + 1);
+  ASSERT_EQ(cache_files(dir_).size(), 1u);
+  EXPECT_EQ(cache_files(dir_)[0].extension(), ".jxo");
+  compile_and_check();
+  EXPECT_EQ(object_cache_stats().hits, before.hits + 1);
+  EXPECT_EQ(codegen::llvm_compile_count(), compiles + 1);  // LLVM did not run
+}
+
+TEST_F(DiskCache, CorruptEntriesAreRecompiledAndReplaced) {
+  compile_and_check();
+  ASSERT_EQ(cache_files(dir_).size(), 1u);
+  const fs::path entry = cache_files(dir_)[0];
+  const std::string good = read_file(entry);
+  std::string flipped = good;
+  flipped[flipped.size() / 2] ^= 0x40;
+  const std::string name = entry.stem().string();
+  const std::string key = name.substr(std::string("kernel-").size());
+  for (const std::string& bad : {std::string(), good.substr(0, 10), good.substr(0, good.size() - 7), flipped,
+                                 std::string(5000, 'x')}) {
+    write_bytes(entry, bad);
+    const auto before = codegen::object_cache_stats();
+    const int64_t compiles = codegen::llvm_compile_count();
+    compile_and_check();
+    EXPECT_EQ(codegen::object_cache_stats().rejected, before.rejected + 1);
+    EXPECT_EQ(codegen::llvm_compile_count(), compiles + 1);
+    EXPECT_EQ(read_file(entry), good);  // rewritten
+  }
+  // A well-formed entry whose payload is not an object file: loading fails, and the
+  // kernel is compiled instead.
+  codegen::object_cache_store(key, "not an object file");
+  const int64_t compiles = codegen::llvm_compile_count();
+  compile_and_check();
+  EXPECT_EQ(codegen::llvm_compile_count(), compiles + 1);
+  EXPECT_EQ(read_file(entry), good);
+  // No temporary files are left behind.
+  EXPECT_EQ(cache_files(dir_).size(), 1u);
+}
+
+TEST_F(DiskCache, Disabled) {
+  setenv("JX_DISABLE_DISK_CACHE", "1", 1);
+  EXPECT_EQ(codegen::object_cache_dir(), "");
+  compile_and_check();
+  EXPECT_TRUE(cache_files(dir_).empty());
+  unsetenv("JX_DISABLE_DISK_CACHE");
+  Jaxpr j = parse_jaxpr(R"({ lambda ; a:f32[3]. let
+    b:f32[3] = logistic a
+  in (b) })");
+  KernelOptions o;
+  o.disk_cache = false;
+  compile_kernel(j, "loop", o);
+  EXPECT_TRUE(cache_files(dir_).empty());
+}
+
+TEST(DiskCacheDir, FromEnvironment) {
+  setenv("JX_CACHE_DIR", "/tmp/a", 1);
+  EXPECT_EQ(codegen::object_cache_dir(), "/tmp/a");
+  unsetenv("JX_CACHE_DIR");
+  setenv("XDG_CACHE_HOME", "/tmp/xdg", 1);
+  EXPECT_EQ(codegen::object_cache_dir(), "/tmp/xdg/jx");
+  unsetenv("XDG_CACHE_HOME");
+  if (const char* home = std::getenv("HOME")) EXPECT_EQ(codegen::object_cache_dir(), std::string(home) + "/.cache/jx");
+  EXPECT_EQ(codegen::object_cache_key("abc").size(), 64u);
+  EXPECT_NE(codegen::object_cache_key("abc"), codegen::object_cache_key("abd"));
+}
+
+TEST(InProcess, IdenticalKernelsShareOneCompile) {
+  Jaxpr j = parse_jaxpr(R"({ lambda ; a:f64[11]. let
+    b:f64[11] = cosh a
+    c:f64[11] = sinh b
+  in (c) })");
+  auto first = compile_kernel(j, "loop", no_cache());
+  const int64_t compiles = codegen::llvm_compile_count();
+  auto second = compile_kernel(j, "loop", no_cache());
+  EXPECT_EQ(codegen::llvm_compile_count(), compiles);
+  std::vector<Array> args{random_array(j.invars[0].aval, 3)};
+  EXPECT_ALLCLOSE(run_kernel(*second, j, args)[0], eval_jaxpr(j, {}, args)[0], 1e-12, 1e-12);
+  first.reset();
+  EXPECT_ALLCLOSE(run_kernel(*second, j, args)[0], eval_jaxpr(j, {}, args)[0], 1e-12, 1e-12);
+}
+
+// ---- dumps ----
+
+TEST(Dumps, SinLoopIsVectorized) {
+  const fs::path dir = fs::temp_directory_path() / ("jx_codegen_dump_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  Jaxpr j = parse_jaxpr(R"({ lambda ; a:f32[4096]. let
+    b:f32[4096] = sin a
+  in (b) })");
+  KernelOptions o;
+  o.name = "f.fusion1";
+  o.dump_dir = dir.string();
+  o.disk_cache = false;
+  auto kernel = compile_kernel(j, "loop", o);
+  const std::string ir = read_file(dir / "f.fusion1.ll"), assembly = read_file(dir / "f.fusion1.s");
+  EXPECT_NE(ir.find("define void @jx_kernel("), std::string::npos);
+  EXPECT_NE(assembly.find("jx_kernel"), std::string::npos);
+  EXPECT_NE(read_file(dir / "f.fusion1.plan").find("n1:float32 = sin"), std::string::npos);
+  fs::remove_all(dir);
+  if (codegen::host_target().features.find("+avx512f") == std::string::npos) GTEST_SKIP() << "no AVX-512 on this host";
+  if (const char* isa = std::getenv("JX_VECTOR_ISA"); isa && std::string(isa) != "avx512")
+    GTEST_SKIP() << "JX_VECTOR_ISA caps the vector math";
+  EXPECT_NE(assembly.find("zmm"), std::string::npos);
+  EXPECT_NE(assembly.find("_ZGVeN16v_sinf"), std::string::npos) << assembly.substr(0, 4000);
+}
+
+}  // namespace
+}  // namespace jx::compiler

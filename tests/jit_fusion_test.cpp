@@ -1,0 +1,719 @@
+// The fusion pass (src/jit/passes/fusion.h) on small text IR: which fusions form, their
+// exact text, the notes explaining merges and refusals, and that a fused program computes
+// what the original did (the fusion primitive evaluates its body eagerly).
+#include <algorithm>
+#include <random>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "jit/fusion_primitive.h"
+#include "jit/passes/fusion.h"
+#include "jx/jaxpr.h"
+#include "jx/random.h"
+#include "test_util.h"
+
+namespace jx::compiler {
+namespace {
+
+Array random_input(const Aval& aval, int64_t seed) {
+  Array k = random::key(seed);
+  switch (aval.dtype) {
+    case DType::Float32:
+    case DType::Float64:
+      return random::uniform(k, aval.shape, aval.dtype, 0.5, 2.0);
+    case DType::Complex64:
+    case DType::Complex128:
+      return random::normal(k, aval.shape, aval.dtype);
+    case DType::Bool:
+      return random::bernoulli(k, 0.5, aval.shape);
+    default:
+      return random::randint(k, aval.shape, -5, 5, aval.dtype);
+  }
+}
+
+// Every variable a program or its sub-programs binds, each exactly once.
+void collect_binders(const Jaxpr& j, std::vector<int64_t>& ids) {
+  for (const Var& v : j.constvars) ids.push_back(v.id);
+  for (const Var& v : j.invars) ids.push_back(v.id);
+  for (const Equation& e : j.eqns) {
+    for (const Var& v : e.outputs) ids.push_back(v.id);
+    for (const auto& [name, value] : e.params.items())
+      if (const auto* sub = std::get_if<JaxprRef>(&value)) collect_binders((*sub)->jaxpr, ids);
+  }
+}
+
+struct Fused {
+  bool changed = false;
+  std::string text;
+  std::vector<std::string> notes;
+  ClosedJaxpr program;
+  int fusions(std::string_view kind = "") const {
+    int n = 0;
+    for (const Equation& e : program.jaxpr.eqns)
+      if (e.primitive == &fusion_primitive() && (kind.empty() || e.params.get_string("kind") == kind)) ++n;
+    return n;
+  }
+  bool has_note(std::string_view line) const { return std::find(notes.begin(), notes.end(), line) != notes.end(); }
+  std::string all_notes() const {
+    std::string s;
+    for (const std::string& n : notes) s += n + "\n";
+    return s;
+  }
+};
+
+// Fuses the program, checks that it verifies, binds every id once and computes the same
+// values as before on random inputs.
+Fused fuse_text(std::string_view text, FusionOptions options = {}) {
+  ClosedJaxpr before{parse_jaxpr(text), {}};
+  Fused r;
+  r.program = before;
+  PassContext ctx(r.program.jaxpr);
+  r.changed = fuse(r.program, ctx, options);
+  r.text = r.program.str();
+  r.notes = ctx.notes();
+  verify_jaxpr(r.program.jaxpr);
+  std::vector<int64_t> ids;
+  collect_binders(r.program.jaxpr, ids);
+  std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(std::adjacent_find(ids.begin(), ids.end()), ids.end()) << "a variable id is bound twice in\n" << r.text;
+
+  std::vector<Array> args;
+  int64_t seed = 1;
+  for (const Aval& a : before.in_avals()) args.push_back(random_input(a, seed++));
+  std::vector<Array> want = eval_jaxpr(before, args);
+  std::vector<Array> got = eval_jaxpr(r.program, args);
+  EXPECT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < std::min(got.size(), want.size()); ++i)
+    EXPECT_ALLCLOSE(got[i], want[i], 1e-6, 1e-6) << "output " << i << " of\n" << r.text;
+  return r;
+}
+
+// ---- loop fusion ----
+
+TEST(LoopFusion, ElementwiseChainIsOneFusion) {
+  Fused r = fuse_text(R"({ lambda ; a:f32[3] b:f32[3]. let
+    c:f32[3] = sin a
+    d:f32[3] = mul c b
+    e:f32[3] = exp d
+  in (e,) })");
+  EXPECT_TRUE(r.changed);
+  EXPECT_EQ(r.text, R"({ lambda ; a:f32[3] b:f32[3]. let
+    c:f32[3] = fusion[jaxpr={ lambda ; a:f32[3] b:f32[3]. let
+        c:f32[3] = sin a
+        d:f32[3] = mul c b
+        e:f32[3] = exp d
+      in (e,) } kind='loop' name='fusion.0'] a b
+  in (c,) })");
+  EXPECT_TRUE(r.has_note("fusion.0: loop over f32[3] of sin (c), mul (d), exp (e); 2 inputs, 1 output")) << r.all_notes();
+  EXPECT_TRUE(r.has_note("fusion.0: merged mul (d) into loop over f32[3]")) << r.all_notes();
+  EXPECT_TRUE(r.has_note("fusion.0: merged sin (c) into loop over f32[3]")) << r.all_notes();
+}
+
+TEST(LoopFusion, BroadcastProducersAndLiteralsAreFused) {
+  // a * broadcast(b) + broadcast(2.0): the broadcasts are index maps, the literal stays.
+  Fused r = fuse_text(R"({ lambda ; a:f32[2,3] b:f32[3]. let
+    c:f32[2,3] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(2, 3)] b
+    d:f32[2,3] = mul a c
+    e:f32[2,3] = broadcast_in_dim[broadcast_dimensions=() shape=(2, 3)] 2.0:f32[]
+    f:f32[2,3] = add d e
+  in (f,) })");
+  EXPECT_EQ(r.text, R"({ lambda ; a:f32[2,3] b:f32[3]. let
+    c:f32[2,3] = fusion[jaxpr={ lambda ; a:f32[3] b:f32[2,3]. let
+        c:f32[2,3] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(2, 3)] a
+        d:f32[2,3] = mul b c
+        e:f32[2,3] = broadcast_in_dim[broadcast_dimensions=() shape=(2, 3)] 2.0:f32[]
+        f:f32[2,3] = add d e
+      in (f,) } kind='loop' name='fusion.0'] b a
+  in (c,) })");
+}
+
+TEST(LoopFusion, ValueNeededOutsideBecomesAnExtraOutput) {
+  Fused r = fuse_text(R"({ lambda ; a:f32[4]. let
+    b:f32[4] = exp a
+    c:f32[4] = mul b b
+  in (b, c) })");
+  EXPECT_EQ(r.text, R"({ lambda ; a:f32[4]. let
+    b:f32[4] c:f32[4] = fusion[jaxpr={ lambda ; a:f32[4]. let
+        b:f32[4] = exp a
+        c:f32[4] = mul b b
+      in (b, c) } kind='loop' name='fusion.0'] a
+  in (b, c) })");
+}
+
+TEST(LoopFusion, ExpensiveProducerOfTwoConsumersIsFusedOnce) {
+  // exp feeds two consumers that end up in one fusion: exp is computed once there.
+  Fused r = fuse_text(R"({ lambda ; a:f32[4]. let
+    b:f32[4] = exp a
+    c:f32[4] = sin b
+    d:f32[4] = cos b
+    e:f32[4] = add c d
+  in (e,) })");
+  EXPECT_EQ(r.fusions(), 1);
+  EXPECT_EQ(r.program.jaxpr.eqns.at(0).params.get_jaxpr("jaxpr")->jaxpr.eqns.size(), 4u);
+}
+
+TEST(LoopFusion, ZeroDimensionalComputationsFuse) {
+  Fused r = fuse_text(R"({ lambda ; a:f32[] b:f32[]. let
+    c:f32[] = mul a b
+    d:f32[] = add c 1.0:f32[]
+  in (d,) })");
+  EXPECT_EQ(r.fusions("loop"), 1);
+  EXPECT_EQ(r.program.jaxpr.eqns.size(), 1u);
+}
+
+TEST(LoopFusion, LoneIndexMapsStayViews) {
+  // transpose(broadcast(x)) with no arithmetic: the eager ops return views, a kernel
+  // would copy; without merging, the transpose is its own (copy) kernel as every op is.
+  const char* text = R"({ lambda ; a:f32[3]. let
+    b:f32[2,3] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(2, 3)] a
+    c:f32[3,2] = transpose[permutation=(1, 0)] b
+  in (c,) })";
+  Fused r = fuse_text(text);
+  EXPECT_FALSE(r.changed);
+  EXPECT_EQ(r.text, text);
+  EXPECT_TRUE(r.has_note("refused: broadcast_in_dim (b), transpose (c) only moves data: kept as a runtime call (the "
+                         "eager op returns a view, no copy)"))
+      << r.all_notes();
+  Fused single = fuse_text(text, {.merge = false});
+  EXPECT_EQ(single.fusions("loop"), 2);
+  EXPECT_TRUE(single.has_note(
+      "fusion.1: loop over f32[3,2] of transpose (c); 1 input, 1 output (no arithmetic: a copy kernel) (merging "
+      "disabled)"))
+      << single.all_notes();
+}
+
+TEST(LoopFusion, IotaAndIntegersFuse) {
+  Fused r = fuse_text(R"({ lambda ; a:i32[4]. let
+    b:i32[4] = iota[dimension=0 dtype=int32 shape=(4,)]
+    c:i32[4] = mul a b
+    d:bool[4] = gt c a
+    e:i32[4] = select_n d a c
+  in (e,) })");
+  EXPECT_EQ(r.text, R"({ lambda ; a:i32[4]. let
+    b:i32[4] = fusion[jaxpr={ lambda ; a:i32[4]. let
+        b:i32[4] = iota[dimension=0 dtype=int32 shape=(4,)]
+        c:i32[4] = mul a b
+        d:bool[4] = gt c a
+        e:i32[4] = select_n d a c
+      in (e,) } kind='loop' name='fusion.0'] a
+  in (b,) })");
+}
+
+TEST(LoopFusion, ConstvarsBecomeInputs) {
+  ClosedJaxpr p{parse_jaxpr(R"({ lambda a:f32[3]; b:f32[3]. let
+    c:f32[3] = mul a b
+    d:f32[3] = exp c
+  in (d,) })"),
+                {Array(std::vector<float>{1, 2, 3}, Shape{3})}};
+  Array x(std::vector<float>{0.5f, -1, 0.25f}, Shape{3});
+  std::vector<Array> want = eval_jaxpr(p, std::vector<Array>{x});
+  PassContext ctx(p.jaxpr);
+  EXPECT_TRUE(fuse(p, ctx, {}));
+  verify_jaxpr(p.jaxpr);
+  EXPECT_EQ(p.str(), R"({ lambda a:f32[3]; b:f32[3]. let
+    c:f32[3] = fusion[jaxpr={ lambda ; a:f32[3] b:f32[3]. let
+        c:f32[3] = mul a b
+        d:f32[3] = exp c
+      in (d,) } kind='loop' name='fusion.0'] a b
+  in (c,) })");
+  EXPECT_ALLCLOSE(eval_jaxpr(p, std::vector<Array>{x})[0], want[0]);
+}
+
+TEST(LoopFusion, CheapBroadcastIsDuplicatedIntoEachConsumer) {
+  // The broadcast feeds a reduction and a loop: each reads through its own copy, nothing
+  // of shape f32[4,3] is materialized for it.
+  Fused r = fuse_text(R"({ lambda ; a:f32[4,3] b:f32[3]. let
+    c:f32[4,3] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(4, 3)] b
+    d:f32[4,3] = mul a c
+    e:f32[3] = reduce_sum[axes=(0,)] d
+    f:f32[4,3] = sub a c
+  in (e, f) })");
+  EXPECT_TRUE(r.has_note("fusion: duplicated broadcast_in_dim (c) for 1 more consumer (cheap to recompute, so it is "
+                         "not materialized for them)"))
+      << r.all_notes();
+  EXPECT_EQ(r.fusions(), 2);
+  EXPECT_EQ(r.fusions("reduction"), 1);
+  // Both fusions read only a and b.
+  for (const Equation& e : r.program.jaxpr.eqns) EXPECT_EQ(e.inputs.size(), 2u) << r.text;
+}
+
+TEST(LoopFusion, CopiesOfABroadcastInOneFusionAreComputedOnce) {
+  Fused r = fuse_text(R"({ lambda ; a:f32[4,3] b:f32[3]. let
+    c:f32[4,3] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(4, 3)] b
+    d:f32[4,3] = mul a c
+    e:f32[4,3] = add d c
+  in (e,) })");
+  EXPECT_EQ(r.text, R"({ lambda ; a:f32[4,3] b:f32[3]. let
+    c:f32[4,3] = fusion[jaxpr={ lambda ; a:f32[3] b:f32[4,3]. let
+        c:f32[4,3] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(4, 3)] a
+        d:f32[4,3] = mul b c
+        e:f32[4,3] = add d c
+      in (e,) } kind='loop' name='fusion.0'] b a
+  in (c,) })");
+}
+
+// ---- reductions ----
+
+TEST(ReductionFusion, SumOfAnElementwiseExpressionReadsEachInputOnce) {
+  // sum(x + 2*y + z*z)
+  Fused r = fuse_text(R"({ lambda ; a:f32[4,5] b:f32[4,5] c:f32[4,5]. let
+    d:f32[4,5] = broadcast_in_dim[broadcast_dimensions=() shape=(4, 5)] 2.0:f32[]
+    e:f32[4,5] = mul d b
+    f:f32[4,5] = add a e
+    g:f32[4,5] = mul c c
+    h:f32[4,5] = add f g
+    i:f32[] = reduce_sum[axes=(0, 1)] h
+  in (i,) })");
+  EXPECT_EQ(r.text, R"({ lambda ; a:f32[4,5] b:f32[4,5] c:f32[4,5]. let
+    d:f32[] = fusion[jaxpr={ lambda ; a:f32[4,5] b:f32[4,5] c:f32[4,5]. let
+        d:f32[4,5] = broadcast_in_dim[broadcast_dimensions=() shape=(4, 5)] 2.0:f32[]
+        e:f32[4,5] = mul d a
+        f:f32[4,5] = add b e
+        g:f32[4,5] = mul c c
+        h:f32[4,5] = add f g
+        i:f32[] = reduce_sum[axes=(0, 1)] h
+      in (i,) } kind='reduction' name='fusion.0'] b a c
+  in (d,) })");
+  EXPECT_TRUE(r.has_note("fusion.0: reduction over f32[4,5] axes=(0, 1) of broadcast_in_dim (d), mul (e), add (f), "
+                         "mul (g), add (h), reduce_sum (i); 3 inputs, 1 output"))
+      << r.all_notes();
+}
+
+TEST(ReductionFusion, SoftmaxBecomesFourFusions) {
+  // max -> (sub, exp) -> sum -> div: a reduction's result starts a new iteration space,
+  // and exp's result, needed by the sum and the div, is materialized once.
+  Fused r = fuse_text(R"({ lambda ; a:f32[2,3]. let
+    b:f32[2] = reduce_max[axes=(1,)] a
+    c:f32[2,3] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(2, 3)] b
+    d:f32[2,3] = sub a c
+    e:f32[2,3] = exp d
+    f:f32[2] = reduce_sum[axes=(1,)] e
+    g:f32[2,3] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(2, 3)] f
+    h:f32[2,3] = div e g
+  in (h,) })");
+  EXPECT_EQ(r.text, R"({ lambda ; a:f32[2,3]. let
+    b:f32[2] = fusion[jaxpr={ lambda ; a:f32[2,3]. let
+        b:f32[2] = reduce_max[axes=(1,)] a
+      in (b,) } kind='reduction' name='fusion.0'] a
+    c:f32[2,3] = fusion[jaxpr={ lambda ; a:f32[2] b:f32[2,3]. let
+        c:f32[2,3] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(2, 3)] a
+        d:f32[2,3] = sub b c
+        e:f32[2,3] = exp d
+      in (e,) } kind='loop' name='fusion.1'] b a
+    d:f32[2] = fusion[jaxpr={ lambda ; a:f32[2,3]. let
+        b:f32[2] = reduce_sum[axes=(1,)] a
+      in (b,) } kind='reduction' name='fusion.2'] c
+    e:f32[2,3] = fusion[jaxpr={ lambda ; a:f32[2] b:f32[2,3]. let
+        c:f32[2,3] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(2, 3)] a
+        d:f32[2,3] = div b c
+      in (d,) } kind='loop' name='fusion.3'] d c
+  in (e,) })");
+  EXPECT_TRUE(r.has_note("refused: exp (e) into loop over f32[2,3]: would create a cycle through reduce_sum (f)"))
+      << r.all_notes();
+  EXPECT_TRUE(r.has_note("refused: exp (e) into reduction over f32[2,3] axes=(1,): its result is also used outside "
+                         "the fusion (materialized)"))
+      << r.all_notes();
+}
+
+TEST(ReductionFusion, SiblingReductionsShareTheirProducer) {
+  // sum(exp(x)) and max(exp(x)): one reduction fusion computing exp once, two outputs.
+  Fused r = fuse_text(R"({ lambda ; a:f32[4,5]. let
+    b:f32[4,5] = exp a
+    c:f32[4] = reduce_sum[axes=(1,)] b
+    d:f32[4] = reduce_max[axes=(1,)] b
+  in (c, d) })");
+  EXPECT_EQ(r.text, R"({ lambda ; a:f32[4,5]. let
+    b:f32[4] c:f32[4] = fusion[jaxpr={ lambda ; a:f32[4,5]. let
+        b:f32[4,5] = exp a
+        c:f32[4] = reduce_sum[axes=(1,)] b
+        d:f32[4] = reduce_max[axes=(1,)] b
+      in (c, d) } kind='reduction' name='fusion.0'] a
+  in (b, c) })");
+  // The refusal of the first round was undone by the second: it is not reported.
+  for (const std::string& n : r.notes) EXPECT_EQ(n.find("refused"), std::string::npos) << n;
+}
+
+TEST(ReductionFusion, DifferentAxesAreNotSiblings) {
+  Fused r = fuse_text(R"({ lambda ; a:f32[4,5]. let
+    b:f32[4] = reduce_sum[axes=(1,)] a
+    c:f32[5] = reduce_max[axes=(0,)] a
+  in (b, c) })");
+  EXPECT_EQ(r.fusions("reduction"), 2);
+}
+
+TEST(ReductionFusion, ReductionResultIsNotFusedIntoItsConsumer) {
+  Fused r = fuse_text(R"({ lambda ; a:f32[4,5]. let
+    b:f32[4] = reduce_sum[axes=(1,)] a
+    c:f32[4] = sqrt b
+  in (c,) })");
+  EXPECT_EQ(r.fusions("reduction"), 1);
+  EXPECT_EQ(r.fusions("loop"), 1);
+}
+
+// ---- siblings ----
+
+TEST(SiblingFusion, TwoConsumersOfOneInputBecomeOneFusion) {
+  Fused r = fuse_text(R"({ lambda ; a:f32[8] b:f32[8]. let
+    c:f32[8] = exp a
+    d:f32[8] = mul a b
+  in (c, d) })");
+  EXPECT_EQ(r.text, R"({ lambda ; a:f32[8] b:f32[8]. let
+    c:f32[8] d:f32[8] = fusion[jaxpr={ lambda ; a:f32[8] b:f32[8]. let
+        c:f32[8] = exp a
+        d:f32[8] = mul a b
+      in (c, d) } kind='loop' name='fusion.0'] a b
+  in (c, d) })");
+  EXPECT_TRUE(r.has_note("fusion.0: sibling fusion with mul (d) (both read a, read once)")) << r.all_notes();
+}
+
+TEST(SiblingFusion, DifferentShapesStayApart) {
+  Fused r = fuse_text(R"({ lambda ; a:f32[8] b:f32[2,8]. let
+    c:f32[8] = exp a
+    d:f32[2,8] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(2, 8)] a
+    e:f32[2,8] = add d b
+  in (c, e) })");
+  EXPECT_EQ(r.fusions("loop"), 2);
+}
+
+TEST(SiblingFusion, DependentSiblingsAreNotMerged) {
+  // Both read a, but the second needs the first's result through a runtime call.
+  Fused r = fuse_text(R"({ lambda ; a:f32[8]. let
+    b:f32[8] = exp a
+    c:f32[8] = cumsum[axis=0 reverse=False] b
+    d:f32[8] = add a c
+  in (d,) })");
+  EXPECT_EQ(r.fusions("loop"), 2);
+  EXPECT_TRUE(r.has_note("refused: sibling fusion of exp (b) and add (d) (both read a): one depends on the other"))
+      << r.all_notes();
+}
+
+// ---- dot epilogue ----
+
+TEST(DotFusion, ElementwiseEpilogueWithBroadcastBias) {
+  // gelu-like tanh epilogue of a @ w + bias.
+  Fused r = fuse_text(R"({ lambda ; a:f32[4,3] b:f32[3,5] c:f32[5]. let
+    d:f32[4,5] = dot_general[lhs_batch_dimensions=() lhs_contracting_dimensions=(1,) preferred_element_type=float32 rhs_batch_dimensions=() rhs_contracting_dimensions=(0,)] a b
+    e:f32[4,5] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(4, 5)] c
+    f:f32[4,5] = add d e
+    g:f32[4,5] = tanh f
+    h:f32[4,5] = mul f g
+  in (h,) })");
+  EXPECT_EQ(r.text, R"({ lambda ; a:f32[4,3] b:f32[3,5] c:f32[5]. let
+    d:f32[4,5] = fusion[jaxpr={ lambda ; a:f32[4,3] b:f32[3,5] c:f32[5]. let
+        d:f32[4,5] = dot_general[lhs_batch_dimensions=() lhs_contracting_dimensions=(1,) preferred_element_type=float32 rhs_batch_dimensions=() rhs_contracting_dimensions=(0,)] a b
+        e:f32[4,5] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(4, 5)] c
+        f:f32[4,5] = add d e
+        g:f32[4,5] = tanh f
+        h:f32[4,5] = mul f g
+      in (h,) } kind='dot' name='fusion.0'] a b c
+  in (d,) })");
+}
+
+TEST(DotFusion, DotUsedElsewhereIsRefused) {
+  Fused r = fuse_text(R"({ lambda ; a:f32[4,3] b:f32[3,5]. let
+    c:f32[4,5] = dot_general[lhs_batch_dimensions=() lhs_contracting_dimensions=(1,) preferred_element_type=float32 rhs_batch_dimensions=() rhs_contracting_dimensions=(0,)] a b
+    d:f32[4,5] = exp c
+  in (c, d) })");
+  EXPECT_EQ(r.fusions("dot"), 0);
+  EXPECT_EQ(r.fusions("loop"), 1);
+  EXPECT_TRUE(r.has_note("refused: dot_general (c) result used by 2 consumers (the epilogue must be its only user)"))
+      << r.all_notes();
+}
+
+TEST(DotFusion, BatchedAndIntegerDotsStayRuntimeCalls) {
+  Fused r = fuse_text(R"({ lambda ; a:f32[2,4,3] b:f32[2,3,5] c:i32[4,3] d:i32[3,5]. let
+    e:f32[2,4,5] = dot_general[lhs_batch_dimensions=(0,) lhs_contracting_dimensions=(2,) preferred_element_type=float32 rhs_batch_dimensions=(0,) rhs_contracting_dimensions=(1,)] a b
+    f:f32[2,4,5] = exp e
+    g:i32[4,5] = dot_general[lhs_batch_dimensions=() lhs_contracting_dimensions=(1,) preferred_element_type=int32 rhs_batch_dimensions=() rhs_contracting_dimensions=(0,)] c d
+    h:i32[4,5] = neg g
+  in (f, h) })");
+  EXPECT_EQ(r.fusions("dot"), 0);
+  EXPECT_TRUE(r.has_note("refused: dot_general (e) stays a runtime call: batch dimensions (epilogues are fused only "
+                         "for plain products)"))
+      << r.all_notes();
+  EXPECT_TRUE(r.has_note(
+      "refused: dot_general (g) stays a runtime call: i32 result (epilogues are fused only for f32 and f64)"))
+      << r.all_notes();
+}
+
+TEST(DotFusion, DotWithoutEpilogueIsNoted) {
+  Fused r = fuse_text(R"({ lambda ; a:f32[4,3] b:f32[3,5]. let
+    c:f32[4,5] = dot_general[lhs_batch_dimensions=() lhs_contracting_dimensions=(1,) preferred_element_type=float32 rhs_batch_dimensions=() rhs_contracting_dimensions=(0,)] a b
+  in (c,) })");
+  EXPECT_FALSE(r.changed);
+  EXPECT_TRUE(r.has_note("refused: dot_general (c) stays a runtime call: no elementwise epilogue to fuse"))
+      << r.all_notes();
+}
+
+// ---- refusals ----
+
+TEST(Refusals, UnsupportedDtypeRunsAsARuntimeCall) {
+  Fused r = fuse_text(R"({ lambda ; a:c64[3] b:f32[3]. let
+    c:c64[3] = exp a
+    d:f32[3] = sin b
+  in (c, d) })");
+  EXPECT_EQ(r.fusions(), 1);
+  EXPECT_EQ(r.program.jaxpr.eqns.at(0).primitive->name(), "exp");
+  EXPECT_TRUE(r.has_note("refused: exp (c): complex64 is not supported by native kernels (exp)")) << r.all_notes();
+}
+
+TEST(Refusals, ReshapeOfAValueComputedInsideTheFusion) {
+  Fused r = fuse_text(R"({ lambda ; a:f32[6]. let
+    b:f32[6] = exp a
+    c:f32[2,3] = reshape[new_sizes=(2, 3)] b
+    d:f32[2,3] = sin c
+  in (d,) })");
+  EXPECT_EQ(r.fusions("loop"), 2);
+  EXPECT_TRUE(r.has_note("refused: exp (b) into loop over f32[2,3]: reshape (c) of a value computed inside the "
+                         "fusion (the loop cannot index it linearly)"))
+      << r.all_notes();
+}
+
+TEST(Refusals, ReshapeOfAnInputFuses) {
+  Fused r = fuse_text(R"({ lambda ; a:f32[6]. let
+    b:f32[2,3] = reshape[new_sizes=(2, 3)] a
+    c:f32[2,3] = sin b
+  in (c,) })");
+  EXPECT_EQ(r.fusions("loop"), 1);
+  EXPECT_EQ(r.program.jaxpr.eqns.size(), 1u);
+}
+
+TEST(Refusals, CycleThroughARuntimeCall) {
+  // Fusing a = exp(x) with c = a + cumsum(a) would need cumsum inside the fusion.
+  Fused r = fuse_text(R"({ lambda ; a:f32[8]. let
+    b:f32[8] = exp a
+    c:f32[8] = cumsum[axis=0 reverse=False] b
+    d:f32[8] = add b c
+  in (d,) })");
+  EXPECT_EQ(r.fusions("loop"), 2);
+  EXPECT_TRUE(r.has_note("refused: exp (b) into loop over f32[8]: would create a cycle through cumsum (c)"))
+      << r.all_notes();
+}
+
+TEST(Refusals, CycleThroughADot) {
+  // a = exp(x); b = dot(a, w); c = a + b, with b also an output (so no epilogue):
+  // fusing a into c would create a cycle through the dot.
+  Fused r = fuse_text(R"({ lambda ; a:f32[3,3] b:f32[3,3]. let
+    c:f32[3,3] = exp a
+    d:f32[3,3] = dot_general[lhs_batch_dimensions=() lhs_contracting_dimensions=(1,) preferred_element_type=float32 rhs_batch_dimensions=() rhs_contracting_dimensions=(0,)] c b
+    e:f32[3,3] = add c d
+  in (e, d) })");
+  EXPECT_EQ(r.fusions("loop"), 2);
+  EXPECT_TRUE(r.has_note("refused: exp (c) into loop over f32[3,3]: would create a cycle through dot_general (d)"))
+      << r.all_notes();
+  EXPECT_TRUE(r.has_note("refused: dot_general (d) result used by 2 consumers (the epilogue must be its only user)"))
+      << r.all_notes();
+}
+
+TEST(Refusals, DotOperandsStayKernelInputs) {
+  // The dot takes c + its epilogue; exp(x), its operand, cannot join that fusion.
+  Fused r = fuse_text(R"({ lambda ; a:f32[3,3] b:f32[3,3]. let
+    c:f32[3,3] = exp a
+    d:f32[3,3] = dot_general[lhs_batch_dimensions=() lhs_contracting_dimensions=(1,) preferred_element_type=float32 rhs_batch_dimensions=() rhs_contracting_dimensions=(0,)] c b
+    e:f32[3,3] = add c d
+  in (e,) })");
+  EXPECT_EQ(r.fusions("dot"), 1);
+  EXPECT_EQ(r.fusions("loop"), 1);
+  EXPECT_TRUE(r.has_note("refused: exp (c) into dot over f32[3,3]: dot_general (d) reads its operands as kernel "
+                         "inputs"))
+      << r.all_notes();
+}
+
+TEST(Refusals, BroadcastOfAComputedSmallerValueIsNotRecomputed) {
+  Fused r = fuse_text(R"({ lambda ; a:f32[3] b:f32[2,3]. let
+    c:f32[3] = exp a
+    d:f32[2,3] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(2, 3)] c
+    e:f32[2,3] = mul d b
+  in (e,) })");
+  EXPECT_EQ(r.fusions("loop"), 2);
+  EXPECT_TRUE(r.has_note("refused: exp (c) into loop over f32[2,3]: computed over f32[3], not the iteration space "
+                         "(it would be recomputed per element)"))
+      << r.all_notes();
+}
+
+TEST(Refusals, UnusedResultsAreLeftForDce) {
+  Fused r = fuse_text(R"({ lambda ; a:f32[3]. let
+    b:f32[3] = sin a
+    c:f32[3] = cos a
+  in (c,) })");
+  EXPECT_EQ(r.fusions(), 1);
+  EXPECT_EQ(r.program.jaxpr.eqns.at(0).primitive->name(), "sin");
+  EXPECT_TRUE(r.has_note("refused: sin (b): its result is unused (left for dce)")) << r.all_notes();
+}
+
+TEST(Refusals, NothingFusibleLeavesTheProgramAlone) {
+  const char* text = R"({ lambda ; a:f32[8]. let
+    b:f32[8] = cumsum[axis=0 reverse=False] a
+  in (b,) })";
+  Fused r = fuse_text(text);
+  EXPECT_FALSE(r.changed);
+  EXPECT_EQ(r.text, text);
+}
+
+// ---- options, names, the pass ----
+
+TEST(FusionOptions, NoMergeGivesOneFusionPerEquation) {
+  Fused r = fuse_text(R"({ lambda ; a:f32[3] b:f32[3]. let
+    c:f32[3] = sin a
+    d:f32[3] = mul c b
+    e:f32[] = reduce_sum[axes=(0,)] d
+    f:f32[3,3] = dot_general[lhs_batch_dimensions=() lhs_contracting_dimensions=() preferred_element_type=float32 rhs_batch_dimensions=() rhs_contracting_dimensions=()] a b
+    g:f32[3,3] = exp f
+  in (e, g) })",
+                      {.merge = false});
+  EXPECT_EQ(r.fusions(), 4);
+  EXPECT_EQ(r.fusions("reduction"), 1);
+  EXPECT_EQ(r.program.jaxpr.eqns.size(), 5u);
+  EXPECT_TRUE(r.has_note("fusion.1: loop over f32[3] of mul (d); 2 inputs, 1 output (merging disabled)"))
+      << r.all_notes();
+}
+
+TEST(FusionOptions, NamesContinueAfterExistingFusions) {
+  Fused first = fuse_text(R"({ lambda ; a:f32[3]. let
+    b:f32[3] = sin a
+    c:f32[3] = cumsum[axis=0 reverse=False] b
+    d:f32[3] = exp c
+  in (d,) })");
+  ASSERT_EQ(first.fusions(), 2);
+  // Fusing again leaves the fusions alone; a new fusible equation gets a fresh name.
+  Fused second = fuse_text(first.text.substr(0, first.text.rfind("  in")) + "    e:f32[3] = cos d\n  in (e,) }");
+  EXPECT_EQ(second.fusions(), 3);
+  std::unordered_set<std::string> names;
+  for (const Equation& e : second.program.jaxpr.eqns)
+    if (e.primitive == &fusion_primitive()) names.insert(e.params.get_string("name"));
+  EXPECT_EQ(names, (std::unordered_set<std::string>{"fusion.0", "fusion.1", "fusion.2"}));
+}
+
+TEST(FusionPass, IsNamedFusionAndUsesDefaultOptions) {
+  EXPECT_EQ(kFusionPass.name, "fusion");
+  ClosedJaxpr p{parse_jaxpr(R"({ lambda ; a:f32[3]. let
+    b:f32[3] = sin a
+    c:f32[3] = exp b
+  in (c,) })"),
+                {}};
+  PassContext ctx(p.jaxpr);
+  EXPECT_TRUE(kFusionPass.run(p, ctx));
+  EXPECT_EQ(p.jaxpr.eqns.size(), 1u);
+}
+
+TEST(FusionValues, LargerProgramComputesTheSame) {
+  // A mix of everything: broadcasts, a softmax row, a dot epilogue, sibling reductions,
+  // an integer path and a runtime call.
+  Fused r = fuse_text(R"({ lambda ; a:f32[6,4] b:f32[4,5] c:f32[5] d:i32[6,4]. let
+    e:f32[6] = reduce_max[axes=(1,)] a
+    f:f32[6,4] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(6, 4)] e
+    g:f32[6,4] = sub a f
+    h:f32[6,4] = exp g
+    i:f32[6] = reduce_sum[axes=(1,)] h
+    j:f32[6,4] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(6, 4)] i
+    k:f32[6,4] = div h j
+    l:f32[6,5] = dot_general[lhs_batch_dimensions=() lhs_contracting_dimensions=(1,) preferred_element_type=float32 rhs_batch_dimensions=() rhs_contracting_dimensions=(0,)] k b
+    m:f32[6,5] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(6, 5)] c
+    n:f32[6,5] = add l m
+    zero:f32[6,5] = broadcast_in_dim[broadcast_dimensions=() shape=(6, 5)] 0.0:f32[]
+    o:f32[6,5] = max n zero
+    p:f32[6,4] = convert_element_type[new_dtype=float32 weak_type=False] d
+    q:f32[6,4] = mul p k
+    r:f32[4] = reduce_sum[axes=(0,)] q
+    s:f32[4] = reduce_min[axes=(0,)] q
+    t:f32[6,4] = cumsum[axis=1 reverse=False] q
+    u:f32[6,4] = sin t
+    v:f32[6,4] = add u p
+  in (o, r, s, v) })");
+  EXPECT_TRUE(r.changed);
+  EXPECT_GE(r.fusions(), 5) << r.text;
+}
+
+// ---- random programs ----
+
+// A random program over a few shapes mixing every kind of equation the pass meets:
+// elementwise ops, index maps, reductions, reshapes, dots and runtime calls (cumsum).
+std::string random_program(uint32_t seed) {
+  std::mt19937 rng(seed);
+  auto pick = [&](size_t n) { return static_cast<size_t>(rng() % n); };
+  struct Value {
+    std::string name, shape;
+  };
+  std::vector<Value> values = {{"x", "4,6"}, {"y", "4,6"}, {"z", "6"}, {"w", "6,4"}};
+  std::string body;
+  int next = 0;
+  auto of_shape = [&](const std::string& shape) -> const Value* {
+    std::vector<const Value*> c;
+    for (const Value& v : values)
+      if (v.shape == shape) c.push_back(&v);
+    return c.empty() ? nullptr : c[c.size() - 1 - pick(std::min<size_t>(c.size(), 4))];
+  };
+  auto add = [&](const std::string& shape, const std::string& rhs) {
+    std::string name = "t" + std::to_string(next++);
+    body += "    " + name + ":f32[" + shape + "] = " + rhs + "\n";
+    values.push_back({name, shape});
+  };
+  const char* unary[] = {"sin", "tanh", "neg", "abs", "exp"};
+  const char* binary[] = {"add", "mul", "sub", "max"};
+  const char* shapes[] = {"4,6", "6,4", "4", "6", "4,4"};
+  for (int i = 0; i < 24; ++i) {
+    const std::string shape = shapes[pick(5)];
+    const Value* a = of_shape(shape);
+    switch (pick(10)) {
+      case 0:
+      case 1:
+        if (a) add(shape, std::string(unary[pick(5)]) + " " + a->name);
+        break;
+      case 2:
+      case 3:
+      case 4:
+        if (const Value* b = of_shape(shape); a && b) add(shape, std::string(binary[pick(4)]) + " " + a->name + " " + b->name);
+        break;
+      case 5:  // broadcasts up to 2-d
+        if (const Value* v = of_shape("4")) add("4,6", "broadcast_in_dim[broadcast_dimensions=(0,) shape=(4, 6)] " + v->name);
+        else if (const Value* u = of_shape("6")) add("4,6", "broadcast_in_dim[broadcast_dimensions=(1,) shape=(4, 6)] " + u->name);
+        break;
+      case 6:  // reductions of 2-d values
+        if (const Value* v = of_shape("4,6")) {
+          const bool rows = pick(2);
+          add(rows ? "4" : "6", std::string(pick(2) ? "reduce_sum" : "reduce_max") + "[axes=(" + (rows ? "1" : "0") +
+                                    ",)] " + v->name);
+        }
+        break;
+      case 7:  // transpose, reshape
+        if (const Value* v = of_shape("4,6")) add("6,4", pick(2) ? "transpose[permutation=(1, 0)] " + v->name
+                                                                 : "reshape[new_sizes=(6, 4)] " + v->name);
+        break;
+      case 8:  // dot and slice
+        if (const Value* l = of_shape("4,6"); l && pick(2)) {
+          if (const Value* r = of_shape("6,4"))
+            add("4,4", "dot_general[lhs_batch_dimensions=() lhs_contracting_dimensions=(1,) "
+                       "preferred_element_type=float32 rhs_batch_dimensions=() rhs_contracting_dimensions=(0,)] " +
+                           l->name + " " + r->name);
+        } else if (const Value* v = of_shape("6,4")) {
+          add("4,4", "slice[limit_indices=(6, 4) start_indices=(2, 0) strides=(1, 1)] " + v->name);
+        }
+        break;
+      default:  // a runtime call
+        if (const Value* v = of_shape("4,6")) add("4,6", "cumsum[axis=1 reverse=False] " + v->name);
+        break;
+    }
+  }
+  std::string outs;
+  for (size_t k = values.size() > 7 ? values.size() - 3 : 4; k < values.size(); ++k) outs += values[k].name + ", ";
+  outs += values[values.size() > 4 ? 4 + pick(values.size() - 4) : 0].name + ",";
+  return "{ lambda ; x:f32[4,6] y:f32[4,6] z:f32[6] w:f32[6,4]. let\n" + body + "  in (" + outs + ") }";
+}
+
+TEST(FusionValues, RandomProgramsComputeTheSame) {
+  int fused = 0;
+  for (uint32_t seed = 0; seed < 60; ++seed) {
+    const std::string text = random_program(seed);
+    SCOPED_TRACE(text);
+    Fused r = fuse_text(text);
+    fused += r.fusions();
+    Fused single = fuse_text(text, {.merge = false});
+    EXPECT_GE(single.fusions(), r.fusions());
+  }
+  EXPECT_GT(fused, 60);
+}
+
+}  // namespace
+}  // namespace jx::compiler
+

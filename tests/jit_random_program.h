@@ -1,0 +1,504 @@
+// Random programs for differential testing of jit: a seeded generator of small DAGs of
+// jx::lax operations over random shapes and dtypes, and an interpreter that replays one
+// with lax calls (so the same program runs eagerly, under jit, or under make_jaxpr).
+//
+// Generation tracks every value's shape, dtype and a rough bound on its magnitude, so the
+// programs stay well conditioned: periodic functions and exp see bounded inputs,
+// denominators are kept away from zero. NaNs still appear on purpose (log and sqrt of
+// negative values), and comparisons check that their positions agree.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+#include <random>
+#include <span>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "jx/jx.h"
+
+namespace jx::testing::random_program {
+
+enum class Op {
+  Unary,       // a = unary[k](x)
+  Binary,      // a = binary[k](x, y), same shape and dtype
+  SafeDiv,     // a = x / (|y| + 1)  (floats)
+  SafeLog,     // a = log(|x| + 0.5)  (floats)
+  Compare,     // bool = cmp[k](x, y)
+  Select,      // select_n(pred, x, y)
+  Convert,     // convert_element_type
+  Broadcast,   // broadcast_in_dim to a larger shape
+  Transpose,
+  Slice,
+  Rev,
+  Reshape,
+  Reduce,      // reduce_{sum,max,min,and,or}[k] over axes
+  Constant,    // a full array of a value (a constant of the program)
+  Dot,         // dot_general of rank-2 floats, contracting lhs dim 1 with rhs dim 0
+  Iota,        // broadcasted_iota of an existing value's shape
+};
+
+struct ValueInfo {
+  Shape shape;
+  DType dtype;
+  double bound;  // |value| <= bound for finite elements (a generation-time estimate)
+};
+
+struct Step {
+  Op op;
+  int kind = 0;             // which unary / binary / comparison / reduction
+  std::vector<int> args;    // value indices
+  std::vector<int64_t> v1, v2, v3;  // shape/dims/permutation/starts/limits/strides/axes
+  Shape shape;
+  DType dtype = DType::Float32;
+  double constant = 0;
+};
+
+inline Step step(Op op, int kind, std::vector<int> args, std::vector<int64_t> v1 = {}, std::vector<int64_t> v2 = {},
+                 std::vector<int64_t> v3 = {}, Shape shape = {}, DType dtype = DType::Float32) {
+  Step s;
+  s.op = op;
+  s.kind = kind;
+  s.args = std::move(args);
+  s.v1 = std::move(v1);
+  s.v2 = std::move(v2);
+  s.v3 = std::move(v3);
+  s.shape = std::move(shape);
+  s.dtype = dtype;
+  return s;
+}
+
+struct Program {
+  std::vector<ValueInfo> inputs;
+  std::vector<ValueInfo> values;  // inputs first, then one per step
+  std::vector<Step> steps;
+  std::vector<int> outputs;
+};
+
+inline const char* const kUnaryNames[] = {"neg", "abs", "sin", "cos", "tanh", "logistic", "exp", "log", "sqrt", "floor"};
+inline const char* const kBinaryNames[] = {"add", "sub", "mul", "max", "min", "and", "or", "xor"};
+inline const char* const kCompareNames[] = {"eq", "ne", "lt", "le", "gt", "ge"};
+inline const char* const kReduceNames[] = {"reduce_sum", "reduce_max", "reduce_min", "reduce_and", "reduce_or"};
+
+inline bool is_float(DType d) { return d == DType::Float32 || d == DType::Float64; }
+
+// ---- replay ----
+
+inline Array apply_unary(int k, const Array& x) {
+  switch (k) {
+    case 0: return lax::neg(x);
+    case 1: return lax::abs(x);
+    case 2: return lax::sin(x);
+    case 3: return lax::cos(x);
+    case 4: return lax::tanh(x);
+    case 5: return lax::logistic(x);
+    case 6: return lax::exp(x);
+    case 7: return lax::log(x);
+    case 8: return lax::sqrt(x);
+    default: return lax::floor(x);
+  }
+}
+
+inline Array apply_binary(int k, const Array& x, const Array& y) {
+  switch (k) {
+    case 0: return lax::add(x, y);
+    case 1: return lax::sub(x, y);
+    case 2: return lax::mul(x, y);
+    case 3: return lax::max(x, y);
+    case 4: return lax::min(x, y);
+    case 5: return lax::bitwise_and(x, y);
+    case 6: return lax::bitwise_or(x, y);
+    default: return lax::bitwise_xor(x, y);
+  }
+}
+
+inline Array apply_compare(int k, const Array& x, const Array& y) {
+  switch (k) {
+    case 0: return lax::eq(x, y);
+    case 1: return lax::ne(x, y);
+    case 2: return lax::lt(x, y);
+    case 3: return lax::le(x, y);
+    case 4: return lax::gt(x, y);
+    default: return lax::ge(x, y);
+  }
+}
+
+inline Array full(const Shape& shape, DType dtype, double value) {
+  return lax::broadcast_in_dim(lax::convert_element_type(Array(value), dtype), shape, {});
+}
+
+inline Array apply_step(const Step& s, const std::vector<Array>& v) {
+  auto arg = [&](int i) -> const Array& { return v[static_cast<size_t>(s.args[static_cast<size_t>(i)])]; };
+  switch (s.op) {
+    case Op::Unary: return apply_unary(s.kind, arg(0));
+    case Op::Binary: return apply_binary(s.kind, arg(0), arg(1));
+    case Op::SafeDiv: {
+      const Array& y = arg(1);
+      return lax::div(arg(0), lax::add(lax::abs(y), full(y.shape(), y.dtype(), 1.0)));
+    }
+    case Op::SafeLog: {
+      const Array& x = arg(0);
+      return lax::log(lax::add(lax::abs(x), full(x.shape(), x.dtype(), 0.5)));
+    }
+    case Op::Compare: return apply_compare(s.kind, arg(0), arg(1));
+    case Op::Select: return lax::select_n(arg(0), {arg(1), arg(2)});
+    case Op::Convert: return lax::convert_element_type(arg(0), s.dtype);
+    case Op::Broadcast: return lax::broadcast_in_dim(arg(0), s.shape, s.v1);
+    case Op::Transpose: return lax::transpose(arg(0), s.v1);
+    case Op::Slice: return lax::slice(arg(0), s.v1, s.v2, s.v3);
+    case Op::Rev: return lax::rev(arg(0), s.v1);
+    case Op::Reshape: return lax::reshape(arg(0), s.shape);
+    case Op::Reduce:
+      switch (s.kind) {
+        case 0: return lax::reduce_sum(arg(0), s.v1);
+        case 1: return lax::reduce_max(arg(0), s.v1);
+        case 2: return lax::reduce_min(arg(0), s.v1);
+        case 3: return lax::reduce_and(arg(0), s.v1);
+        default: return lax::reduce_or(arg(0), s.v1);
+      }
+    case Op::Constant: return full(s.shape, s.dtype, s.constant);
+    case Op::Dot: return lax::dot_general(arg(0), arg(1), lax::DotDimensionNumbers{{1}, {0}, {}, {}});
+    case Op::Iota: return lax::broadcasted_iota(s.dtype, s.shape, static_cast<int>(s.v1[0]));
+  }
+  return Array();
+}
+
+// Runs the program on its inputs with lax calls: under jit or make_jaxpr this traces.
+inline std::vector<Array> run(const Program& p, std::span<const Array> inputs) {
+  std::vector<Array> v(inputs.begin(), inputs.end());
+  for (const Step& s : p.steps) v.push_back(apply_step(s, v));
+  std::vector<Array> out;
+  for (int o : p.outputs) out.push_back(v[static_cast<size_t>(o)]);
+  return out;
+}
+
+// ---- generation ----
+
+class Generator {
+ public:
+  explicit Generator(uint64_t seed) : rng_(seed) {}
+
+  Program generate(int min_steps = 5, int max_steps = 30) {
+    Program p;
+    int n_inputs = uniform(1, 4);
+    // A main float dtype per program (most values), so binary ops find partners.
+    main_float_ = chance(0.6) ? DType::Float32 : DType::Float64;
+    for (int i = 0; i < n_inputs; ++i) {
+      DType d = chance(0.65) ? main_float_ : chance(0.6) ? DType::Int32 : chance(0.5) ? DType::Bool : other_float();
+      ValueInfo info{random_shape(0, 3), d, d == DType::Int32 ? 20.0 : d == DType::Bool ? 1.0 : 4.0};
+      p.inputs.push_back(info);
+      p.values.push_back(info);
+    }
+    int n_steps = uniform(min_steps, max_steps);
+    while (static_cast<int>(p.steps.size()) < n_steps) add_step(p);
+    // Outputs: the last value, and a few others (inputs and intermediates included).
+    p.outputs.push_back(static_cast<int>(p.values.size()) - 1);
+    int extra = uniform(0, 3);
+    for (int i = 0; i < extra; ++i) p.outputs.push_back(uniform(0, static_cast<int>(p.values.size()) - 1));
+    return p;
+  }
+
+  // Random input values for the program's inputs.
+  std::vector<Array> inputs(const Program& p) {
+    std::vector<Array> out;
+    for (const ValueInfo& info : p.inputs) {
+      size_t n = static_cast<size_t>(shape_size(info.shape));
+      if (info.dtype == DType::Bool) {
+        std::vector<uint8_t> bytes(n);
+        for (auto& x : bytes) x = chance(0.5);
+        out.push_back(lax::convert_element_type(Array(bytes, info.shape), DType::Bool));
+      } else if (info.dtype == DType::Int32) {
+        std::vector<int32_t> xs(n);
+        for (auto& x : xs) x = uniform(-20, 20);
+        out.push_back(Array(xs, info.shape));
+      } else {
+        std::vector<double> xs(n);
+        std::normal_distribution<double> dist(0.0, 1.3);
+        for (auto& x : xs) x = std::clamp(dist(rng_), -4.0, 4.0);
+        out.push_back(lax::convert_element_type(Array(xs, info.shape), info.dtype));
+      }
+    }
+    return out;
+  }
+
+ private:
+  int uniform(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
+  bool chance(double p) { return std::bernoulli_distribution(p)(rng_); }
+  DType other_float() { return main_float_ == DType::Float32 ? DType::Float64 : DType::Float32; }
+
+  Shape random_shape(int min_rank, int max_rank) {
+    Shape s(static_cast<size_t>(uniform(min_rank, max_rank)));
+    for (auto& d : s) d = chance(0.2) ? 1 : uniform(1, 7);
+    return s;
+  }
+
+  int pick(const Program& p) {
+    // Prefer recent values, so programs are deep rather than wide.
+    int n = static_cast<int>(p.values.size());
+    if (chance(0.6)) return std::max(0, n - 1 - uniform(0, std::min(n - 1, 3)));
+    return uniform(0, n - 1);
+  }
+  int pick_where(const Program& p, auto pred) {
+    std::vector<int> ok;
+    for (int i = 0; i < static_cast<int>(p.values.size()); ++i)
+      if (pred(p.values[static_cast<size_t>(i)])) ok.push_back(i);
+    if (ok.empty()) return -1;
+    // Prefer recent ones.
+    if (chance(0.5)) return ok.back();
+    return ok[static_cast<size_t>(uniform(0, static_cast<int>(ok.size()) - 1))];
+  }
+
+  int push(Program& p, Step s, ValueInfo info) {
+    p.steps.push_back(std::move(s));
+    p.values.push_back(std::move(info));
+    return static_cast<int>(p.values.size()) - 1;
+  }
+
+  // A value of `shape` and `dtype` made from `src` (same dtype) by broadcasting when its
+  // shape allows (NumPy's trailing alignment), else a constant.
+  int coerce(Program& p, int src, const Shape& shape, DType dtype) {
+    const ValueInfo& s = p.values[static_cast<size_t>(src)];
+    if (s.dtype == dtype && s.shape == shape) return src;
+    if (s.dtype == dtype && s.shape.size() <= shape.size()) {
+      size_t off = shape.size() - s.shape.size();
+      bool ok = true;
+      std::vector<int64_t> dims;
+      for (size_t i = 0; i < s.shape.size(); ++i) {
+        ok = ok && (s.shape[i] == 1 || s.shape[i] == shape[off + i]);
+        dims.push_back(static_cast<int64_t>(off + i));
+      }
+      if (ok) {
+        Step st = step(Op::Broadcast, 0, {src}, dims, {}, {}, shape, dtype);
+        return push(p, st, ValueInfo{shape, dtype, s.bound});
+      }
+    }
+    return constant(p, shape, dtype);
+  }
+
+  int constant(Program& p, const Shape& shape, DType dtype) {
+    Step st = step(Op::Constant, 0, {}, {}, {}, {}, shape, dtype);
+    if (dtype == DType::Bool) st.constant = chance(0.5);
+    else if (dtype == DType::Int32) st.constant = uniform(-5, 5);
+    else st.constant = uniform(-8, 8) * 0.25;
+    return push(p, st, ValueInfo{shape, dtype, std::abs(st.constant)});
+  }
+
+  // A partner for a binary op with `a`: same dtype, coerced to a's shape.
+  int partner(Program& p, int a) {
+    ValueInfo ai = p.values[static_cast<size_t>(a)];
+    int b = pick_where(p, [&](const ValueInfo& v) {
+      if (v.dtype != ai.dtype || v.shape.size() > ai.shape.size()) return false;
+      size_t off = ai.shape.size() - v.shape.size();
+      for (size_t i = 0; i < v.shape.size(); ++i)
+        if (v.shape[i] != 1 && v.shape[i] != ai.shape[off + i]) return false;
+      return true;
+    });
+    if (b < 0 || chance(0.1)) return constant(p, ai.shape, ai.dtype);
+    return coerce(p, b, ai.shape, ai.dtype);
+  }
+
+  void add_step(Program& p) {
+    int a = pick(p);
+    ValueInfo ai = p.values[static_cast<size_t>(a)];
+    bool fl = is_float(ai.dtype), in = ai.dtype == DType::Int32, bo = ai.dtype == DType::Bool;
+    int r = static_cast<int>(ai.shape.size());
+    switch (uniform(0, 15)) {
+      case 0:
+      case 1: {  // unary
+        if (bo) return;
+        int k;
+        if (in) k = uniform(0, 1);
+        else {
+          k = uniform(0, 9);
+          if ((k == 2 || k == 3) && ai.bound > 20) k = 4;  // sin/cos of huge values is chaotic
+          if (k == 6 && ai.bound > 10) k = 5;
+        }
+        double bound = k <= 1 ? ai.bound : k <= 5 ? 1.0 : k == 6 ? std::exp(ai.bound) : k == 7 ? std::max(std::log(ai.bound + 1), 20.0)
+                       : k == 8 ? std::sqrt(ai.bound) : ai.bound + 1;
+        push(p, step(Op::Unary, k, {a}), ValueInfo{ai.shape, ai.dtype, bound});
+        return;
+      }
+      case 2:
+      case 3:
+      case 4: {  // binary
+        int b = partner(p, a);
+        double bb = p.values[static_cast<size_t>(b)].bound;
+        int k;
+        if (fl) k = uniform(0, 4);
+        else if (in) k = uniform(0, 7);
+        else k = uniform(5, 7);
+        if (k == 2 && ai.bound * bb > 1e6) k = 3;
+        double bound = k == 2 ? ai.bound * bb : k <= 1 ? ai.bound + bb : std::max(ai.bound, bb);
+        if (in && k >= 5) bound = 64;
+        push(p, step(Op::Binary, k, {a, b}), ValueInfo{ai.shape, ai.dtype, bound});
+        return;
+      }
+      case 5: {  // division or log, kept away from zero
+        if (!fl) return;
+        if (chance(0.5)) {
+          int b = partner(p, a);
+          push(p, step(Op::SafeDiv, 0, {a, b}), ValueInfo{ai.shape, ai.dtype, ai.bound});
+        } else {
+          push(p, step(Op::SafeLog, 0, {a}), ValueInfo{ai.shape, ai.dtype, std::log(ai.bound + 1) + 1});
+        }
+        return;
+      }
+      case 6: {  // select_n(x cmp y, u, v)
+        if (bo) return;
+        int b = partner(p, a);
+        int pred = push(p, step(Op::Compare, uniform(0, 5), {a, b}), ValueInfo{ai.shape, DType::Bool, 1});
+        int u = pick(p);
+        ValueInfo ui = p.values[static_cast<size_t>(u)];
+        int uc = coerce(p, u, ai.shape, ui.dtype);
+        int v = partner(p, uc);
+        double bound = std::max(p.values[static_cast<size_t>(uc)].bound, p.values[static_cast<size_t>(v)].bound);
+        push(p, step(Op::Select, 0, {pred, uc, v}), ValueInfo{ai.shape, ui.dtype, bound});
+        return;
+      }
+      case 7: {  // compare alone (bool values for and/or/reductions)
+        if (bo) return;
+        int b = partner(p, a);
+        push(p, step(Op::Compare, uniform(0, 5), {a, b}), ValueInfo{ai.shape, DType::Bool, 1});
+        return;
+      }
+      case 8: {  // convert
+        DType to;
+        int c = uniform(0, 3);
+        to = c == 0 ? DType::Float32 : c == 1 ? DType::Float64 : c == 2 ? DType::Int32 : DType::Bool;
+        if (to == ai.dtype) return;
+        if (fl && to == DType::Int32 && ai.bound > 1e6) return;  // out-of-range conversions
+        double bound = to == DType::Bool ? 1 : ai.bound;
+        Step s = step(Op::Convert, 0, {a});
+        s.dtype = to;
+        push(p, s, ValueInfo{ai.shape, to, bound});
+        return;
+      }
+      case 9: {  // broadcast_in_dim into a random larger shape
+        int out_rank = uniform(r, 3);
+        if (out_rank == r && r > 0 && chance(0.5)) return;
+        // Choose which output dims the operand's dims land on (increasing).
+        std::vector<int64_t> positions(static_cast<size_t>(out_rank));
+        std::iota(positions.begin(), positions.end(), 0);
+        std::shuffle(positions.begin(), positions.end(), rng_);
+        positions.resize(static_cast<size_t>(r));
+        std::sort(positions.begin(), positions.end());
+        Shape out(static_cast<size_t>(out_rank));
+        for (auto& d : out) d = uniform(1, 5);
+        for (int i = 0; i < r; ++i) {
+          int64_t d = ai.shape[static_cast<size_t>(i)];
+          out[static_cast<size_t>(positions[static_cast<size_t>(i)])] = d == 1 && chance(0.5) ? uniform(1, 5) : d;
+        }
+        Step s = step(Op::Broadcast, 0, {a}, positions);
+        s.shape = out;
+        push(p, s, ValueInfo{out, ai.dtype, ai.bound});
+        return;
+      }
+      case 10: {  // transpose
+        if (r < 2) return;
+        std::vector<int64_t> perm(static_cast<size_t>(r));
+        std::iota(perm.begin(), perm.end(), 0);
+        std::shuffle(perm.begin(), perm.end(), rng_);
+        Shape out;
+        for (int64_t d : perm) out.push_back(ai.shape[static_cast<size_t>(d)]);
+        push(p, step(Op::Transpose, 0, {a}, perm), ValueInfo{out, ai.dtype, ai.bound});
+        return;
+      }
+      case 11: {  // slice
+        if (r == 0) return;
+        std::vector<int64_t> start, limit, stride;
+        Shape out;
+        for (int64_t d : ai.shape) {
+          int64_t s0 = uniform(0, static_cast<int>(d) - 1);
+          int64_t l = uniform(static_cast<int>(s0) + 1, static_cast<int>(d));
+          int64_t st = chance(0.3) ? uniform(1, 3) : 1;
+          start.push_back(s0);
+          limit.push_back(l);
+          stride.push_back(st);
+          out.push_back((l - s0 + st - 1) / st);
+        }
+        push(p, step(Op::Slice, 0, {a}, start, limit, stride), ValueInfo{out, ai.dtype, ai.bound});
+        return;
+      }
+      case 12: {  // rev
+        if (r == 0) return;
+        std::vector<int64_t> dims;
+        for (int i = 0; i < r; ++i)
+          if (chance(0.5)) dims.push_back(i);
+        if (dims.empty()) dims.push_back(uniform(0, r - 1));
+        push(p, step(Op::Rev, 0, {a}, dims), ValueInfo{ai.shape, ai.dtype, ai.bound});
+        return;
+      }
+      case 13: {  // reshape: regroup the elements into another shape of the same size
+        int64_t n = shape_size(ai.shape);
+        Shape out;
+        int64_t left = n;
+        int out_rank = uniform(0, 3);
+        for (int i = 0; i + 1 < out_rank; ++i) {
+          std::vector<int64_t> divisors;
+          for (int64_t d = 1; d <= left; ++d)
+            if (left % d == 0) divisors.push_back(d);
+          int64_t d = divisors[static_cast<size_t>(uniform(0, static_cast<int>(divisors.size()) - 1))];
+          out.push_back(d);
+          left /= d;
+        }
+        if (out_rank > 0) out.push_back(left);
+        else if (n != 1) return;
+        Step s = step(Op::Reshape, 0, {a});
+        s.shape = out;
+        push(p, s, ValueInfo{out, ai.dtype, ai.bound});
+        return;
+      }
+      case 14: {  // reduction over a random subset of axes
+        std::vector<int64_t> axes;
+        for (int i = 0; i < r; ++i)
+          if (chance(0.5)) axes.push_back(i);
+        int k;
+        if (bo) k = uniform(3, 4);
+        else if (in) k = uniform(0, 2);
+        else k = chance(0.4) ? 0 : uniform(1, 2);
+        Shape out;
+        int64_t n = 1;
+        for (int i = 0; i < r; ++i) {
+          if (std::find(axes.begin(), axes.end(), i) == axes.end()) out.push_back(ai.shape[static_cast<size_t>(i)]);
+          else n *= ai.shape[static_cast<size_t>(i)];
+        }
+        double bound = k == 0 ? ai.bound * static_cast<double>(n) : ai.bound;
+        if (in && k == 0) bound = std::max(bound, 64.0);
+        push(p, step(Op::Reduce, k, {a}, axes), ValueInfo{out, ai.dtype, bound});
+        return;
+      }
+      default: {  // dot of rank-2 floats, or an iota
+        if (fl && r == 2) {
+          int64_t k = ai.shape[1];
+          int b = pick_where(p, [&](const ValueInfo& v) {
+            return v.dtype == ai.dtype && v.shape.size() == 2 && v.shape[0] == k;
+          });
+          if (b < 0) {  // a^T @ a' with a' = a: contract dim 1 of a^T with dim 0 of a
+            Step t = step(Op::Transpose, 0, {a}, {1, 0});
+            int at = push(p, t, ValueInfo{{ai.shape[1], ai.shape[0]}, ai.dtype, ai.bound});
+            push(p, step(Op::Dot, 0, {at, a}),
+                 ValueInfo{{ai.shape[1], ai.shape[1]}, ai.dtype, ai.bound * ai.bound * static_cast<double>(ai.shape[0])});
+            return;
+          }
+          const ValueInfo& bi = p.values[static_cast<size_t>(b)];
+          push(p, step(Op::Dot, 0, {a, b}),
+               ValueInfo{{ai.shape[0], bi.shape[1]}, ai.dtype, ai.bound * bi.bound * static_cast<double>(k)});
+          return;
+        }
+        if (r == 0) return;
+        Step s = step(Op::Iota, 0, {}, {uniform(0, r - 1)});
+        s.shape = ai.shape;
+        s.dtype = chance(0.5) ? DType::Int32 : main_float_;
+        push(p, s, ValueInfo{ai.shape, s.dtype, 7});
+        return;
+      }
+    }
+  }
+
+  std::mt19937_64 rng_;
+  DType main_float_ = DType::Float32;
+};
+
+}  // namespace jx::testing::random_program
