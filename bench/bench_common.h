@@ -86,6 +86,24 @@ inline double stream_bandwidth(bool quick) {
   return 3.0 * 8.0 * n / t;
 }
 
+// Command line shared by both binaries: --quick, --only a,b (section names).
+struct BenchArgs {
+  bool quick = false;
+  std::string only;  // comma-separated sections; empty: all
+  bool runs(const std::string& section) const {
+    return only.empty() || ("," + only + ",").find("," + section + ",") != std::string::npos;
+  }
+};
+inline BenchArgs parse_bench_args(int argc, char** argv) {
+  BenchArgs a;
+  for (int i = 1; i < argc; ++i) {
+    std::string s = argv[i];
+    if (s == "--quick") a.quick = true;
+    if (s == "--only" && i + 1 < argc) a.only = argv[++i];
+  }
+  return a;
+}
+
 inline std::string dtype_suffix(jx::DType dtype) { return "_" + std::string(jx::dtype_name(dtype)); }
 
 // ---- the workloads (each a plain function of arrays: eager calls it, jit traces it) ----
@@ -147,8 +165,10 @@ struct MlpInputs {
 };
 inline MlpInputs mlp_inputs(int64_t batch = 64) {
   auto ks = jx::random::split(jx::random::key(7), 6);
-  return {{0.1 * jx::random::normal(ks(0), {128, 256}), jnp::zeros({256}), 0.1 * jx::random::normal(ks(1), {256, 10}),
-           jnp::zeros({10})},
+  // Biases random, not jnp::zeros: a zeros array is a stride-0 view, which jit would copy
+  // on every call (the dispatch section measures that separately).
+  return {{0.1 * jx::random::normal(ks(0), {128, 256}), 0.01 * jx::random::normal(ks(4), {256}),
+           0.1 * jx::random::normal(ks(1), {256, 10}), 0.01 * jx::random::normal(ks(5), {10})},
           jx::random::normal(ks(2), {batch, 128}),
           jx::random::normal(ks(3), {batch, 10})};
 }
@@ -166,7 +186,12 @@ inline Array chain20(const Array& x, const Array& y) {
   return t;
 }
 
-// 1. a call with 20 array arguments.
+// 1. a call with 20 array arguments (contiguous, 1 element each).
+inline std::vector<Array> dispatch_args() {
+  std::vector<Array> args;
+  for (int i = 0; i < 20; ++i) args.push_back(jx::random::uniform(jx::random::key(100 + i), {1}));
+  return args;
+}
 inline Array sum_of_20(const std::vector<Array>& a) {
   Array s = a[0];
   for (size_t i = 1; i < a.size(); ++i) s = s + a[i];

@@ -4,15 +4,15 @@
 // through jx::jit: one JSON line per result, impl "jx_jit". Each row also carries
 // "rel_diff", max|jit - eager| / max|eager|, so a fast but wrong kernel shows.
 //
-//   jit_bench [--quick]
+//   jit_bench [--quick] [--only tutorial,selu,...]
 //   jit_bench --compile-child [--with-warmup]   (jit_bench runs this itself) the on-disk cache
 //                                               hits of the compile workloads in a fresh process
 //
 // Compile latency (section "compile") is measured in the modes the docs promise:
 //   jx_jit_cold           first call of a fresh jx::jit with its own name and disk_cache=false:
 //                         trace + passes + fusion + LLVM + the run (best of a few fresh ones)
-//   jx_jit_retrace        a second jx::jit of the same function, same name, disk_cache=false:
-//                         traces again; LLVM runs again unless kernels are cached in memory
+//   jx_jit_retrace        a second jx::jit of the same function while the first is alive,
+//                         disk_cache=false: traces and optimizes again, kernels shared in memory
 //   jx_jit_disk_store     first call with the disk cache on (compiles and writes the cache)
 //   jx_jit_disk_in_process  a second jx::jit, disk cache on: traces, kernels from disk
 //   jx_jit_disk_fresh_process  the same from a new process (LLVM already started there)
@@ -63,17 +63,26 @@ void jit_row(const std::string& section, const std::string& workload, double sec
 
 void bench_dispatch() {
   auto add = jx::jit([](const Array& a, const Array& b) { return a + b; }, options("bench_add"));
-  auto a = jnp::ones({1}), b = jnp::ones({1});
+  // Contiguous inputs (jnp::ones would be a stride-0 view, which jit copies on every call:
+  // see the "views" row).
+  auto a = jx::random::uniform(key, {1}), b = jx::random::uniform(key, {1});
   // The first jit call of the process: LLVM start-up + trace + compile + run.
   auto t0 = Clock::now();
   (void)add(a, b);
   jit_row("dispatch", "first_jit_call_in_process", seconds_since(t0));
   jit_row("dispatch", "dispatch_add_1", per_call_seconds([&] { (void)add(a, b); }));
-  auto c = jnp::ones({1024}), d = jnp::ones({1024});
+  auto c = jx::random::uniform(key, {1024}), d = jx::random::uniform(key, {1024});
   jit_row("dispatch", "dispatch_add_1024", per_call_seconds([&] { (void)add(c, d); }, 5000),
           Extra().num("rel_diff", rel_diff(add(c, d), c + d)));
-  std::vector<Array> args;
-  for (int i = 0; i < 20; ++i) args.push_back(jnp::full({1}, float(i)));
+  // The same call on jnp::ones arrays (stride-0 broadcast views): eager reads them in
+  // place; jit makes each argument contiguous first.
+  auto ones = jnp::ones({16384});
+  jit_row("dispatch", "dispatch_add_16384_ones_views", per_call_seconds([&] { (void)add(ones, ones); }, 2000));
+  emit("dispatch", "dispatch_add_16384_ones_views", "jx_eager", per_call_seconds([&] { (void)(ones + ones); }, 2000));
+  auto u = jx::random::uniform(key, {16384});
+  jit_row("dispatch", "dispatch_add_16384", per_call_seconds([&] { (void)add(u, u); }, 2000));
+  emit("dispatch", "dispatch_add_16384", "jx_eager", per_call_seconds([&] { (void)(u + u); }, 2000));
+  std::vector<Array> args = dispatch_args();
   auto sum20 = jx::jit(sum_of_20, options("bench_sum20"));
   jit_row("dispatch", "dispatch_20_args_1", per_call_seconds([&] { (void)sum20(args); }, 5000),
           Extra().num("rel_diff", rel_diff(sum20(args), sum_of_20(args))));
@@ -81,18 +90,21 @@ void bench_dispatch() {
 
 // ---- 2. compile latency ----
 
-// Times the first call of a fresh jx::jit(f, options) on fixed arguments.
-using FirstCallTimer = std::function<double(const jx::JitOptions&)>;
+// Times the first call of a fresh jx::jit(f, options) on fixed arguments; with `keep`,
+// the jitted function (and so its loaded kernels) stays alive there afterwards.
+using FirstCallTimer = std::function<double(const jx::JitOptions&, std::shared_ptr<void>* keep)>;
 // Times a cached call of an already compiled jx::jit(f).
 using CachedCallTimer = std::function<double()>;
 
 template <class F, class... A>
 std::pair<FirstCallTimer, CachedCallTimer> compile_timers(F f, A... args) {
-  FirstCallTimer first = [f, args...](const jx::JitOptions& o) {
-    auto jf = jx::jit(f, o);
+  FirstCallTimer first = [f, args...](const jx::JitOptions& o, std::shared_ptr<void>* keep) {
+    auto jf = std::make_shared<decltype(jx::jit(f, o))>(jx::jit(f, o));
     auto t0 = Clock::now();
-    (void)jf(args...);
-    return seconds_since(t0);
+    (void)(*jf)(args...);
+    double t = seconds_since(t0);
+    if (keep) *keep = jf;
+    return t;
   };
   CachedCallTimer cached = [f, args...] {
     auto jf = jx::jit(f, options("bench_compile_cached_call"));
@@ -142,11 +154,16 @@ void bench_compile(const char* self) {
     std::string cold_name = c.name + "_cold_" + std::to_string(getpid());
     double cold = 1e30;
     for (int i = 0; i < cold_reps; ++i)
-      cold = std::min(cold, c.first(options(cold_name + "_" + std::to_string(i), false)));
+      cold = std::min(cold, c.first(options(cold_name + "_" + std::to_string(i), false), nullptr));
     emit("compile", c.name, "jx_jit_cold", cold);
-    emit("compile", c.name, "jx_jit_retrace", c.first(options(cold_name + "_0", false)));
-    emit("compile", c.name, "jx_jit_disk_store", c.first(options(c.name + "_disk", true)));
-    emit("compile", c.name, "jx_jit_disk_in_process", c.first(options(c.name + "_disk", true)));
+    // A second jx::jit of the same function while the first is alive: traces and
+    // optimizes again; identical kernels are shared in memory (no LLVM).
+    std::shared_ptr<void> first;
+    c.first(options(cold_name + "_warm", false), &first);
+    emit("compile", c.name, "jx_jit_retrace", c.first(options(cold_name + "_warm", false), nullptr));
+    first.reset();
+    emit("compile", c.name, "jx_jit_disk_store", c.first(options(c.name + "_disk", true), nullptr));
+    emit("compile", c.name, "jx_jit_disk_in_process", c.first(options(c.name + "_disk", true), nullptr));
     emit("compile", c.name, "jx_jit_call", c.cached());
   }
   run_child(self, true);
@@ -159,7 +176,8 @@ void bench_compile(const char* self) {
 int compile_child(bool with_warmup) {
   auto cases = compile_cases();
   if (!with_warmup) {
-    emit("compile", cases[0].name, "jx_jit_disk_fresh_process_first", cases[0].first(options(cases[0].name + "_disk")));
+    emit("compile", cases[0].name, "jx_jit_disk_fresh_process_first",
+         cases[0].first(options(cases[0].name + "_disk"), nullptr));
     return 0;
   }
   auto warm = jx::jit([](const Array& x) { return x * 3.0f; }, options("bench_child_warmup", false));
@@ -167,7 +185,8 @@ int compile_child(bool with_warmup) {
   auto t0 = Clock::now();
   (void)warm(one);
   emit("compile", "first_jit_compile_in_fresh_process", "jx_jit_cold", seconds_since(t0));
-  for (auto& c : cases) emit("compile", c.name, "jx_jit_disk_fresh_process", c.first(options(c.name + "_disk")));
+  for (auto& c : cases)
+    emit("compile", c.name, "jx_jit_disk_fresh_process", c.first(options(c.name + "_disk"), nullptr));
   return 0;
 }
 
@@ -360,8 +379,11 @@ void bench_vecmath() {
   }
 }
 
+BenchArgs args;
+
 // A section that fails (jit still being written) is reported and the others still run.
 void section(const char* name, const std::function<void()>& body) {
+  if (!args.runs(name)) return;
   try {
     body();
   } catch (const std::exception& e) {
@@ -375,9 +397,10 @@ void section(const char* name, const std::function<void()>& body) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  args = parse_bench_args(argc, argv);
+  quick = args.quick;
   bool child = false, with_warmup = false;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--quick") == 0) quick = true;
     if (std::strcmp(argv[i], "--compile-child") == 0) child = true;
     if (std::strcmp(argv[i], "--with-warmup") == 0) with_warmup = true;
   }

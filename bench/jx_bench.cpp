@@ -7,7 +7,7 @@
 // stream_bandwidth: a STREAM triad on all threads; cost_per_element: glibc's libmvec
 // AVX-512 routine (_ZGVeN16v_sinf, ...) called directly on a cache-resident buffer, every
 // thread busy; for matmul, the BLAS called directly.
-//   jx_bench [--quick]
+//   jx_bench [--quick] [--only tutorial,selu,...]
 #include <cblas.h>
 #include <dlfcn.h>
 #include <immintrin.h>
@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "bench_common.h"
+#include "core/array_internal.h"
 
 using namespace jx_bench;
 
@@ -43,6 +44,18 @@ void mvec_pass_f32(void* fn, const float* in, float* out, int64_t n) {
 void mvec_pass_f64(void* fn, const double* in, double* out, int64_t n) {
   auto f = reinterpret_cast<VecFnF64>(fn);
   for (int64_t i = 0; i < n; i += 8) _mm512_storeu_pd(out + i, f(_mm512_loadu_pd(in + i)));
+}
+// out = sin(x) + cos(y) over n (a multiple of the vector width) elements: the tutorial
+// hand-fused, what a perfect jit kernel does.
+void mvec_sin_cos_f32(void* s, void* c, const float* x, const float* y, float* out, int64_t n) {
+  auto fs = reinterpret_cast<VecFnF32>(s), fc = reinterpret_cast<VecFnF32>(c);
+  for (int64_t i = 0; i < n; i += 16)
+    _mm512_storeu_ps(out + i, _mm512_add_ps(fs(_mm512_loadu_ps(x + i)), fc(_mm512_loadu_ps(y + i))));
+}
+void mvec_sin_cos_f64(void* s, void* c, const double* x, const double* y, double* out, int64_t n) {
+  auto fs = reinterpret_cast<VecFnF64>(s), fc = reinterpret_cast<VecFnF64>(c);
+  for (int64_t i = 0; i < n; i += 8)
+    _mm512_storeu_pd(out + i, _mm512_add_pd(fs(_mm512_loadu_pd(x + i)), fc(_mm512_loadu_pd(y + i))));
 }
 #pragma GCC pop_options
 
@@ -110,13 +123,12 @@ void eager(const std::string& section, const std::string& workload, double secon
 }
 
 void bench_dispatch() {
-  auto a = jnp::ones({1}), b = jnp::ones({1});
+  auto a = jx::random::uniform(key, {1}), b = jx::random::uniform(key, {1});
   eager("dispatch", "dispatch_add_1", per_call_seconds([&] { (void)(a + b); }));
-  auto c = jnp::ones({1024}), d = jnp::ones({1024});
+  auto c = jx::random::uniform(key, {1024}), d = jx::random::uniform(key, {1024});
   eager("dispatch", "dispatch_add_1024", per_call_seconds([&] { (void)(c + d); }, 5000));
   eager("dispatch", "dispatch_lax_add_1", per_call_seconds([&] { (void)jx::lax::add(a, b); }));
-  std::vector<Array> args;
-  for (int i = 0; i < 20; ++i) args.push_back(jnp::full({1}, float(i)));
+  std::vector<Array> args = dispatch_args();
   eager("dispatch", "dispatch_20_args_1", per_call_seconds([&] { (void)sum_of_20(args); }, 1000));
 }
 
@@ -138,6 +150,36 @@ void bench_grad() {
   emit("grad", "grad_mlp_256", "jx_grad", per_call_seconds([&] { (void)jx::grad(mlp)(w0); }, 20, reps + 2));
 }
 
+// The tutorial hand-fused in C++ (libmvec AVX-512 on all threads, split in one chunk per
+// thread as jit splits it): into a fresh output array each call, as jit and eager must return one
+// ("hand_fused"), and into one preallocated buffer ("hand_fused_prealloc"). Their gap is
+// what allocating and first-touching the output costs; jit's gap to "hand_fused" is the
+// kernel's own inefficiency.
+void hand_fused_tutorial(const std::string& workload, const Array& x, const Array& y) {
+  const bool f32 = x.dtype() == jx::float32;
+  void* s = libmvec_symbol(f32 ? "_ZGVeN16v_sinf" : "_ZGVeN8v_sin");
+  void* c = libmvec_symbol(f32 ? "_ZGVeN16v_cosf" : "_ZGVeN8v_cos");
+  const int64_t blocks = x.size() / 16;  // x is contiguous; 5000 x 5000 is a multiple of 16
+  if (!s || !c || x.size() % 16 != 0) return;
+  auto run = [&](Array& out) {
+    jx::cpu::parallel_for(blocks, 1024, [&](int64_t lo, int64_t hi) {
+      int64_t b = lo * 16, n = (hi - lo) * 16;
+      if (f32)
+        mvec_sin_cos_f32(s, c, jx::detail::data<float>(x) + b, jx::detail::data<float>(y) + b,
+                         jx::detail::mutable_data<float>(out) + b, n);
+      else
+        mvec_sin_cos_f64(s, c, jx::detail::data<double>(x) + b, jx::detail::data<double>(y) + b,
+                         jx::detail::mutable_data<double>(out) + b, n);
+    });
+  };
+  Array kept = jx::detail::alloc_array(x.aval());
+  emit("tutorial", workload, "hand_fused", best_seconds([&] {
+         Array out = jx::detail::alloc_array(x.aval());
+         run(out);
+       }, reps));
+  emit("tutorial", workload, "hand_fused_prealloc", best_seconds([&] { run(kept); }, reps));
+}
+
 void bench_tutorial() {
   for (auto dtype : {jx::float32, jx::float64}) {
     const int64_t n = 5000;
@@ -150,6 +192,7 @@ void bench_tutorial() {
     double sin_cost = mvec_cost("sin", dtype, 0, 1), cos_cost = mvec_cost("cos", dtype, 0, 1);
     eager("tutorial", "sin_cos_5000x5000" + suffix, best_seconds([&] { (void)sin_cos(x, y); }, reps));
     limit("tutorial", "sin_cos_5000x5000" + suffix, 3 * nn * item, {{nn, sin_cost}, {nn, cos_cost}});
+    hand_fused_tutorial("sin_cos_5000x5000" + suffix, x, y);
     // Broadcast y: cos is needed on n values only (jit may hoist it; the limit assumes so).
     eager("tutorial", "sin_cos_bcast_5000x5000" + suffix, best_seconds([&] { (void)sin_cos(x, yb); }, reps));
     limit("tutorial", "sin_cos_bcast_5000x5000" + suffix, (2 * nn + n) * item,
@@ -267,19 +310,17 @@ void bench_vecmath() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  BenchArgs args = parse_bench_args(argc, argv);
+  quick = args.quick;
   reps = quick ? 2 : 5;
   bandwidth = stream_bandwidth(quick);
   emit("limit", "stream_triad", "limit", 1.0 / bandwidth, Extra().num("bytes", 1.0));
   std::printf("{\"threads\": %d, \"stream_GBps\": %.2f}\n", jx::cpu::num_threads(), bandwidth / 1e9);
-  bench_dispatch();
-  bench_grad();
-  bench_tutorial();
-  bench_selu();
-  bench_reduction();
-  bench_softmax();
-  bench_matmul();
-  bench_small_kernels();
-  bench_vecmath();
+  const std::pair<const char*, void (*)()> sections[] = {
+      {"dispatch", bench_dispatch}, {"grad", bench_grad},           {"tutorial", bench_tutorial},
+      {"selu", bench_selu},         {"reduction", bench_reduction}, {"softmax", bench_softmax},
+      {"matmul", bench_matmul},     {"small_kernels", bench_small_kernels}, {"vecmath", bench_vecmath}};
+  for (auto [name, body] : sections)
+    if (args.runs(name)) body();
   return 0;
 }

@@ -458,6 +458,10 @@ def print_section(title, table, peers):
                           f"ns/element: jit {j['ns_per_element']:.3f}"
                           + (f", eager {impls['jx_eager']['seconds'] * 1e9 / (1 << 22):.3f}" if 'jx_eager' in impls else "")
                           + (f", limit {lim_r['seconds'] * 1e9 / (1 << 22):.3f}" if lim_r else ""))
+        if "hand_fused" in impls:
+            hf, hp = secs(impls, "hand_fused"), secs(impls, "hand_fused_prealloc")
+            extras.append(f"hand-fused C++ loop (libmvec AVX-512, all threads): {fmt(hf)} into a fresh output, "
+                          f"{fmt(hp)} into a preallocated one; jit/hand-fused {ratio(jt, hf)}")
         if lim := impls.get("limit"):
             if lim.get("compute_s", 0) > lim.get("memory_s", 0):
                 extras.append("limit is compute-bound (libmvec)")
@@ -482,9 +486,10 @@ def print_compile(table, jax_c):
         print(f"{w:28} {fmt(cold):>9} {fmt(secs(impls, 'jx_jit_retrace')):>9} {fmt(secs(impls, 'jx_jit_disk_store')):>9} "
               f"{fmt(secs(impls, 'jx_jit_disk_in_process')):>9} {fmt(secs(impls, 'jx_jit_disk_fresh_process')):>9} "
               f"{fmt(secs(impls, 'jx_jit_call')):>9} {fmt(jt[0]):>10} {fmt(jt[1]):>9} {ratio(jt[0], cold, 'x'):>8}")
-    print("  cold: fresh name, disk cache off; retrace: second jx::jit, same name, disk off; disk st.: first call "
-          "writing the disk cache;\n  disk in: second jx::jit reading it; disk new: a new process reading it "
-          "(after one unrelated compile); call: a cached call")
+    print("  cold: fresh name, disk cache off (best of a few); retrace: a second jx::jit while the first is alive "
+          "(traces, kernels shared in memory);\n  disk st.: first call writing the disk cache; disk in: a second "
+          "jx::jit reading it; disk new: a new process reading it\n  (after one unrelated compile); call: a cached "
+          "call; jax total: jax.jit(f).lower(x).compile(), jax xla: its compile() part")
     first = table.get("compile_sin_cos", {}).get("jx_jit_disk_fresh_process_first")
     start = table.get("first_jit_compile_in_fresh_process", {}).get("jx_jit_cold")
     if first or start:
@@ -552,9 +557,11 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer repetitions, no n=4096 matmul")
     ap.add_argument("--no-peers", action="store_true", help="jx only")
     ap.add_argument("--json", help="also write every jx result (JSON lines) to this file")
+    ap.add_argument("--only", help="comma-separated sections of the C++ binaries (dispatch,compile,grad,tutorial,"
+                    "selu,reduction,softmax,matmul,small_kernels,vecmath); peers still run everything")
     args = ap.parse_args()
     reps = 2 if args.quick else 5
-    flags = ["--quick"] if args.quick else []
+    flags = (["--quick"] if args.quick else []) + (["--only", args.only] if args.only else [])
 
     rows, meta = {}, {}
     run_binary(os.path.join(args.build, "bench", "jx_bench"), flags, rows, meta)

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "jit/codegen/kernel.h"
+#include "jit/codegen/kernel_plan.h"
 #include "jit/codegen/llvm_session.h"
 #include "jit/codegen/loop_kernel.h"
 #include "jit/codegen/object_cache.h"
@@ -63,16 +64,31 @@ std::vector<Array> run_kernel(const Kernel& kernel, const Jaxpr& j, const std::v
     a.copy_to(in_buffers.back().data(), a.dtype());
     ins.push_back(in_buffers.back().data());
   }
+  // Outputs sit between guard bytes the kernel must not touch.
+  constexpr size_t kGuard = 64;
   std::vector<Aval> out_avals = j.out_avals();
   for (const Aval& o : out_avals) {
-    out_buffers.emplace_back(static_cast<size_t>(std::max<int64_t>(o.size() * itemsize(o.dtype), 1)), char(0x5a));
-    outs.push_back(out_buffers.back().data());
+    out_buffers.emplace_back(static_cast<size_t>(o.size() * itemsize(o.dtype)) + 2 * kGuard, char(0x5a));
+    outs.push_back(out_buffers.back().data() + kGuard);
   }
   kernel.run(ins.data(), outs.data());
   std::vector<Array> results;
-  for (size_t i = 0; i < out_avals.size(); ++i)
-    results.emplace_back(out_buffers[i].data(), out_avals[i].shape, out_avals[i].dtype);
+  for (size_t i = 0; i < out_avals.size(); ++i) {
+    const std::vector<char>& buf = out_buffers[i];
+    for (size_t g = 0; g < kGuard; ++g) {
+      EXPECT_EQ(buf[g], char(0x5a)) << "output " << i << " written before its start";
+      EXPECT_EQ(buf[buf.size() - 1 - g], char(0x5a)) << "output " << i << " written past its end";
+    }
+    results.emplace_back(buf.data() + kGuard, out_avals[i].shape, out_avals[i].dtype);
+  }
   return results;
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
 
 KernelOptions no_cache(std::string name = "test") {
@@ -254,6 +270,30 @@ TEST(LoopKernel, MultiOutputAndInputPassthrough) {
         "loop");
 }
 
+TEST(LoopKernel, CopyAndFill) {
+  // Loops LLVM turns into memcpy / memset calls, which the JIT resolves in the process.
+  check(R"({ lambda ; a:f32[1000] b:f64[1000]. let
+    c:i32[1000] = broadcast_in_dim[broadcast_dimensions=() shape=(1000,)] 0:i32[]
+  in (a, c) })",
+        "loop");
+  check(R"({ lambda ; a:f64[100,30]. let
+    b:f64[100,30] = broadcast_in_dim[broadcast_dimensions=() shape=(100, 30)] 0.0:f64[]
+  in (a, b) })",
+        "loop");
+}
+
+TEST(LoopKernel, ScalarOperandsAndComputedScalars) {
+  // clamp's bounds may be 0-d inputs; a 0-d computed value broadcast into the loop.
+  check(R"({ lambda ; a:f32[] b:f32[50] c:f32[] d:f32[]. let
+    e:f32[50] = clamp a b c
+    f:f32[] = exp d
+    g:f32[50] = broadcast_in_dim[broadcast_dimensions=() shape=(50,)] f
+    h:f32[50] = mul e g
+    i:f32[50] = integer_pow[y=3] h
+  in (i) })",
+        "loop", 1e-5, 1e-6);
+}
+
 TEST(LoopKernel, MaxPropagatesNaN) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   Array a(std::vector<float>{1, nan, 3, -1, nan, 0, 2}, Shape{7});
@@ -326,6 +366,75 @@ TEST(KernelSupport, Predicates) {
   EXPECT_FALSE(reduction_supported(j.eqns[7], &why));
   EXPECT_EQ(why, "argmax is not a reduction a loop kernel can end in");
   EXPECT_FALSE(reduction_supported(j.eqns[5], nullptr));
+}
+
+// ---- the plan: index maps folded into affine addresses, dims collapsed ----
+
+TEST(KernelPlan, ContiguousWorkIsOneFlatLoop) {
+  Jaxpr j = parse_jaxpr(R"({ lambda ; a:f32[4,5,6] b:f32[4,5,6]. let
+    c:f32[4,5,6] = add a b
+    d:f32[4,5,6] = exp c
+  in (d) })");
+  EXPECT_EQ(codegen::plan_kernel(j, "loop").str(),
+            "loop dims (120,) kept 1\n"
+            "in0 float32\n"
+            "in1 float32\n"
+            "n0:float32 = load in0 [0; 1]\n"
+            "n1:float32 = load in1 [0; 1]\n"
+            "n2:float32 = add (n0:float32 n1:float32)\n"
+            "n3:float32 = exp (n2:float32)\n"
+            "out0:float32 = n3 [0; 1]\n"
+            "schedule elementwise units 120 chunk_rows 0 column_block 0\n");
+}
+
+TEST(KernelPlan, IndexMapsAndRecompute) {
+  // b is read transposed; c = sin(a) is read directly and reversed (two nodes); the row
+  // broadcast d keeps the dims apart; size-1 dims disappear.
+  Jaxpr j = parse_jaxpr(R"({ lambda ; a:f32[3,4] b:f32[4,3] d:f32[4]. let
+    c:f32[3,4] = sin a
+    e:f32[3,4] = transpose[permutation=(1, 0)] b
+    f:f32[3,4] = rev[dimensions=(0, 1)] c
+    g:f32[3,4] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(3, 4)] d
+    h:f32[3,4] = add c e
+    i:f32[3,4] = add h f
+    k:f32[3,4] = mul i g
+    l:f32[1,3,4] = expand_dims[dimensions=(0,)] k
+  in (l) })");
+  EXPECT_EQ(codegen::plan_kernel(j, "loop").str(),
+            "loop dims (3, 4) kept 2\n"
+            "in0 float32\n"
+            "in1 float32\n"
+            "in2 float32\n"
+            "n0:float32 = load in0 [0; 4 1]\n"
+            "n1:float32 = sin (n0:float32)\n"
+            "n2:float32 = load in1 [0; 1 3]\n"
+            "n3:float32 = add (n1:float32 n2:float32)\n"
+            "n4:float32 = load in0 [11; -4 -1]\n"
+            "n5:float32 = sin (n4:float32)\n"
+            "n6:float32 = add (n3:float32 n5:float32)\n"
+            "n7:float32 = load in2 [0; 0 1]\n"
+            "n8:float32 = mul (n6:float32 n7:float32)\n"
+            "out0:float32 = n8 [0; 4 1]\n"
+            "schedule elementwise units 3 chunk_rows 0 column_block 0\n");
+}
+
+TEST(KernelPlan, ReductionSchedules) {
+  auto mode = [](const std::string& text) {
+    std::string s = codegen::plan_kernel(parse_jaxpr(text), "reduction").str();
+    return s.substr(s.find("schedule"));
+  };
+  EXPECT_EQ(mode(R"({ lambda ; a:f32[8,300]. let
+    b:f32[8] = reduce_sum[axes=(1,)] a
+  in (b) })"),
+            "schedule row_reduce units 8 chunk_rows 0 column_block 0\n");
+  EXPECT_EQ(mode(R"({ lambda ; a:f32[300,2000]. let
+    b:f32[2000] = reduce_sum[axes=(0,)] a
+  in (b) })"),
+            "schedule column_reduce units 8 chunk_rows 0 column_block 256\n");
+  EXPECT_EQ(mode(R"({ lambda ; a:f32[100,1000]. let
+    b:f32[] = reduce_sum[axes=(0, 1)] a
+  in (b) })"),
+            "schedule full_reduce units 7 chunk_rows 16384 column_block 0\n");
 }
 
 // ---- reductions ----
@@ -409,6 +518,102 @@ TEST(ReductionKernel, OfTransposedAndBroadcastOperands) {
         "reduction", 1e-5, 1e-5);
 }
 
+TEST(ReductionKernel, FullReductionOfTransposedOperand) {
+  check(R"({ lambda ; a:f32[40,30] b:f32[30,40]. let
+    c:f32[30,40] = transpose[permutation=(1, 0)] a
+    d:f32[30,40] = mul c b
+    e:f32[] = reduce_sum[axes=(0, 1)] d
+    f:f32[] = reduce_min[axes=(1, 0)] d
+  in (e, f) })",
+        "reduction", 1e-5, 1e-4);
+}
+
+TEST(ReductionKernel, NoReducedAxes) {
+  check(R"({ lambda ; a:f32[4,5]. let
+    b:f32[4,5] = reduce_sum[axes=()] a
+  in (b) })",
+        "reduction");
+  check(R"({ lambda ; a:f32[4,1,5]. let
+    b:f32[4,5] = reduce_max[axes=(1,)] a
+  in (b) })",
+        "reduction");
+  check(R"({ lambda ; a:f64[]. let
+    b:f64[] = reduce_prod[axes=()] a
+  in (b) })",
+        "reduction");
+}
+
+// Results of a full and a column reduction are the same bits with 1 and 3 threads: the
+// test runs itself as a child process with JX_NUM_THREADS set (the pool's size is fixed
+// per process).
+TEST(ReductionKernel, IndependentOfThreadCount) {
+  Jaxpr j = parse_jaxpr(R"({ lambda ; a:f32[1024,1536]. let
+    b:f32[] = reduce_sum[axes=(0, 1)] a
+    c:f32[] = reduce_max[axes=(0, 1)] a
+  in (b, c) })");
+  Jaxpr col = parse_jaxpr(R"({ lambda ; a:f32[1024,1536]. let
+    b:f32[1536] = reduce_sum[axes=(0,)] a
+  in (b) })");
+  std::vector<Array> args{random_array(j.invars[0].aval, 77)};
+  auto full = compile_kernel(j, "reduction", no_cache());
+  auto column = compile_kernel(col, "reduction", no_cache());
+  std::vector<Array> r = run_kernel(*full, j, args);
+  std::vector<Array> c = run_kernel(*column, col, args);
+  std::ostringstream bits;
+  for (const Array& x : {r[0], r[1], c[0]})
+    for (float v : x.to_vector<float>()) bits << std::hexfloat << v << " ";
+  if (const char* out = std::getenv("JX_CODEGEN_TEST_BITS")) {  // the child: report
+    std::ofstream(out) << bits.str();
+    return;
+  }
+  const fs::path dir = fs::temp_directory_path();
+  for (int threads : {1, 3}) {
+    const fs::path out = dir / ("jx_codegen_bits_" + std::to_string(::getpid()) + "_" + std::to_string(threads));
+    const std::string cmd = "JX_NUM_THREADS=" + std::to_string(threads) + " JX_CODEGEN_TEST_BITS=" + out.string() +
+                            " /proc/" + std::to_string(::getpid()) +
+                            "/exe --gtest_filter=ReductionKernel.IndependentOfThreadCount > /dev/null 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    EXPECT_EQ(read_file(out), bits.str()) << threads << " threads";
+    fs::remove(out);
+  }
+}
+
+// Every subset of axes, of a plain and of a transposed operand: exercises dim collapsing
+// and every schedule.
+TEST(ReductionKernel, EveryAxisSubset) {
+  auto shape_text = [](const Shape& s) {
+    std::ostringstream os;
+    for (size_t i = 0; i < s.size(); ++i) os << (i ? "," : "") << s[i];
+    return os.str();
+  };
+  for (int transposed = 0; transposed < 2; ++transposed)
+    for (int mask = 0; mask < 16; ++mask) {
+      const Shape x = transposed ? Shape{70, 4, 1, 3} : Shape{3, 1, 4, 70};
+      Shape kept;
+      std::vector<std::string> axes;
+      for (int d = 0; d < 4; ++d) {
+        if (mask & (1 << d))
+          axes.push_back(std::to_string(d));
+        else
+          kept.push_back(x[static_cast<size_t>(d)]);
+      }
+      std::ostringstream axes_text;
+      for (size_t i = 0; i < axes.size(); ++i) axes_text << (i ? ", " : "") << axes[i];
+      if (axes.size() == 1) axes_text << ",";
+      const std::string xt = "f32[" + shape_text(x) + "]", kt = "f32[" + shape_text(kept) + "]";
+      std::ostringstream text;
+      text << "{ lambda ; a:f32[3,1,4,70]. let\n";
+      if (transposed)
+        text << "    b:" << xt << " = transpose[permutation=(3, 2, 1, 0)] a\n";
+      else
+        text << "    b:" << xt << " = neg a\n";
+      text << "    c:" << kt << " = reduce_sum[axes=(" << axes_text.str() << ")] b\n";
+      text << "    e:" << kt << " = reduce_max[axes=(" << axes_text.str() << ")] b\n";
+      text << "  in (c, e) }";
+      check(text.str(), "reduction", 1e-5, 1e-5);
+    }
+}
+
 TEST(ReductionKernel, EmptyReducedAxes) {
   check(R"({ lambda ; a:f32[5,0]. let
     b:f32[5] = reduce_sum[axes=(1,)] a
@@ -439,7 +644,62 @@ TEST(ReductionKernel, MaxWithNaN) {
         "reduction", 1e-6, 1e-6, {rows});
 }
 
+TEST(ReductionKernel, LargeRowAndColumnReductionsRunThreaded) {
+  check(R"({ lambda ; a:f32[512,1024]. let
+    b:f32[512,1024] = mul a a
+    c:f32[512] = reduce_sum[axes=(1,)] b
+  in (c) })",
+        "reduction", 1e-5, 1e-4);
+  check(R"({ lambda ; a:f32[1024,2048]. let
+    b:f32[2048] = reduce_max[axes=(0,)] a
+    c:f32[2048] = reduce_sum[axes=(0,)] a
+  in (b, c) })",
+        "reduction", 1e-5, 1e-3);
+  check(R"({ lambda ; a:f64[64,64,64]. let
+    b:f64[64,64,64] = sin a
+    c:f64[] = reduce_sum[axes=(0, 1, 2)] b
+  in (c) })",
+        "reduction", 1e-10, 1e-10);
+}
+
+TEST(ReductionKernel, IntegerAndBitwise) {
+  check(R"({ lambda ; a:i32[20,30] b:i32[20,30]. let
+    c:i32[20,30] = mul a b
+    d:i32[30] = reduce_sum[axes=(0,)] c
+    e:i32[30] = reduce_min[axes=(0,)] c
+  in (d, e) })",
+        "reduction");
+  check(R"({ lambda ; a:i32[20,30]. let
+    b:i32[20] = reduce_or[axes=(1,)] a
+    c:i32[20] = reduce_and[axes=(1,)] a
+  in (b, c) })",
+        "reduction");
+  check(R"({ lambda ; a:f32[20,30] b:f32[20,30]. let
+    c:bool[20,30] = gt a b
+    d:bool[30] = reduce_or[axes=(0,)] c
+    e:bool[30] = reduce_and[axes=(0,)] c
+  in (d, e) })",
+        "reduction");
+}
+
 // ---- dot ----
+
+TEST(DotKernel, LargeAndEmpty) {
+  check(R"({ lambda ; a:f32[300,64] b:f32[64,400] c:f32[300,400]. let
+    d:f32[300,400] = dot_general[lhs_batch_dimensions=() lhs_contracting_dimensions=(1,) rhs_batch_dimensions=() rhs_contracting_dimensions=(0,)] a b
+    e:f32[300,400] = max d c
+  in (e) })",
+        "dot", 1e-5, 1e-4);
+  check(R"({ lambda ; a:f64[3,0] b:f64[0,4]. let
+    d:f64[3,4] = dot_general[lhs_batch_dimensions=() lhs_contracting_dimensions=(1,) rhs_batch_dimensions=() rhs_contracting_dimensions=(0,)] a b
+    e:f64[3,4] = exp d
+  in (e, d) })",
+        "dot");
+  check(R"({ lambda ; a:f32[0,5] b:f32[5,4]. let
+    d:f32[0,4] = dot_general[lhs_batch_dimensions=() lhs_contracting_dimensions=(1,) rhs_batch_dimensions=() rhs_contracting_dimensions=(0,)] a b
+  in (d) })",
+        "dot");
+}
 
 TEST(DotKernel, Epilogue) {
   check(R"({ lambda ; a:f32[33,20] b:f32[20,17] c:f32[17]. let
@@ -459,13 +719,6 @@ TEST(DotKernel, Epilogue) {
 
 
 // ---- disk cache ----
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 void write_bytes(const fs::path& p, const std::string& bytes) {
   std::ofstream out(p, std::ios::binary | std::ios::trunc);
@@ -546,8 +799,11 @@ TEST_F(DiskCache, CorruptEntriesAreRecompiledAndReplaced) {
   // kernel is compiled instead.
   codegen::object_cache_store(key, "not an object file");
   const int64_t compiles = codegen::llvm_compile_count();
+  const auto before = codegen::object_cache_stats();
   compile_and_check();
   EXPECT_EQ(codegen::llvm_compile_count(), compiles + 1);
+  EXPECT_EQ(codegen::object_cache_stats().rejected, before.rejected + 1);
+  EXPECT_EQ(codegen::object_cache_stats().hits, before.hits);
   EXPECT_EQ(read_file(entry), good);
   // No temporary files are left behind.
   EXPECT_EQ(cache_files(dir_).size(), 1u);
@@ -575,7 +831,9 @@ TEST(DiskCacheDir, FromEnvironment) {
   setenv("XDG_CACHE_HOME", "/tmp/xdg", 1);
   EXPECT_EQ(codegen::object_cache_dir(), "/tmp/xdg/jx");
   unsetenv("XDG_CACHE_HOME");
-  if (const char* home = std::getenv("HOME")) EXPECT_EQ(codegen::object_cache_dir(), std::string(home) + "/.cache/jx");
+  if (const char* home = std::getenv("HOME")) {
+    EXPECT_EQ(codegen::object_cache_dir(), std::string(home) + "/.cache/jx");
+  }
   EXPECT_EQ(codegen::object_cache_key("abc").size(), 64u);
   EXPECT_NE(codegen::object_cache_key("abc"), codegen::object_cache_key("abd"));
 }
@@ -619,6 +877,24 @@ TEST(Dumps, SinLoopIsVectorized) {
     GTEST_SKIP() << "JX_VECTOR_ISA caps the vector math";
   EXPECT_NE(assembly.find("zmm"), std::string::npos);
   EXPECT_NE(assembly.find("_ZGVeN16v_sinf"), std::string::npos) << assembly.substr(0, 4000);
+}
+
+TEST(Dumps, SumAccumulatesInVectorRegisters) {
+  if (codegen::host_target().features.find("+avx512f") == std::string::npos) GTEST_SKIP() << "no AVX-512 on this host";
+  const fs::path dir = fs::temp_directory_path() / ("jx_codegen_dump_sum_" + std::to_string(::getpid()));
+  Jaxpr j = parse_jaxpr(R"({ lambda ; a:f32[100000] b:f32[100000]. let
+    c:f32[100000] = mul a b
+    d:f32[] = reduce_sum[axes=(0,)] c
+  in (d) })");
+  KernelOptions o;
+  o.name = "sum";
+  o.dump_dir = dir.string();  // created on demand
+  o.disk_cache = false;
+  compile_kernel(j, "reduction", o);
+  const std::string ir = read_file(dir / "sum.ll"), assembly = read_file(dir / "sum.s");
+  fs::remove_all(dir);
+  EXPECT_NE(ir.find("fadd reassoc <16 x float>"), std::string::npos);
+  EXPECT_NE(assembly.find("vaddps\t%zmm"), std::string::npos);
 }
 
 }  // namespace

@@ -238,6 +238,34 @@ TEST(LoopFusion, CheapBroadcastIsDuplicatedIntoEachConsumer) {
   for (const Equation& e : r.program.jaxpr.eqns) EXPECT_EQ(e.inputs.size(), 2u) << r.text;
 }
 
+TEST(LoopFusion, ChainsOfIndexMapsAreDuplicatedWhole) {
+  // transpose(broadcast(x)) read by a loop and a reduction: both fusions read x alone.
+  Fused r = fuse_text(R"({ lambda ; a:f32[3]. let
+    b:f32[4,3] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(4, 3)] a
+    c:f32[3,4] = transpose[permutation=(1, 0)] b
+    d:f32[3,4] = sin c
+    e:f32[4] = reduce_sum[axes=(0,)] c
+  in (d, e) })");
+  EXPECT_EQ(r.text, R"({ lambda ; a:f32[3]. let
+    b:f32[3,4] = fusion[jaxpr={ lambda ; a:f32[3]. let
+        b:f32[4,3] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(4, 3)] a
+        c:f32[3,4] = transpose[permutation=(1, 0)] b
+        d:f32[3,4] = sin c
+      in (d,) } kind='loop' name='fusion.0'] a
+    c:f32[4] = fusion[jaxpr={ lambda ; a:f32[3]. let
+        b:f32[4,3] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(4, 3)] a
+        c:f32[3,4] = transpose[permutation=(1, 0)] b
+        d:f32[4] = reduce_sum[axes=(0,)] c
+      in (d,) } kind='reduction' name='fusion.1'] a
+  in (b, c) })");
+  EXPECT_TRUE(r.has_note("fusion: duplicated transpose (c) for 1 more consumer (cheap to recompute, so it is not "
+                         "materialized for them)"))
+      << r.all_notes();
+  EXPECT_TRUE(r.has_note("fusion: duplicated broadcast_in_dim (b) for 1 more consumer (cheap to recompute, so it is "
+                         "not materialized for them)"))
+      << r.all_notes();
+}
+
 TEST(LoopFusion, CopiesOfABroadcastInOneFusionAreComputedOnce) {
   Fused r = fuse_text(R"({ lambda ; a:f32[4,3] b:f32[3]. let
     c:f32[4,3] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(4, 3)] b
@@ -645,7 +673,8 @@ std::string random_program(uint32_t seed) {
     return c.empty() ? nullptr : c[c.size() - 1 - pick(std::min<size_t>(c.size(), 4))];
   };
   auto add = [&](const std::string& shape, const std::string& rhs) {
-    std::string name = "t" + std::to_string(next++);
+    std::string name = "t";
+    name += std::to_string(next++);
     body += "    " + name + ":f32[" + shape + "] = " + rhs + "\n";
     values.push_back({name, shape});
   };

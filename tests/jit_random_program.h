@@ -44,6 +44,9 @@ struct ValueInfo {
   Shape shape;
   DType dtype;
   double bound;  // |value| <= bound for finite elements (a generation-time estimate)
+  // Computed (in part) in float32: a float64 result then carries float32 rounding, and
+  // is compared with float32's tolerance.
+  bool f32_lineage = false;
 };
 
 struct Step {
@@ -187,7 +190,8 @@ class Generator {
     main_float_ = chance(0.6) ? DType::Float32 : DType::Float64;
     for (int i = 0; i < n_inputs; ++i) {
       DType d = chance(0.65) ? main_float_ : chance(0.6) ? DType::Int32 : chance(0.5) ? DType::Bool : other_float();
-      ValueInfo info{random_shape(0, 3), d, d == DType::Int32 ? 20.0 : d == DType::Bool ? 1.0 : 4.0};
+      ValueInfo info{random_shape(0, 3), d, d == DType::Int32 ? 20.0 : d == DType::Bool ? 1.0 : 4.0,
+                     d == DType::Float32};
       p.inputs.push_back(info);
       p.values.push_back(info);
     }
@@ -251,6 +255,8 @@ class Generator {
   }
 
   int push(Program& p, Step s, ValueInfo info) {
+    info.f32_lineage = info.dtype == DType::Float32;
+    for (int a : s.args) info.f32_lineage = info.f32_lineage || p.values[static_cast<size_t>(a)].f32_lineage;
     p.steps.push_back(std::move(s));
     p.values.push_back(std::move(info));
     return static_cast<int>(p.values.size()) - 1;

@@ -31,7 +31,7 @@ const std::vector<DType> kNativeDTypes = {DType::Bool,   DType::Int8,   DType::I
 
 const Primitive& prim(std::string_view name) {
   const Primitive* p = find_primitive(name);
-  if (!p) throw std::runtime_error("no primitive " + std::string(name));
+  if (!p) throw std::runtime_error(detail::cat("no primitive ", name));
   return *p;
 }
 
@@ -85,6 +85,9 @@ std::vector<Array> run_native(const Jaxpr& j, const std::vector<Array>& args, co
   for (size_t i = 0; i < outs.size(); ++i) result.emplace_back(out_buf[i].data(), outs[i].shape, outs[i].dtype);
   return result;
 }
+
+// "[y=3]", or "" without parameters.
+std::string params_text(const Params& params) { return params.empty() ? std::string() : detail::cat("[", params.str(), "]"); }
 
 // ---- inputs ----
 
@@ -228,9 +231,9 @@ class KernelBatch {
     std::string why;
     if (kind_ == "loop") EXPECT_TRUE(compiler::scalar_op_supported(eqn, &why)) << p.name() << ": " << why;
     else if (!compiler::reduction_supported(eqn, &why)) return false;
-    Check check{detail::cat(p.name(), params.empty() ? "" : "[" + params.str() + "]", " of"), max_ulp, {}};
+    Check check{detail::cat(p.name(), params_text(params), " of"), max_ulp, {}};
     for (size_t k = 0; k < in.size(); ++k) {
-      check.label += " " + in[k].str();
+      check.label += detail::cat(" ", in[k].str());
       check.args.push_back(given.empty() ? make_operand(in[k].dtype, static_cast<int>(k), static_cast<int>(in.size()),
                                                         in[k].size(), 1 + k)
                                          : given[k]);
@@ -307,7 +310,7 @@ const std::vector<Row> kRows = {
     {"clamp", 3, 0},
 };
 
-void PrintTo(const Row& row, std::ostream* os) { *os << row.name << (row.params.empty() ? "" : "[" + row.params.str() + "]"); }
+void PrintTo(const Row& row, std::ostream* os) { *os << row.name << params_text(row.params); }
 
 class ScalarOp : public ::testing::TestWithParam<Row> {};
 
@@ -320,7 +323,7 @@ TEST_P(ScalarOp, MatchesEagerForEveryDType) {
 
 std::string row_name(const ::testing::TestParamInfo<Row>& info) {
   std::string s = info.param.name;
-  if (info.param.params.has("rounding_method")) s += "_method" + std::to_string(info.param.params.get_int("rounding_method"));
+  if (info.param.params.has("rounding_method")) s += detail::cat("_method", info.param.params.get_int("rounding_method"));
   return s;
 }
 

@@ -47,6 +47,16 @@ const std::string g_cache_dir = [] {
   return dir;
 }();
 
+// Removes the cache directory when the process exits.
+struct RemoveAtExit {
+  std::string dir;
+  ~RemoveAtExit() {
+    std::error_code ec;
+    if (!dir.empty()) fs::remove_all(dir, ec);
+  }
+};
+const RemoveAtExit g_remove_cache_dir{g_cache_dir};
+
 }  // namespace
 
 namespace jx {
@@ -282,6 +292,58 @@ TEST(Jit, StridedAndBroadcastArgumentViews) {
     Array view = testing::make_test_view(base, code);
     expect_jit_matches_eager(f, view);
   }
+}
+
+TEST(Jit, RuntimeCallsMixedWithKernels) {
+  // Primitives without a native kernel (sort, cumsum, gather, linear algebra, threefry)
+  // run as runtime calls between kernels.
+  auto f = [](const Array& x, const Array& idx, const Array& a) {
+    Array s = jnp::sort(jnp::sin(x) * 3, 1);
+    Array c = jnp::cumsum(s + 1, 1);
+    Array g = jnp::take(c, idx, 1);
+    Array spd = jnp::matmul(a, jnp::transpose(a)) + 4 * jnp::eye(4);
+    Array sol = jnp::linalg::solve(spd, jnp::ones({4}));
+    Array noise = random::uniform(random::key(7), {5});
+    return std::make_tuple(jnp::exp(g) - 1, sol * 2, noise + jnp::sum(x));
+  };
+  Array x = randn({3, 5}, DType::Float32, 48), a = randn({4, 4}, DType::Float32, 49);
+  Array idx = Array({4, 0, 2, 2});
+  expect_jit_matches_eager(f, x, idx, a);
+}
+
+TEST(Jit, DtypesWithoutKernelsRunAsRuntimeCalls) {
+  auto f = [](const Array& x) { return jnp::sin(x) * x + 1; };
+  for (DType d : {DType::Float16, DType::BFloat16, DType::Complex64, DType::Complex128}) {
+    SCOPED_TRACE(dtype_name(d));
+    Array x = lax::convert_element_type(randn({7}, DType::Float32, 50), d);
+    Array want = f(x), got = jit(f)(x);
+    EXPECT_EQ(got.aval(), want.aval());
+    EXPECT_ALLCLOSE(got, want, testing::default_rtol(d), testing::default_rtol(d));
+  }
+}
+
+TEST(Jit, OutputsSurviveLaterCalls) {
+  // Kernel outputs come from a pool of recycled buffers: what one call returned must not
+  // be overwritten by the next call, nor by a later kernel of the same call.
+  auto f = jit([](const Array& x) {
+    Array a = jnp::exp(x) + 1;            // kernel
+    Array s = jnp::sort(a);               // runtime call
+    Array b = jnp::sin(s) * 2;            // kernel, same size as a
+    Array c = jnp::cumsum(b);             // runtime call
+    return std::make_tuple(a, c * 3, b);  // kernel
+  });
+  Array x1 = randn({50}, DType::Float32, 51), x2 = randn({50}, DType::Float32, 52);
+  auto r1 = f(x1);
+  auto copy1 = tree::map([](const Array& v) { return v + 0; }, r1);
+  for (int i = 0; i < 3; ++i) (void)f(x2);
+  auto r2 = f(x2);
+  expect_same_tree(r1, copy1, 0, 0);
+  auto eager = [](const Array& x) {
+    Array a = jnp::exp(x) + 1, b = jnp::sin(jnp::sort(a)) * 2;
+    return std::make_tuple(a, jnp::cumsum(b) * 3, b);
+  };
+  expect_same_tree(r1, eager(x1));
+  expect_same_tree(r2, eager(x2));
 }
 
 // ---- the compile cache ----

@@ -296,7 +296,8 @@ void collapse(KernelPlan& plan, std::vector<int64_t> dims, std::vector<bool> kep
 }
 
 constexpr int64_t kFullReduceChunk = 1 << 14;  // elements per partial of a full reduction
-constexpr int64_t kColumnBlock = 1024;        // output elements a column-reduction unit owns
+constexpr int64_t kColumnBlock = 1024;        // most output elements a column-reduction unit owns
+constexpr int64_t kColumnUnits = 8;           // units a column reduction aims for
 
 int64_t product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
   int64_t p = 1;
@@ -343,10 +344,15 @@ LoopSchedule schedule(const KernelPlan& plan) {
       }
   if (nd > nk && along_kept > along_reduced) {
     s.mode = LoopSchedule::Mode::ColumnReduce;
-    s.column_block = kColumnBlock;
-    const int64_t blocks = (dims[nk - 1] + kColumnBlock - 1) / kColumnBlock;
-    s.units = product(dims, 0, nk - 1) * blocks;
-    s.elements_per_unit = std::min(kColumnBlock, dims[nk - 1]) * reduced;
+    // Blocks of at most kColumnBlock outputs, smaller (down to 64) when that makes about
+    // kColumnUnits units for the threads. The block never changes the results: each
+    // output is accumulated over the reduced rows in the same order whatever its block.
+    const int64_t outer = product(dims, 0, nk - 1), inner = dims[nk - 1];
+    const int64_t wanted = std::max<int64_t>(1, kColumnUnits / std::max<int64_t>(outer, 1));
+    const int64_t block = (std::max<int64_t>(1, (inner + wanted - 1) / wanted) + 63) / 64 * 64;
+    s.column_block = std::clamp<int64_t>(block, 64, kColumnBlock);
+    s.units = outer * ((inner + s.column_block - 1) / s.column_block);
+    s.elements_per_unit = std::min(s.column_block, inner) * reduced;
     return s;
   }
   s.mode = LoopSchedule::Mode::RowReduce;

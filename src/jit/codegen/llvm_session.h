@@ -2,7 +2,15 @@
 // thread-safely) the first time a kernel is compiled, plus the optimize-and-codegen step
 // every kernel module goes through. Kernels are loaded as object files (freshly compiled
 // or from the disk cache, object_cache.h), each into its own JITDylib, so every kernel
-// can use the same symbol names and is unloaded when its last user goes away.
+// can use the same symbol names and is unloaded when its last user goes away. Undefined
+// symbols (libm, libmvec's _ZGV* vector math, memcpy, jx's jx_rt_* helpers) resolve
+// against the process (LLJIT's process-symbols JITDylib, plus the helpers by address).
+//
+// Cost on the 2-core Zen 4 (CPU time; wall time is several times more when the machine
+// is shared): creating the LLJIT ~1 ms once; a small fused loop (sin(x)+cos(y), 512-bit
+// vectorized through libmvec) ~7 ms, of which the O2 pipeline ~2.3 ms and the code
+// generator ~4 ms; a 20-op chain ~10 ms; loading a kernel from the disk cache in a fresh
+// process ~0.5 ms (~0.15 ms once the process has loaded one).
 #pragma once
 
 #include <memory>

@@ -1,5 +1,6 @@
 #include "jit/codegen/loop_emitter.h"
 
+#include <algorithm>
 #include <functional>
 
 #include <llvm/IR/Function.h>
@@ -14,6 +15,9 @@ namespace {
 
 using llvm::Value;
 using Mode = LoopSchedule::Mode;
+
+constexpr int64_t kReduceBlock = 4096;  // innermost reduced elements per partial accumulator
+constexpr int64_t kColumnRows = 256;    // reduced rows per partial row of a column reduction
 
 class Emitter {
  public:
@@ -237,6 +241,41 @@ class Emitter {
     });
   }
 
+  void fold(const std::vector<llvm::AllocaInst*>& accs, const std::vector<llvm::AllocaInst*>& parts) {
+    for (size_t m = 0; m < accs.size(); ++m) {
+      const PlanOutput& o = plan_.outputs[m];
+      Value* acc = b_.CreateLoad(accs[m]->getAllocatedType(), accs[m]);
+      Value* part = b_.CreateLoad(parts[m]->getAllocatedType(), parts[m]);
+      b_.CreateStore(emit_reduce_combine(b_, *o.reduce, acc, part, o.dtype), accs[m]);
+    }
+  }
+
+  // Accumulates the loop nest over dims[d, ndim) into accs. A long innermost dim is
+  // reduced in blocks, each into fresh accumulators folded into accs after it, so a float
+  // sum's error grows with the block, not the row (eager sums pairwise); the vectorizer
+  // still sees a plain reduction loop per block.
+  void reduce_nest(size_t d, std::vector<Value*>& idx, const std::vector<llvm::AllocaInst*>& accs) {
+    const size_t nd = plan_.dims.size();
+    if (d == nd) return accumulate(accs, idx);
+    const int64_t n = plan_.dims[d];
+    if (d + 1 < nd || n <= kReduceBlock)
+      return loop(c64(0), c64(n), [&](Value* i) {
+        idx[d] = i;
+        reduce_nest(d + 1, idx, accs);
+      });
+    auto parts = accumulators();
+    loop(c64(0), c64((n + kReduceBlock - 1) / kReduceBlock), [&](Value* block) {
+      reset(parts);
+      Value* lo = b_.CreateMul(block, c64(kReduceBlock), "", true, true);
+      Value* hi = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(lo, c64(kReduceBlock)), c64(n));
+      loop(lo, hi, [&](Value* i) {
+        idx[d] = i;
+        accumulate(parts, idx);
+      });
+      fold(accs, parts);
+    });
+  }
+
   void row_reduce(Value* begin, Value* end) {
     const size_t nd = plan_.dims.size(), nk = static_cast<size_t>(plan_.num_kept);
     std::vector<Value*> idx(nd, nullptr);
@@ -244,39 +283,77 @@ class Emitter {
     loop(begin, end, [&](Value* u) {
       decompose(u, 0, nk, idx);
       reset(accs);
-      nest(nk, idx, [&] { accumulate(accs, idx); });
+      reduce_nest(nk, idx, accs);
       for (size_t m = 0; m < accs.size(); ++m)
         store_element(b_, b_.CreateLoad(accs[m]->getAllocatedType(), accs[m]), out_ptr(m, idx),
                       plan_.outputs[m].dtype);
     });
   }
 
+  // A unit owns outputs [jb, je) of the innermost kept dim (a row segment). Reduced rows
+  // are accumulated into a stack row `part` in blocks of about kColumnRows rows, each
+  // block then folded into the output, so the inner loop runs along memory and float
+  // sums grow their error with the block, not the column.
   void column_reduce(Value* begin, Value* end) {
     const size_t nd = plan_.dims.size(), nk = static_cast<size_t>(plan_.num_kept);
     const int64_t inner = plan_.dims[nk - 1], block = plan_.schedule.column_block;
     const int64_t blocks = (inner + block - 1) / block;
+    int64_t inner_rows = 1;
+    for (size_t d = nk + 1; d < nd; ++d) inner_rows *= plan_.dims[d];
+    const int64_t rows = plan_.dims[nk], rows_per_block = std::max<int64_t>(1, kColumnRows / std::max<int64_t>(inner_rows, 1));
+    std::vector<llvm::AllocaInst*> parts;
+    for (const PlanOutput& o : plan_.outputs) {
+      llvm::BasicBlock& entry = function_->getEntryBlock();
+      llvm::IRBuilder<> at(&entry, entry.begin());
+      parts.push_back(at.CreateAlloca(value_type(ctx_, o.dtype), c64(block)));
+    }
     std::vector<Value*> idx(nd, nullptr);
+    auto for_each_output = [&](const std::function<void(size_t, const PlanOutput&)>& f) {
+      for (size_t m = 0; m < plan_.outputs.size(); ++m) f(m, plan_.outputs[m]);
+    };
     loop(begin, end, [&](Value* u) {
       Value* jb = b_.CreateMul(b_.CreateURem(u, c64(blocks)), c64(block));
       Value* je = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(jb, c64(block)), c64(inner));
       decompose(b_.CreateUDiv(u, c64(blocks)), 0, nk - 1, idx);
+      auto part = [&](size_t m, Value* j) {
+        return b_.CreateInBoundsGEP(parts[m]->getAllocatedType(), parts[m], b_.CreateSub(j, jb));
+      };
       loop(jb, je, [&](Value* j) {
         idx[nk - 1] = j;
-        for (size_t m = 0; m < plan_.outputs.size(); ++m)
-          store_element(b_, reduction_identity(b_, *plan_.outputs[m].reduce, plan_.outputs[m].dtype), out_ptr(m, idx),
-                        plan_.outputs[m].dtype);
+        for_each_output([&](size_t m, const PlanOutput& o) {
+          store_element(b_, reduction_identity(b_, *o.reduce, o.dtype), out_ptr(m, idx), o.dtype);
+        });
       });
-      nest(nk, idx, [&] {
+      loop(c64(0), c64((rows + rows_per_block - 1) / rows_per_block), [&](Value* row_block) {
+        loop(jb, je, [&](Value* j) {
+          for_each_output([&](size_t m, const PlanOutput& o) {
+            b_.CreateStore(reduction_identity(b_, *o.reduce, o.dtype), part(m, j));
+          });
+        });
+        Value* lo = b_.CreateMul(row_block, c64(rows_per_block), "", true, true);
+        Value* hi = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(lo, c64(rows_per_block)), c64(rows));
+        loop(lo, hi, [&](Value* r) {
+          idx[nk] = r;
+          nest(nk + 1, idx, [&] {
+            loop(jb, je, [&](Value* j) {
+              idx[nk - 1] = j;
+              std::vector<Value*> v = eval(idx);
+              for_each_output([&](size_t m, const PlanOutput& o) {
+                Value* p = part(m, j);
+                Value* acc = b_.CreateLoad(parts[m]->getAllocatedType(), p);
+                b_.CreateStore(emit_reduce_combine(b_, *o.reduce, acc, v[static_cast<size_t>(o.node)], o.dtype), p);
+              });
+            });
+          });
+        });
         loop(jb, je, [&](Value* j) {
           idx[nk - 1] = j;
-          std::vector<Value*> v = eval(idx);
-          for (size_t m = 0; m < plan_.outputs.size(); ++m) {
-            const PlanOutput& o = plan_.outputs[m];
+          for_each_output([&](size_t m, const PlanOutput& o) {
             Value* p = out_ptr(m, idx);
-            Value* acc = load_element(b_, p, o.dtype);
-            store_element(b_, emit_reduce_combine(b_, *o.reduce, acc, v[static_cast<size_t>(o.node)], o.dtype), p,
+            Value* partial = b_.CreateLoad(parts[m]->getAllocatedType(), part(m, j));
+            store_element(b_, emit_reduce_combine(b_, *o.reduce, load_element(b_, p, o.dtype), partial, o.dtype), p,
                           o.dtype);
-          }
+          });
         });
       });
     });
@@ -296,7 +373,7 @@ class Emitter {
         Value* hi = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(lo, c64(chunk)), c64(rows));
         loop(lo, hi, [&](Value* r) {
           idx[0] = r;
-          nest(1, idx, [&] { accumulate(accs, idx); });
+          reduce_nest(1, idx, accs);
         });
       }
       for (size_t m = 0; m < accs.size(); ++m) {

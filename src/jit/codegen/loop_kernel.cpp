@@ -4,12 +4,16 @@
 // and reductions.
 #include "jit/codegen/loop_kernel.h"
 
+#include <dlfcn.h>
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <optional>
+#include <sstream>
 #include <unordered_map>
 
 #include <llvm/IR/LLVMContext.h>
@@ -54,16 +58,29 @@ bool refuse(std::string* why_not, std::string why) {
   return false;
 }
 
+// The library this code is in, by path, size and modification time: a rebuilt libjx
+// (whose emitters may have changed without a version bump) never reuses old entries.
+std::string library_identity() {
+  Dl_info info;
+  if (!dladdr(reinterpret_cast<const void*>(&library_identity), &info) || !info.dli_fname) return "unknown";
+  struct stat st;
+  if (::stat(info.dli_fname, &st) != 0) return info.dli_fname;
+  return std::string(info.dli_fname) + " " + std::to_string(st.st_size) + " " + std::to_string(st.st_mtim.tv_sec) +
+         "." + std::to_string(st.st_mtim.tv_nsec);
+}
+
 // Everything besides the plan that decides the object code: the target, jx's and
 // codegen's versions, the vector math functions the vectorizer may call.
 const std::string& environment_text() {
   static const std::string text = [] {
     const HostTarget& host = host_target();
-    std::string s = "jx " JX_VERSION_STRING " codegen " + std::to_string(kCodegenVersion) + "\ntarget " + host.triple +
-                    " " + host.cpu + " " + host.features + "\nvector math";
+    std::ostringstream s;
+    s << "jx " JX_VERSION_STRING " codegen " << kCodegenVersion << "\nlibrary " << library_identity() << "\ntarget "
+      << host.triple << " " << host.cpu << " " << host.features << "\nvector math";
     for (const llvm::VecDesc& d : vector_math_library())
-      s += " " + d.getScalarFnName().str() + "=" + d.getVectorFnName().str();
-    return s + "\n";
+      s << " " << d.getScalarFnName().str() << "=" << d.getVectorFnName().str() << "/" << d.getVectorizationFactor().getKnownMinValue();
+    s << "\n";
+    return s.str();
   }();
   return text;
 }
@@ -79,6 +96,7 @@ void write_file(const std::string& path, const std::string& text) {
 // Identical plans compiled in one process share one loaded object.
 std::mutex g_loaded_mu;
 std::unordered_map<std::string, std::weak_ptr<const CompiledLoop>> g_loaded;
+size_t g_loaded_pruned_size = 0;
 
 }  // namespace
 
@@ -110,6 +128,7 @@ std::shared_ptr<const CompiledLoop> CompiledLoop::compile(const KernelPlan& plan
       } catch (const Error&) {
         // A well-formed entry holding bad object code: compile afresh, and overwrite it.
         loop->object_.reset();
+        object_cache_count_unlinkable();
       }
     }
   }
@@ -134,6 +153,10 @@ std::shared_ptr<const CompiledLoop> CompiledLoop::compile(const KernelPlan& plan
   const int64_t work = std::max<int64_t>(1, plan.schedule.elements_per_unit) * std::max<int64_t>(1, plan.schedule.cost);
   loop->grain_ = std::max<int64_t>(1, cpu::kParallelGrain / work);
   std::lock_guard<std::mutex> lock(g_loaded_mu);
+  if (g_loaded.size() >= 2 * g_loaded_pruned_size + 64) {  // forget unloaded kernels now and then
+    std::erase_if(g_loaded, [](const auto& entry) { return entry.second.expired(); });
+    g_loaded_pruned_size = g_loaded.size();
+  }
   g_loaded[key] = loop;
   return loop;
 }

@@ -95,6 +95,11 @@ std::optional<std::string> object_cache_load(std::string_view key) {
   return payload;
 }
 
+void object_cache_count_unlinkable() {
+  --g_hits;
+  ++g_rejected;
+}
+
 void object_cache_store(std::string_view key, std::string_view object) {
   const std::string dir = object_cache_dir();
   if (dir.empty()) return;

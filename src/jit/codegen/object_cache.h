@@ -39,5 +39,7 @@ std::string object_cache_path(std::string_view key);
 std::optional<std::string> object_cache_load(std::string_view key);
 // Stores an object under `key`; failures (read-only disk, ...) are ignored.
 void object_cache_store(std::string_view key, std::string_view object);
+// Recounts the last hit as rejected: its payload passed the checks but did not link.
+void object_cache_count_unlinkable();
 
 }  // namespace jx::compiler::codegen

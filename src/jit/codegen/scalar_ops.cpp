@@ -47,7 +47,6 @@
 
 #include <array>
 #include <cmath>
-#include <cstring>
 #include <deque>
 #include <functional>
 #include <limits>
@@ -414,8 +413,8 @@ const std::unordered_map<std::string_view, Emitter>& emitters() {
   return table;
 }
 
-// Which dtypes each primitive's native emitter handles beyond "any native dtype its shape
-// rule accepts": none are narrower today, so this only names the primitives that exist.
+// Every emitter handles every native dtype its primitive's shape rule accepts, so support
+// is a question of the primitive and the dtypes alone (scalar_op_supported).
 bool has_emitter(std::string_view name) { return emitters().count(name) != 0; }
 
 // The dtype an equation's "input" dtype is for emitters: select_n's cases, clamp's x.

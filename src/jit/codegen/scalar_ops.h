@@ -50,9 +50,10 @@ llvm::Value* emit_reduce_combine(llvm::IRBuilder<>& b, const Primitive& reductio
 
 // The libmvec vector variants of the math functions the emitters call (libm names such
 // as "sinf" and the llvm.* intrinsics), for TargetLibraryInfoImpl::addVectorizableFunctions.
-// Only the variants this CPU runs, capped by cpu::vector_isa() (JX_VECTOR_ISA): SSE (b)
-// always, AVX2 (d) with avx2, AVX-512 (e) with avx512f; none when the ISA is "scalar",
-// so kernels then call scalar libm as eager does. The names live in static storage.
+// Only variants this CPU runs, following cpu::vector_isa() (JX_VECTOR_ISA), the ISA eager's
+// libmvec dispatch uses: SSE (b) and AVX2 (d) for avx2, those and AVX-512 (e) for avx512,
+// none for scalar (kernels then call scalar libm, as eager does, and agree with it to the
+// bit). Read when a module is optimized; the names live in static storage.
 std::vector<llvm::VecDesc> vector_math_library();
 
 // The runtime helpers emitted code calls by name (jx_rt_erf_inv_f64, ...) with their

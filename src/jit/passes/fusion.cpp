@@ -5,10 +5,11 @@
 //      produce their operands (and a dot_general into its elementwise epilogue);
 //   2. siblings: groups reading the same array over the same iteration space merge into
 //      one multi-output fusion (the array is read once);
-//   1 and 2 repeat while they change something (sum(e) and max(e) become siblings, and
-//   then both absorb e's producer);
-//   3. each group becomes one `fusion` equation; groups are emitted in a topological order
-//      of the group graph, which merging keeps acyclic (every merge checks reachability).
+//   1 and 2 repeat while they change something, a few rounds at most (sum(e) and max(e)
+//   become siblings, and then together absorb e's producer);
+//   3. groups of index maps alone stay runtime calls (eager returns views, no copy); each
+//      other group becomes one `fusion` equation, emitted in a topological order of the
+//      group graph, which merging keeps acyclic (every merge checks reachability).
 // Every group is a set of equations of the original program; equations the kernels
 // cannot compute stay as they are (runtime calls) and are groups of their own.
 #include "jit/passes/fusion.h"
@@ -17,7 +18,6 @@
 #include <functional>
 #include <memory>
 #include <queue>
-#include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -214,10 +214,19 @@ class Fuser {
     roles_[i] = Role::kDot;
   }
 
+  // Repeats until no copy is made: copying transpose(b) for a second consumer gives b a
+  // second consumer too (chains of index maps are copied whole).
+  void duplicate_cheap_producers() {
+    for (int pass = 0; pass < 8 && duplicate_cheap_producers_once(); ++pass) {
+    }
+  }
+
   // Gives each fusible consumer of a cheap, multiply-used producer its own copy (inserted
   // right after the original), so the consumers fuse it instead of reading a
   // materialized result. Copies that land in the same fusion are merged again there.
-  void duplicate_cheap_producers() {
+  bool duplicate_cheap_producers_once() {
+    const size_t earlier = duplications_.size();
+    std::vector<size_t> moved(eqns_.size());  // index before -> after this pass
     std::unordered_map<int64_t, std::vector<size_t>> users;  // var id -> distinct user eqns
     for (size_t i = 0; i < eqns_.size(); ++i)
       for (const Atom& a : eqns_[i].inputs)
@@ -234,6 +243,7 @@ class Fuser {
       for (auto& [old_id, copy] : renames[i])
         for (Atom& a : e.inputs)
           if (a.is_var() && a.var().id == old_id) a = copy;
+      moved[i] = out.size();
       out.push_back(e);
       roles.push_back(roles_[i]);
       if (!cheap_to_duplicate(e, roles_[i]) || e.outputs.size() != 1) continue;
@@ -269,8 +279,15 @@ class Fuser {
         duplications_.push_back(std::move(dup));
       }
     }
+    for (size_t k = 0; k < earlier; ++k) {
+      Duplication& d = duplications_[k];
+      d.original = moved[d.original];
+      for (size_t& c : d.copies) c = moved[c];
+    }
+    const bool changed = out.size() != eqns_.size();
     eqns_ = std::move(out);
     roles_ = std::move(roles);
+    return changed;
   }
 
   void index_uses() {
