@@ -1,5 +1,6 @@
 // Loop codegen (src/jit/codegen/): fused sub-programs written as jaxpr text, compiled by
 // compile_kernel and checked against eval_jaxpr (eager jx) on random data.
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -208,6 +209,40 @@ TEST(LoopKernel, Transpose) {
     c:f64[4,2,3] = neg b
   in (c) })",
         "loop");
+}
+
+// Compositions of transpose, rev and strided slice over a 3-d operand.
+TEST(LoopKernel, ComposedIndexMaps) {
+  const Shape x{4, 5, 6};
+  std::vector<int64_t> perm{0, 1, 2};
+  do {
+    for (int rev_mask : {0, 1, 5, 6}) {
+      Shape t{x[static_cast<size_t>(perm[0])], x[static_cast<size_t>(perm[1])], x[static_cast<size_t>(perm[2])]};
+      Shape sliced;
+      for (int64_t d : t) sliced.push_back((d - 1 + 1) / 2);  // start 1, step 2
+      std::vector<std::string> revs;
+      for (int d = 0; d < 3; ++d)
+        if (rev_mask & (1 << d)) revs.push_back(std::to_string(d));
+      std::ostringstream rev_dims;
+      for (size_t i = 0; i < revs.size(); ++i) rev_dims << (i ? ", " : "") << revs[i];
+      if (revs.size() == 1) rev_dims << ",";
+      auto st = [](const Shape& s) {
+        std::ostringstream os;
+        os << "f32[" << s[0] << "," << s[1] << "," << s[2] << "]";
+        return os.str();
+      };
+      std::ostringstream text;
+      text << "{ lambda ; a:f32[4,5,6] b:" << st(sliced) << ". let\n"
+           << "    c:" << st(t) << " = transpose[permutation=(" << perm[0] << ", " << perm[1] << ", " << perm[2]
+           << ")] a\n"
+           << "    d:" << st(t) << " = rev[dimensions=(" << rev_dims.str() << ")] c\n"
+           << "    e:" << st(sliced) << " = slice[limit_indices=(" << t[0] << ", " << t[1] << ", " << t[2]
+           << ") start_indices=(1, 1, 1) strides=(2, 2, 2)] d\n"
+           << "    f:" << st(sliced) << " = sub e b\n"
+           << "  in (f) }";
+      check(text.str(), "loop");
+    }
+  } while (std::next_permutation(perm.begin(), perm.end()));
 }
 
 TEST(LoopKernel, SliceWithSteps) {

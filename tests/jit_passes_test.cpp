@@ -512,6 +512,8 @@ const RuleCase kRuleCases[] = {
     {"ExpandDimsOfNothing", "{ lambda ; a:f32[2]. let\n    b:f32[2] = expand_dims[dimensions=()] a\n  in (b,) }",
      "{ lambda ; a:f32[2]. let\n  in (a,) }"},
     {"SqueezeStays", "{ lambda ; a:f32[1,2]. let\n    b:f32[2] = squeeze[dimensions=(0,)] a\n  in (b,) }", nullptr},
+    {"ExpandDimsStays", "{ lambda ; a:f32[2]. let\n    b:f32[2,1] = expand_dims[dimensions=(1,)] a\n  in (b,) }",
+     nullptr},
     // select_n
     {"SelectWithTruePredicate",
      "{ lambda ; a:f32[3] b:f32[3]. let\n    c:f32[3] = select_n True:bool[] a b\n  in (c,) }",

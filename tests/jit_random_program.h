@@ -9,6 +9,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <numeric>
 #include <random>
@@ -38,6 +39,18 @@ enum class Op {
   Constant,    // a full array of a value (a constant of the program)
   Dot,         // dot_general of rank-2 floats, contracting lhs dim 1 with rhs dim 0
   Iota,        // broadcasted_iota of an existing value's shape
+  IntegerPow,  // integer_pow[y=kind]
+  Clamp,       // clamp(scalar lo, x, scalar hi), lo = -constant, hi = constant
+  MoreUnary,   // expm1 / erf / atan / sign / ceil / round (floats)
+  Atan2,
+  IntDivRem,   // x / (|y| + 1) or rem(x, |y| + 1) on integers
+  Select3,     // select_n(rem(|w|, 3), a, b, c) with an int32 w
+  Squeeze,     // removes the size-1 dims v1
+  ExpandDims,  // inserts size-1 dims at v1
+  ArgMax,      // argmax (kind 0) / argmin (kind 1) along axis v1[0]
+  Cumsum,      // cumsum along axis v1[0] (reverse when kind is 1)
+  Concat,      // concatenate {a, b} along v1[0]
+  Pad,         // pad with `constant`: v1 = lo, v2 = hi, v3 = interior per dim
 };
 
 struct ValueInfo {
@@ -164,6 +177,43 @@ inline Array apply_step(const Step& s, const std::vector<Array>& v) {
     case Op::Constant: return full(s.shape, s.dtype, s.constant);
     case Op::Dot: return lax::dot_general(arg(0), arg(1), lax::DotDimensionNumbers{{1}, {0}, {}, {}});
     case Op::Iota: return lax::broadcasted_iota(s.dtype, s.shape, static_cast<int>(s.v1[0]));
+    case Op::IntegerPow: return lax::integer_pow(arg(0), s.kind);
+    case Op::Clamp: {
+      Array lo = lax::convert_element_type(Array(-s.constant), arg(0).dtype());
+      Array hi = lax::convert_element_type(Array(s.constant), arg(0).dtype());
+      return lax::clamp(lo, arg(0), hi);
+    }
+    case Op::MoreUnary:
+      switch (s.kind) {
+        case 0: return lax::expm1(arg(0));
+        case 1: return lax::erf(arg(0));
+        case 2: return lax::atan(arg(0));
+        case 3: return lax::sign(arg(0));
+        case 4: return lax::ceil(arg(0));
+        default: return lax::round(arg(0), lax::RoundingMethod::ToNearestEven);
+      }
+    case Op::Atan2: return lax::atan2(arg(0), arg(1));
+    case Op::IntDivRem: {
+      const Array& y = arg(1);
+      Array d = lax::add(lax::abs(y), full(y.shape(), y.dtype(), 1));
+      return s.kind == 0 ? lax::div(arg(0), d) : lax::rem(arg(0), d);
+    }
+    case Op::Select3: {
+      const Array& w = arg(0);
+      Array which = lax::rem(lax::abs(w), full(w.shape(), w.dtype(), 3));
+      return lax::select_n(which, {arg(1), arg(2), arg(3)});
+    }
+    case Op::Squeeze: return lax::squeeze(arg(0), s.v1);
+    case Op::ExpandDims: return lax::expand_dims(arg(0), s.v1);
+    case Op::ArgMax:
+      return s.kind == 0 ? lax::argmax(arg(0), s.v1[0]) : lax::argmin(arg(0), s.v1[0]);
+    case Op::Cumsum: return lax::cumsum(arg(0), s.v1[0], s.kind == 1);
+    case Op::Concat: return lax::concatenate({arg(0), arg(1)}, s.v1[0]);
+    case Op::Pad: {
+      std::vector<lax::PadDim> config;
+      for (size_t i = 0; i < s.v1.size(); ++i) config.push_back({s.v1[i], s.v2[i], s.v3[i]});
+      return lax::pad(arg(0), lax::convert_element_type(Array(s.constant), arg(0).dtype()), config);
+    }
   }
   return Array();
 }
@@ -188,6 +238,7 @@ class Generator {
     int n_inputs = uniform(1, 4);
     // A main float dtype per program (most values), so binary ops find partners.
     main_float_ = chance(0.6) ? DType::Float32 : DType::Float64;
+    large_ = chance(0.08);
     for (int i = 0; i < n_inputs; ++i) {
       DType d = chance(0.65) ? main_float_ : chance(0.6) ? DType::Int32 : chance(0.5) ? DType::Bool : other_float();
       ValueInfo info{random_shape(0, 3), d, d == DType::Int32 ? 20.0 : d == DType::Bool ? 1.0 : 4.0,
@@ -234,7 +285,8 @@ class Generator {
 
   Shape random_shape(int min_rank, int max_rank) {
     Shape s(static_cast<size_t>(uniform(min_rank, max_rank)));
-    for (auto& d : s) d = chance(0.2) ? 1 : uniform(1, 7);
+    // Large programs (some inputs past the kernels' threading threshold) now and then.
+    for (auto& d : s) d = chance(0.2) ? 1 : uniform(1, large_ ? 48 : 7);
     return s;
   }
 
@@ -287,6 +339,7 @@ class Generator {
     Step st = step(Op::Constant, 0, {}, {}, {}, {}, shape, dtype);
     if (dtype == DType::Bool) st.constant = chance(0.5);
     else if (dtype == DType::Int32) st.constant = uniform(-5, 5);
+    else if (!is_float(dtype)) st.constant = uniform(0, 5);
     else st.constant = uniform(-8, 8) * 0.25;
     return push(p, st, ValueInfo{shape, dtype, std::abs(st.constant)});
   }
@@ -308,12 +361,13 @@ class Generator {
   void add_step(Program& p) {
     int a = pick(p);
     ValueInfo ai = p.values[static_cast<size_t>(a)];
-    bool fl = is_float(ai.dtype), in = ai.dtype == DType::Int32, bo = ai.dtype == DType::Bool;
+    bool fl = is_float(ai.dtype), bo = ai.dtype == DType::Bool, in = !fl && !bo;
+    bool uns = ai.dtype == DType::UInt8 || ai.dtype == DType::UInt32;  // no abs / neg / negative bounds
     int r = static_cast<int>(ai.shape.size());
-    switch (uniform(0, 15)) {
+    switch (uniform(0, 27)) {
       case 0:
       case 1: {  // unary
-        if (bo) return;
+        if (bo || uns) return;
         int k;
         if (in) k = uniform(0, 1);
         else {
@@ -371,11 +425,15 @@ class Generator {
       }
       case 8: {  // convert
         DType to;
-        int c = uniform(0, 3);
-        to = c == 0 ? DType::Float32 : c == 1 ? DType::Float64 : c == 2 ? DType::Int32 : DType::Bool;
+        int c = uniform(0, 7);
+        const DType targets[] = {DType::Float32, DType::Float64, DType::Int32, DType::Bool,
+                                 DType::Int8,    DType::UInt8,   DType::Int64, DType::UInt32};
+        to = targets[c];
         if (to == ai.dtype) return;
-        if (fl && to == DType::Int32 && ai.bound > 1e6) return;  // out-of-range conversions
-        double bound = to == DType::Bool ? 1 : ai.bound;
+        bool to_int = !is_float(to) && to != DType::Bool;
+        if (fl && to_int && ai.bound > 1e6) return;  // out-of-range float -> int conversions
+        double bound = to == DType::Bool ? 1 : to == DType::Int8 ? 128 : to == DType::UInt8 ? 255 : ai.bound;
+        if (to == DType::UInt32 && (ai.dtype == DType::Int32 || fl)) bound = 4.3e9;
         Step s = step(Op::Convert, 0, {a});
         s.dtype = to;
         push(p, s, ValueInfo{ai.shape, to, bound});
@@ -475,6 +533,111 @@ class Generator {
         push(p, step(Op::Reduce, k, {a}, axes), ValueInfo{out, ai.dtype, bound});
         return;
       }
+      case 16: {  // integer_pow
+        if (bo) return;
+        int y = uniform(2, 3);
+        if (std::pow(ai.bound, y) > 1e6) return;
+        push(p, step(Op::IntegerPow, y, {a}), ValueInfo{ai.shape, ai.dtype, std::pow(ai.bound, y)});
+        return;
+      }
+      case 17: {  // clamp
+        if (bo || uns) return;
+        Step s = step(Op::Clamp, 0, {a});
+        s.constant = in ? uniform(0, 10) : uniform(0, 8) * 0.25;
+        push(p, s, ValueInfo{ai.shape, ai.dtype, s.constant});
+        return;
+      }
+      case 18: {  // more float unary functions, or integer division
+        if (fl) {
+          int k = uniform(0, 5);
+          if (k == 0 && ai.bound > 10) k = 1;
+          double bound = k == 0 ? std::exp(ai.bound) : k <= 3 ? 2.0 : ai.bound + 1;
+          push(p, step(Op::MoreUnary, k, {a}), ValueInfo{ai.shape, ai.dtype, bound});
+        } else if (in && !uns) {
+          int b = partner(p, a);
+          push(p, step(Op::IntDivRem, uniform(0, 1), {a, b}), ValueInfo{ai.shape, ai.dtype, ai.bound});
+        }
+        return;
+      }
+      case 19: {  // atan2
+        if (!fl) return;
+        int b = partner(p, a);
+        push(p, step(Op::Atan2, 0, {a, b}), ValueInfo{ai.shape, ai.dtype, 3.2});
+        return;
+      }
+      case 20: {  // three-way select on an int32 selector
+        if (ai.dtype != DType::Int32) return;
+        int u = pick(p);
+        ValueInfo ui = p.values[static_cast<size_t>(u)];
+        int c0 = coerce(p, u, ai.shape, ui.dtype);
+        int c1 = partner(p, c0), c2 = partner(p, c0);
+        double bound = std::max({p.values[static_cast<size_t>(c0)].bound, p.values[static_cast<size_t>(c1)].bound,
+                                 p.values[static_cast<size_t>(c2)].bound});
+        push(p, step(Op::Select3, 0, {a, c0, c1, c2}), ValueInfo{ai.shape, ui.dtype, bound});
+        return;
+      }
+      case 21: {  // squeeze size-1 dims, or insert some
+        std::vector<int64_t> ones;
+        for (int i = 0; i < r; ++i)
+          if (ai.shape[static_cast<size_t>(i)] == 1) ones.push_back(i);
+        if (!ones.empty() && chance(0.6)) {
+          Shape out;
+          for (int i = 0; i < r; ++i)
+            if (ai.shape[static_cast<size_t>(i)] != 1) out.push_back(ai.shape[static_cast<size_t>(i)]);
+          push(p, step(Op::Squeeze, 0, {a}, ones), ValueInfo{out, ai.dtype, ai.bound});
+        } else if (r < 3) {
+          int64_t at = uniform(0, r);
+          Shape out = ai.shape;
+          out.insert(out.begin() + at, 1);
+          push(p, step(Op::ExpandDims, 0, {a}, {at}), ValueInfo{out, ai.dtype, ai.bound});
+        }
+        return;
+      }
+      case 22: {  // argmax / argmin
+        if (r == 0 || bo) return;
+        int64_t axis = uniform(0, r - 1);
+        Shape out = ai.shape;
+        out.erase(out.begin() + axis);
+        push(p, step(Op::ArgMax, uniform(0, 1), {a}, {axis}), ValueInfo{out, DType::Int32, 7});
+        return;
+      }
+      case 23: {  // cumsum
+        if (r == 0 || bo) return;
+        int64_t axis = uniform(0, r - 1);
+        double bound = ai.bound * static_cast<double>(ai.shape[static_cast<size_t>(axis)]);
+        if (in) bound = std::max(bound, 64.0);
+        push(p, step(Op::Cumsum, uniform(0, 1), {a}, {axis}), ValueInfo{ai.shape, ai.dtype, bound});
+        return;
+      }
+      case 24: {  // concatenate with a partner
+        if (r == 0) return;
+        int b = partner(p, a);
+        int64_t axis = uniform(0, r - 1);
+        Shape out = ai.shape;
+        out[static_cast<size_t>(axis)] *= 2;
+        double bound = std::max(ai.bound, p.values[static_cast<size_t>(b)].bound);
+        push(p, step(Op::Concat, 0, {a, b}, {axis}), ValueInfo{out, ai.dtype, bound});
+        return;
+      }
+      case 25: {  // pad (negative lo/hi crop)
+        if (r == 0) return;
+        std::vector<int64_t> lo, hi, interior;
+        Shape out;
+        for (int64_t d : ai.shape) {
+          int64_t in_ = chance(0.3) ? 1 : 0;
+          int64_t grown = d + (d - 1) * in_;
+          int64_t l = uniform(-1, 2), h = uniform(-1, 2);
+          if (grown + l + h < 1) l = h = 0;
+          lo.push_back(l);
+          hi.push_back(h);
+          interior.push_back(in_);
+          out.push_back(grown + l + h);
+        }
+        Step s = step(Op::Pad, 0, {a}, lo, hi, interior);
+        s.constant = bo ? 1 : in ? -3 : 0.5;
+        push(p, s, ValueInfo{out, ai.dtype, std::max(ai.bound, 3.0)});
+        return;
+      }
       default: {  // dot of rank-2 floats, or an iota
         if (fl && r == 2) {
           int64_t k = ai.shape[1];
@@ -505,6 +668,7 @@ class Generator {
 
   std::mt19937_64 rng_;
   DType main_float_ = DType::Float32;
+  bool large_ = false;
 };
 
 }  // namespace jx::testing::random_program

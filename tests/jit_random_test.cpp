@@ -75,8 +75,8 @@ std::string describe(uint64_t seed, const rp::Program& p, const std::vector<Arra
 }
 
 TEST(JitRandom, ProgramsAgreeWithEager) {
-  const int64_t count = env_int("JX_RANDOM_PROGRAMS", 40);
-  const double budget = env_double("JX_RANDOM_SECONDS", 20);
+  const int64_t count = env_int("JX_RANDOM_PROGRAMS", 80);
+  const double budget = env_double("JX_RANDOM_SECONDS", 15);
   const uint64_t base = static_cast<uint64_t>(env_int("JX_RANDOM_SEED", 1));
   auto t0 = std::chrono::steady_clock::now();
   int ran = 0, failures = 0;

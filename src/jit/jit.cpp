@@ -135,12 +135,12 @@ std::shared_ptr<const JitEntry> JitFunction::lookup(std::span<const Array> leave
                                                     const std::function<std::vector<size_t>()>& arg_positions,
                                                     const JitTraceFn& trace) {
   Key key;
-  key.hash = hash_avals(leaves) ^ (statics ? statics->hash() * 0x9e3779b97f4a7c15ull : 0);
   key.avals.reserve(leaves.size());
   for (size_t i = 0; i < leaves.size(); ++i) {
     if (!leaves[i].valid()) fail("jit", "argument leaf ", i, " is a null jx::Array");
     key.avals.push_back(leaves[i].aval());
   }
+  key.hash = hash_avals(leaves) ^ (statics ? statics->hash() * 0x9e3779b97f4a7c15ull : 0);
   key.def = in_def;
   key.statics = std::move(statics);
   {
