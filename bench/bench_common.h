@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,21 @@ double best_seconds(F&& f, int reps) {
 template <class F>
 double per_call_seconds(F&& f, int inner = 20000, int reps = 7) {
   return best_seconds([&] { for (int i = 0; i < inner; ++i) f(); }, reps) / inner;
+}
+
+// Best per-call time of each of `fs`, measured in alternation: a warm-up call of each,
+// then `reps` rounds timing `inner` calls of each in turn, so that load from other
+// processes on a shared machine falls on all of them alike (ratios stay meaningful).
+inline std::vector<double> best_interleaved(const std::vector<std::function<void()>>& fs, int reps, int inner = 1) {
+  std::vector<double> best(fs.size(), 1e30);
+  for (const auto& f : fs) f();
+  for (int r = 0; r < reps; ++r)
+    for (size_t i = 0; i < fs.size(); ++i) {
+      auto t0 = Clock::now();
+      for (int k = 0; k < inner; ++k) fs[i]();
+      best[i] = std::min(best[i], seconds_since(t0) / inner);
+    }
+  return best;
 }
 
 // Calls per timed batch so that a batch of a call costing about `elements` element-ops

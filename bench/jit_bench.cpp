@@ -1,8 +1,10 @@
-// jx::jit's side of the benchmark suite (bench/run.py drives it beside jx_bench, which times
-// eager jx and measures the hardware limit, and the peers). Every workload of
-// ../shared/BENCHMARKS.md, the same functions and inputs as jx_bench (bench_common.h),
-// through jx::jit: one JSON line per result, impl "jx_jit". Each row also carries
-// "rel_diff", max|jit - eager| / max|eager|, so a fast but wrong kernel shows.
+// jx::jit's side of the benchmark suite (bench/run.py drives it, jx_bench and the peers).
+// Every workload of ../shared/BENCHMARKS.md (the functions and inputs of bench_common.h)
+// through jx::jit ("jx_jit"), timed in alternation with eager jx on the same inputs
+// ("jx_eager") and with the references ("blas_direct", "hand_fused"), so their ratios
+// hold on a loaded machine; and each workload's limit (bench_limits.h). One JSON line per
+// result; jit rows carry "rel_diff", max|jit - eager| / max|eager|, so a fast but wrong
+// kernel shows.
 //
 //   jit_bench [--quick] [--only tutorial,selu,...]
 //   jit_bench --compile-child [--with-warmup]   (jit_bench runs this itself) the on-disk cache
@@ -31,6 +33,7 @@
 #include <vector>
 
 #include "bench_common.h"
+#include "bench_limits.h"
 
 using namespace jx_bench;
 
@@ -59,6 +62,21 @@ void jit_row(const std::string& section, const std::string& workload, double sec
   emit(section, workload, "jx_jit", seconds, extra);
 }
 
+// Times eager and jit (and any references) in alternation; emits jx_eager, jx_jit (with
+// `jit_extra`) and each reference under its impl name. Returns the times in that order.
+std::vector<double> eager_vs_jit(const std::string& section, const std::string& workload,
+                                 const std::function<void()>& eager, const std::function<void()>& jit,
+                                 const Extra& jit_extra = {}, int r = -1, int inner = 1,
+                                 const std::vector<std::pair<std::string, std::function<void()>>>& refs = {}) {
+  std::vector<std::function<void()>> fs = {eager, jit};
+  for (const auto& ref : refs) fs.push_back(ref.second);
+  std::vector<double> t = best_interleaved(fs, r < 0 ? reps : r, inner);
+  emit(section, workload, "jx_eager", t[0]);
+  emit(section, workload, "jx_jit", t[1], jit_extra);
+  for (size_t i = 0; i < refs.size(); ++i) emit(section, workload, refs[i].first, t[2 + i]);
+  return t;
+}
+
 // ---- 1. dispatch ----
 
 void bench_dispatch() {
@@ -70,22 +88,21 @@ void bench_dispatch() {
   auto t0 = Clock::now();
   (void)add(a, b);
   jit_row("dispatch", "first_jit_call_in_process", seconds_since(t0));
-  jit_row("dispatch", "dispatch_add_1", per_call_seconds([&] { (void)add(a, b); }));
+  eager_vs_jit("dispatch", "dispatch_add_1", [&] { (void)(a + b); }, [&] { (void)add(a, b); }, {}, 7, 20000);
   auto c = jx::random::uniform(key, {1024}), d = jx::random::uniform(key, {1024});
-  jit_row("dispatch", "dispatch_add_1024", per_call_seconds([&] { (void)add(c, d); }, 5000),
-          Extra().num("rel_diff", rel_diff(add(c, d), c + d)));
+  eager_vs_jit("dispatch", "dispatch_add_1024", [&] { (void)(c + d); }, [&] { (void)add(c, d); },
+               Extra().num("rel_diff", rel_diff(add(c, d), c + d)), 7, 5000);
+  auto u = jx::random::uniform(key, {16384});
+  eager_vs_jit("dispatch", "dispatch_add_16384", [&] { (void)(u + u); }, [&] { (void)add(u, u); }, {}, 7, 2000);
   // The same call on jnp::ones arrays (stride-0 broadcast views): eager reads them in
   // place; jit makes each argument contiguous first.
   auto ones = jnp::ones({16384});
-  jit_row("dispatch", "dispatch_add_16384_ones_views", per_call_seconds([&] { (void)add(ones, ones); }, 2000));
-  emit("dispatch", "dispatch_add_16384_ones_views", "jx_eager", per_call_seconds([&] { (void)(ones + ones); }, 2000));
-  auto u = jx::random::uniform(key, {16384});
-  jit_row("dispatch", "dispatch_add_16384", per_call_seconds([&] { (void)add(u, u); }, 2000));
-  emit("dispatch", "dispatch_add_16384", "jx_eager", per_call_seconds([&] { (void)(u + u); }, 2000));
+  eager_vs_jit("dispatch", "dispatch_add_16384_ones_views", [&] { (void)(ones + ones); },
+               [&] { (void)add(ones, ones); }, {}, 7, 2000);
   std::vector<Array> args = dispatch_args();
   auto sum20 = jx::jit(sum_of_20, options("bench_sum20"));
-  jit_row("dispatch", "dispatch_20_args_1", per_call_seconds([&] { (void)sum20(args); }, 5000),
-          Extra().num("rel_diff", rel_diff(sum20(args), sum_of_20(args))));
+  eager_vs_jit("dispatch", "dispatch_20_args_1", [&] { (void)sum_of_20(args); }, [&] { (void)sum20(args); },
+               Extra().num("rel_diff", rel_diff(sum20(args), sum_of_20(args))), 7, 2000);
 }
 
 // ---- 2. compile latency ----
@@ -196,22 +213,40 @@ void bench_tutorial() {
   auto f = jx::jit(sin_cos, options("bench_sin_cos"));
   for (auto dtype : {jx::float32, jx::float64}) {
     const int64_t n = 5000;
+    const double nn = double(n) * n, item = jx::itemsize(dtype);
     auto ks = jx::random::split(key);
     auto x = jx::random::uniform(ks(0), {n, n}, dtype);
     auto y = jx::random::uniform(ks(1), {n, n}, dtype);
     auto yb = jnp::arange(n, dtype);
     std::string suffix = dtype_suffix(dtype);
-    jit_row("tutorial", "sin_cos_5000x5000" + suffix, best_seconds([&] { (void)f(x, y); }, reps),
-            Extra().num("rel_diff", rel_diff(f(x, y), sin_cos(x, y))));
-    jit_row("tutorial", "sin_cos_bcast_5000x5000" + suffix, best_seconds([&] { (void)f(x, yb); }, reps),
-            Extra().num("rel_diff", rel_diff(f(x, yb), sin_cos(x, yb))));
+    // The hand-fused C++ loop into a fresh output each call (as jit must return one) and
+    // into one kept buffer: their gap is the cost of a fresh output array.
+    Array kept = jx::detail::alloc_array(x.aval());
+    std::vector<std::pair<std::string, std::function<void()>>> refs;
+    if (hand_fused_sin_cos(x, y, kept))
+      refs = {{"hand_fused", [&] {
+                 Array out = jx::detail::alloc_array(x.aval());
+                 hand_fused_sin_cos(x, y, out);
+               }},
+              {"hand_fused_prealloc", [&] { hand_fused_sin_cos(x, y, kept); }}};
+    eager_vs_jit("tutorial", "sin_cos_5000x5000" + suffix, [&] { (void)sin_cos(x, y); }, [&] { (void)f(x, y); },
+                 Extra().num("rel_diff", rel_diff(f(x, y), sin_cos(x, y))), -1, 1, refs);
+    limit_sin_cos("sin_cos_5000x5000" + suffix, dtype, nn, nn, 1, 3 * nn * item);
+    kept = Array();
+    eager_vs_jit("tutorial", "sin_cos_bcast_5000x5000" + suffix, [&] { (void)sin_cos(x, yb); },
+                 [&] { (void)f(x, yb); }, Extra().num("rel_diff", rel_diff(f(x, yb), sin_cos(x, yb))));
+    limit_sin_cos("sin_cos_bcast_5000x5000" + suffix, dtype, nn, double(n), double(n), (2 * nn + n) * item);
+    // Eager's one vector-math op alone (one kernel): what eager pays per transcendental.
+    emit("tutorial", "sin_5000x5000" + suffix, "jx_eager", best_seconds([&] { (void)jnp::sin(x); }, reps));
+    limit_sin_cos("sin_5000x5000" + suffix, dtype, nn, 0, 1, 2 * nn * item);
   }
   for (int64_t n : sweep_sizes()) {
     auto ks = jx::random::split(key);
     auto x = jx::random::uniform(ks(0), {n}), y = jx::random::uniform(ks(1), {n});
-    jit_row("tutorial", "sin_cos_sweep_" + std::to_string(n) + "_float32",
-            per_call_seconds([&] { (void)f(x, y); }, inner_calls(double(n)), reps),
-            Extra().num("rel_diff", rel_diff(f(x, y), sin_cos(x, y))));
+    std::string w = "sin_cos_sweep_" + std::to_string(n) + "_float32";
+    eager_vs_jit("tutorial", w, [&] { (void)sin_cos(x, y); }, [&] { (void)f(x, y); },
+                 Extra().num("rel_diff", rel_diff(f(x, y), sin_cos(x, y))), -1, inner_calls(double(n)));
+    limit_sin_cos(w, jx::float32, double(n), double(n), 1, 3.0 * n * 4);
   }
 }
 
@@ -221,8 +256,9 @@ void bench_selu() {
   auto f = jx::jit(selu, options("bench_selu"));
   for (int64_t n : {int64_t(1000000), int64_t(16000000)}) {
     auto x = jx::random::normal(key, {n});
-    jit_row("selu", std::string("selu_") + (n == 1000000 ? "1e6" : "1.6e7") + "_float32",
-            best_seconds([&] { (void)f(x); }, reps), Extra().num("rel_diff", rel_diff(f(x), selu(x))));
+    std::string w = std::string("selu_") + (n == 1000000 ? "1e6" : "1.6e7") + "_float32";
+    eager_vs_jit("selu", w, [&] { (void)selu(x); }, [&] { (void)f(x); }, Extra().num("rel_diff", rel_diff(f(x), selu(x))));
+    limit_selu(w, double(n));
   }
 }
 
@@ -232,10 +268,7 @@ void bench_selu() {
 double reference_sum(const Array& x, const Array& y, const Array& z) {
   std::vector<double> xs = x.to_vector<double>(), ys = y.to_vector<double>(), zs = z.to_vector<double>();
   long double s = 0;
-  for (size_t i = 0; i < xs.size(); ++i) {
-    double e = xs[i] + 2 * ys[i] + zs[i] * zs[i];  // one element, rounded as float64 at most
-    s += e;
-  }
+  for (size_t i = 0; i < xs.size(); ++i) s += xs[i] + 2 * ys[i] + zs[i] * zs[i];
   return static_cast<double>(s);
 }
 
@@ -246,14 +279,16 @@ void bench_reduction() {
     int64_t n = 16000000;
     auto x = jx::random::uniform(ks(0), {n}, dtype), y = jx::random::uniform(ks(1), {n}, dtype),
          z = jx::random::uniform(ks(2), {n}, dtype);
-    double t = best_seconds([&] { (void)f(x, y, z).item<double>(); }, reps);
+    std::string w = "sum_x_2y_z2_1.6e7" + dtype_suffix(dtype);
     double ref = reference_sum(x, y, z);
     double jit_value = f(x, y, z).item<double>(), eager_value = fused_sum(x, y, z).item<double>();
-    jit_row("reduction", "sum_x_2y_z2_1.6e7" + dtype_suffix(dtype), t,
-            Extra()
-                .num("rel_err_jit", std::abs(jit_value - ref) / std::abs(ref))
-                .num("rel_err_eager", std::abs(eager_value - ref) / std::abs(ref))
-                .num("rel_diff", std::abs(jit_value - eager_value) / std::abs(eager_value)));
+    eager_vs_jit("reduction", w, [&] { (void)fused_sum(x, y, z).item<double>(); },
+                 [&] { (void)f(x, y, z).item<double>(); },
+                 Extra()
+                     .num("rel_err_jit", std::abs(jit_value - ref) / std::abs(ref))
+                     .num("rel_err_eager", std::abs(eager_value - ref) / std::abs(ref))
+                     .num("rel_diff", std::abs(jit_value - eager_value) / std::abs(eager_value)));
+    limit_fused_sum(w, dtype, double(n));
   }
 }
 
@@ -265,14 +300,16 @@ void bench_softmax() {
   for (auto [rows, cols] : {std::pair<int64_t, int64_t>{4096, 4096}, {65536, 128}, {128, 65536}}) {
     auto x = jx::random::normal(key, {rows, cols});
     std::string shape = std::to_string(rows) + "x" + std::to_string(cols) + "_float32";
-    jit_row("softmax", "softmax_rows_" + shape, best_seconds([&] { (void)sm(x); }, reps),
-            Extra().num("rel_diff", rel_diff(sm(x), softmax_rows(x))));
-    jit_row("softmax", "logsumexp_rows_" + shape, best_seconds([&] { (void)lse(x); }, reps),
-            Extra().num("rel_diff", rel_diff(lse(x), logsumexp_rows(x))));
+    eager_vs_jit("softmax", "softmax_rows_" + shape, [&] { (void)softmax_rows(x); }, [&] { (void)sm(x); },
+                 Extra().num("rel_diff", rel_diff(sm(x), softmax_rows(x))));
+    limit_softmax("softmax_rows_" + shape, double(rows), double(cols));
+    eager_vs_jit("softmax", "logsumexp_rows_" + shape, [&] { (void)logsumexp_rows(x); }, [&] { (void)lse(x); },
+                 Extra().num("rel_diff", rel_diff(lse(x), logsumexp_rows(x))));
+    limit_logsumexp("logsumexp_rows_" + shape, double(rows), double(cols));
   }
 }
 
-// ---- 7. matmul and the dense GELU layer ----
+// ---- 7. matmul and the dense GELU layer, against the BLAS called directly ----
 
 void bench_matmul() {
   auto mm = jx::jit([](const Array& a, const Array& b) { return jnp::matmul(a, b); }, options("bench_matmul"));
@@ -282,13 +319,17 @@ void bench_matmul() {
       auto ks = jx::random::split(key, 3);
       auto a = jx::random::normal(ks(0), {n, n}, dtype), b = jx::random::normal(ks(1), {n, n}, dtype);
       auto bias = jx::random::normal(ks(2), {n}, dtype);
-      int r = n >= 4096 ? 2 : reps;
+      int r = n >= 4096 ? 2 : (n <= 256 ? 3 * reps : reps);  // small GEMMs are noisy under load
       std::string w = std::to_string(n) + dtype_suffix(dtype);
-      Extra flops = Extra().num("flops", 2.0 * n * n * n);
-      jit_row("matmul", "matmul_" + w, best_seconds([&] { (void)mm(a, b); }, r),
-              Extra(flops).num("rel_diff", rel_diff(mm(a, b), jnp::matmul(a, b))));
-      jit_row("matmul", "gelu_matmul_" + w, best_seconds([&] { (void)layer(a, b, bias); }, r),
-              Extra(flops).num("rel_diff", rel_diff(layer(a, b, bias), gelu_matmul(a, b, bias))));
+      DirectGemm gemm(a, b);
+      auto t = eager_vs_jit("matmul", "matmul_" + w, [&] { (void)jnp::matmul(a, b); }, [&] { (void)mm(a, b); },
+                            Extra().num("rel_diff", rel_diff(mm(a, b), jnp::matmul(a, b))), r, 1,
+                            {{"blas_direct", [&] { gemm(); }}});
+      eager_vs_jit("matmul", "gelu_matmul_" + w, [&] { (void)gelu_matmul(a, b, bias); },
+                   [&] { (void)layer(a, b, bias); },
+                   Extra().num("rel_diff", rel_diff(layer(a, b, bias), gelu_matmul(a, b, bias))), r, 1,
+                   {{"blas_direct", [&] { gemm(); }}});
+      limit_matmul(w, dtype, double(n), t[2]);
     }
   }
 }
@@ -298,23 +339,28 @@ void bench_matmul() {
 void bench_small_kernels() {
   auto ks = jx::random::split(key);
   auto q0 = jx::random::normal(ks(0), {3, 1024}), p0 = jx::random::normal(ks(1), {3, 1024});
-  std::pair<Array, Array> eager_end{q0, p0};
-  for (int i = 0; i < 1000; ++i) eager_end = leapfrog_step(eager_end.first, eager_end.second);
-  // One step per call, 1000 calls.
   auto step = jx::jit(leapfrog_step, options("bench_leapfrog_step"));
-  std::pair<Array, Array> s;
-  double t = best_seconds([&] {
-    s = {q0, p0};
-    for (int i = 0; i < 1000; ++i) s = step(s.first, s.second);
-  }, reps);
-  jit_row("small_kernels", "leapfrog_1000_steps", t, Extra().num("rel_diff", rel_diff(s.first, eager_end.first)));
-  // Ten steps unrolled into one program (no scan / fori_loop in jx's lax), 100 calls.
   auto step10 = jx::jit(leapfrog_10_steps, options("bench_leapfrog_10"));
-  t = best_seconds([&] {
-    s = {q0, p0};
-    for (int i = 0; i < 100; ++i) s = step10(s.first, s.second);
-  }, reps);
-  jit_row("small_kernels", "leapfrog_1000_unroll10", t, Extra().num("rel_diff", rel_diff(s.first, eager_end.first)));
+  std::pair<Array, Array> se, s1, s10;
+  auto eager = [&] {
+    se = {q0, p0};
+    for (int i = 0; i < 1000; ++i) se = leapfrog_step(se.first, se.second);
+  };
+  // One step per call, 1000 calls; and ten steps unrolled into one program (jx's lax has
+  // no scan / fori_loop yet), 100 calls.
+  auto jit1 = [&] {
+    s1 = {q0, p0};
+    for (int i = 0; i < 1000; ++i) s1 = step(s1.first, s1.second);
+  };
+  auto jit10 = [&] {
+    s10 = {q0, p0};
+    for (int i = 0; i < 100; ++i) s10 = step10(s10.first, s10.second);
+  };
+  auto t = best_interleaved({eager, jit1, jit10}, reps);
+  emit("small_kernels", "leapfrog_1000_steps", "jx_eager", t[0]);
+  jit_row("small_kernels", "leapfrog_1000_steps", t[1], Extra().num("rel_diff", rel_diff(s1.first, se.first)));
+  emit("small_kernels", "leapfrog_1000_unroll10", "jx_eager", t[0]);
+  jit_row("small_kernels", "leapfrog_1000_unroll10", t[2], Extra().num("rel_diff", rel_diff(s10.first, se.first)));
 
   MlpInputs in = mlp_inputs();
   auto vg = jx::jit(mlp_value_and_grad, options("bench_mlp_value_and_grad"));
@@ -322,8 +368,8 @@ void bench_small_kernels() {
   auto [eager_value, eager_grads] = mlp_value_and_grad(in.params, in.x, in.y);
   double diff = rel_diff(value, eager_value);
   for (size_t i = 0; i < grads.size(); ++i) diff = std::max(diff, rel_diff(grads[i], eager_grads[i]));
-  jit_row("small_kernels", "mlp_value_and_grad_b64",
-          per_call_seconds([&] { (void)vg(in.params, in.x, in.y); }, 20, reps), Extra().num("rel_diff", diff));
+  eager_vs_jit("small_kernels", "mlp_value_and_grad_b64", [&] { (void)mlp_value_and_grad(in.params, in.x, in.y); },
+               [&] { (void)vg(in.params, in.x, in.y); }, Extra().num("rel_diff", diff), reps, 20);
 }
 
 // ---- 9. vector math: speed, and accuracy in ULP against float64 ----
@@ -366,7 +412,7 @@ void bench_vecmath() {
     add_edge_cases(host);
     Array x_edges(host);
     auto f = jx::jit(c.eager, options(std::string("bench_vecmath_") + c.name));
-    double t = best_seconds([&] { (void)f(x_timed); }, reps);
+    std::string w = std::string("vecmath_") + c.name + "_4M_float32";
     std::vector<float> got = f(x_edges).to_vector<float>(), eager = c.eager(x_edges).to_vector<float>();
     double ulp_jit = 0, ulp_eager = 0;
     for (size_t i = 0; i < host.size(); ++i) {
@@ -374,8 +420,9 @@ void bench_vecmath() {
       ulp_jit = std::max(ulp_jit, ulp_error(got[i], ref));
       ulp_eager = std::max(ulp_eager, ulp_error(eager[i], ref));
     }
-    jit_row("vecmath", std::string("vecmath_") + c.name + "_4M_float32", t,
-            Extra().num("ns_per_element", t * 1e9 / kVecMathN).num("max_ulp_jit", ulp_jit).num("max_ulp_eager", ulp_eager));
+    eager_vs_jit("vecmath", w, [&] { (void)c.eager(x_timed); }, [&] { (void)f(x_timed); },
+                 Extra().num("max_ulp_jit", ulp_jit).num("max_ulp_eager", ulp_eager));
+    limit_vecmath(w, c);
   }
 }
 
@@ -417,7 +464,9 @@ int main(int argc, char** argv) {
   }
   setenv("JX_CACHE_DIR", cache_dir.data(), 1);
   unsetenv("JX_DISABLE_DISK_CACHE");
-  std::printf("{\"threads\": %d, \"jit_cache_dir\": \"%s\"}\n", jx::cpu::num_threads(), cache_dir.data());
+  double bandwidth = measure_bandwidth(quick);
+  std::printf("{\"threads\": %d, \"stream_GBps\": %.2f, \"jit_cache_dir\": \"%s\"}\n", jx::cpu::num_threads(),
+              bandwidth / 1e9, cache_dir.data());
 
   section("dispatch", bench_dispatch);
   // This binary's own path, for the compile child (argv[0] may be relative to a PATH entry).

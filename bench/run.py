@@ -3,10 +3,12 @@
 
     python3 bench/run.py [--build build] [--quick] [--json out.jsonl]
 
-jx's timings come from two binaries printing JSON lines: jx_bench (eager jx, plus the
-hardware limit measured in the same run: STREAM triad bandwidth, libmvec's AVX-512 math
-called directly, the BLAS called directly) and jit_bench (jx::jit on the same functions
-and inputs, compile latency, accuracy). NumPy, JAX (jax.jit, block_until_ready) and
+jx's timings come from two binaries printing JSON lines: jit_bench (jx::jit and eager jx
+timed in alternation on the same functions and inputs, the references -- the BLAS and the
+tutorial hand-fused, called directly -- compile latency, accuracy, and each workload's
+limit measured in the same run: STREAM triad bandwidth, libmvec's AVX-512 math called
+directly) and jx_bench (eager jx alone with the same limits; with jit_bench built only its
+dispatch and grad sections run). NumPy, JAX (jax.jit, block_until_ready) and
 PyTorch (CPU) run the same workloads here when importable; a peer that is missing is
 reported absent, never guessed. See ../shared/BENCHMARKS.md for the workloads and the limit
 
@@ -441,8 +443,10 @@ def print_section(title, table, peers):
     for w, impls in table.items():
         ea, jt, lim = secs(impls, "jx_eager"), secs(impls, "jx_jit"), secs(impls, "limit")
         np_t, jax_t, th_t = (peers.get(p, {}).get(w) for p in ("numpy", "jax", "torch"))
+        lr = impls.get("limit", {})
+        mark = "c" if lr.get("compute_s", 0) > lr.get("memory_s", 0) else " "  # compute-bound limit
         print(f"{w:34} {fmt(ea):>10} {fmt(jt):>10} {fmt(np_t):>10} {fmt(jax_t):>10} {fmt(th_t):>10} "
-              f"{fmt(lim):>10} {ratio(jt, lim):>9} {ratio(np_t, jt, 'x'):>9} {ratio(jax_t, jt, 'x'):>8}")
+              f"{fmt(lim):>9}{mark} {ratio(jt, lim):>9} {ratio(np_t, jt, 'x'):>9} {ratio(jax_t, jt, 'x'):>8}")
         j = impls.get("jx_jit", {})
         if "error" in j:
             notes.append(f"{w}: jit failed: {j['error']}")
@@ -455,20 +459,19 @@ def print_section(title, table, peers):
         if "max_ulp_jit" in j:
             lim_r = impls.get("limit", {})
             extras.append(f"max ULP vs float64: jit {j['max_ulp_jit']:.2f}, eager {j['max_ulp_eager']:.2f}; "
-                          f"ns/element: jit {j['ns_per_element']:.3f}"
+                          f"ns/element: jit {j['seconds'] * 1e9 / (1 << 22):.3f}"
                           + (f", eager {impls['jx_eager']['seconds'] * 1e9 / (1 << 22):.3f}" if 'jx_eager' in impls else "")
                           + (f", limit {lim_r['seconds'] * 1e9 / (1 << 22):.3f}" if lim_r else ""))
         if "hand_fused" in impls:
             hf, hp = secs(impls, "hand_fused"), secs(impls, "hand_fused_prealloc")
             extras.append(f"hand-fused C++ loop (libmvec AVX-512, all threads): {fmt(hf)} into a fresh output, "
                           f"{fmt(hp)} into a preallocated one; jit/hand-fused {ratio(jt, hf)}")
-        if lim := impls.get("limit"):
-            if lim.get("compute_s", 0) > lim.get("memory_s", 0):
-                extras.append("limit is compute-bound (libmvec)")
         if extras:
             notes.append(f"{w}: " + "; ".join(extras))
     for n in notes:
         print(f"  * {n}")
+    if any(i.get("limit", {}).get("compute_s", 0) > i.get("limit", {}).get("memory_s", 0) for i in table.values()):
+        print("  (limit marked c: compute-bound, libmvec's per-element cost; otherwise memory-bound)")
 
 
 def print_compile(table, jax_c):
@@ -563,9 +566,13 @@ def main():
     reps = 2 if args.quick else 5
     flags = (["--quick"] if args.quick else []) + (["--only", args.only] if args.only else [])
 
+    load_at_start = os.getloadavg()[0]
     rows, meta = {}, {}
-    run_binary(os.path.join(args.build, "bench", "jx_bench"), flags, rows, meta)
     have_jit = run_binary(os.path.join(args.build, "bench", "jit_bench"), flags, rows, meta)
+    eager_flags = flags
+    if have_jit and not args.only:  # jit_bench timed eager beside jit; the rest is dispatch and grad
+        eager_flags = flags + ["--only", "dispatch,grad"]
+    run_binary(os.path.join(args.build, "bench", "jx_bench"), eager_flags, rows, meta)
 
     peers, jax_c = {}, {}
     if not args.no_peers:
@@ -593,8 +600,9 @@ def main():
                         f.write(json.dumps(r) + "\n")
 
     limits = rows.get("limit", {})
-    print(f"threads={meta.get('threads')}  stream triad bandwidth={meta.get('stream_GBps')} GB/s  "
-          f"load average (1 min) at the end={os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}  threads={meta.get('threads')}  "
+          f"stream triad bandwidth={meta.get('stream_GBps')} GB/s  load average (1 min) at start "
+          f"{load_at_start:.2f}, at end {os.getloadavg()[0]:.2f}, on {os.cpu_count()} CPUs")
     costs = [f"{w[len('libmvec_'):]} {r['limit']['ns_per_element_per_thread']:.3f}" for w, r in limits.items()
              if w.startswith("libmvec_")]
     if costs:

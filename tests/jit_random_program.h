@@ -60,7 +60,29 @@ struct ValueInfo {
   // Computed (in part) in float32: a float64 result then carries float32 rounding, and
   // is compared with float32's tolerance.
   bool f32_lineage = false;
+  // Expected bit-identical under eager and jit: no transcendental function, float sum or
+  // dot among its ancestors (IEEE add/sub/mul/div/sqrt are correctly rounded, so they
+  // agree exactly). Discontinuous or ill-conditioned functions (floor, sign, float->int,
+  // log and sqrt near 0) only get exact inputs, so an ulp of difference upstream cannot
+  // turn into a large one.
+  bool exact = true;
 };
+
+// Whether an operation's result is bit-identical under eager and jit for equal inputs.
+inline bool exact_op(Op op, int kind, DType dtype) {
+  if (dtype != DType::Float32 && dtype != DType::Float64) return true;
+  switch (op) {
+    case Op::Unary: return kind <= 1 || kind == 9;  // neg, abs, floor
+    case Op::MoreUnary: return kind >= 3;           // sign, ceil, round
+    case Op::SafeLog:
+    case Op::Atan2:
+    case Op::Dot:
+    case Op::Cumsum:
+    case Op::IntegerPow: return false;
+    case Op::Reduce: return kind != 0;  // max/min are exact, sums depend on the order
+    default: return true;
+  }
+}
 
 struct Step {
   Op op;
@@ -255,10 +277,42 @@ class Generator {
     return p;
   }
 
-  // Random input values for the program's inputs.
+  // Random input values for the program's inputs; some are strided views (transposed,
+  // or reversed, or broadcast along a dim), which jit must read like eager does.
   std::vector<Array> inputs(const Program& p) {
     std::vector<Array> out;
     for (const ValueInfo& info : p.inputs) {
+      int r = static_cast<int>(info.shape.size());
+      int layout = r >= 1 && chance(0.3) ? uniform(0, 2) : -1;
+      Shape stored = info.shape;
+      std::vector<int64_t> perm(static_cast<size_t>(r));
+      std::iota(perm.begin(), perm.end(), 0);
+      if (layout == 0) {  // transposed: generated in a permuted shape, transposed back
+        std::shuffle(perm.begin(), perm.end(), rng_);
+        for (int i = 0; i < r; ++i) stored[static_cast<size_t>(perm[static_cast<size_t>(i)])] = info.shape[static_cast<size_t>(i)];
+      }
+      int bdim = layout == 2 ? uniform(0, r - 1) : -1;
+      if (bdim >= 0) stored[static_cast<size_t>(bdim)] = 1;  // broadcast back to full size
+      out.push_back(values(stored, info.dtype));
+      Array& x = out.back();
+      if (layout == 0) {
+        x = lax::transpose(x, perm);  // output dim i is stored dim perm[i]
+      } else if (layout == 1) {
+        x = lax::rev(x, {uniform(0, r - 1)});
+      } else if (layout == 2) {
+        std::vector<int64_t> dims(static_cast<size_t>(r));
+        std::iota(dims.begin(), dims.end(), 0);
+        x = lax::broadcast_in_dim(x, info.shape, dims);
+      }
+    }
+    return out;
+  }
+
+ private:
+  Array values(const Shape& shape, DType dtype) {
+    std::vector<Array> out;
+    ValueInfo info{shape, dtype, 0};
+    {
       size_t n = static_cast<size_t>(shape_size(info.shape));
       if (info.dtype == DType::Bool) {
         std::vector<uint8_t> bytes(n);
@@ -275,10 +329,9 @@ class Generator {
         out.push_back(lax::convert_element_type(Array(xs, info.shape), info.dtype));
       }
     }
-    return out;
+    return out[0];
   }
 
- private:
   int uniform(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
   bool chance(double p) { return std::bernoulli_distribution(p)(rng_); }
   DType other_float() { return main_float_ == DType::Float32 ? DType::Float64 : DType::Float32; }
@@ -309,6 +362,10 @@ class Generator {
   int push(Program& p, Step s, ValueInfo info) {
     info.f32_lineage = info.dtype == DType::Float32;
     for (int a : s.args) info.f32_lineage = info.f32_lineage || p.values[static_cast<size_t>(a)].f32_lineage;
+    // A conversion's dtype is its result's; other ops are judged by their operand's.
+    DType judged = s.args.empty() || s.op == Op::Convert ? info.dtype : p.values[static_cast<size_t>(s.args[0])].dtype;
+    info.exact = exact_op(s.op, s.kind, judged);
+    for (int a : s.args) info.exact = info.exact && p.values[static_cast<size_t>(a)].exact;
     p.steps.push_back(std::move(s));
     p.values.push_back(std::move(info));
     return static_cast<int>(p.values.size()) - 1;
@@ -374,6 +431,7 @@ class Generator {
           k = uniform(0, 9);
           if ((k == 2 || k == 3) && ai.bound > 20) k = 4;  // sin/cos of huge values is chaotic
           if (k == 6 && ai.bound > 10) k = 5;
+          if (k >= 7 && !ai.exact) k = 4;  // log, sqrt near 0 and floor amplify an ulp
         }
         double bound = k <= 1 ? ai.bound : k <= 5 ? 1.0 : k == 6 ? std::exp(ai.bound) : k == 7 ? std::max(std::log(ai.bound + 1), 20.0)
                        : k == 8 ? std::sqrt(ai.bound) : ai.bound + 1;
@@ -432,6 +490,7 @@ class Generator {
         if (to == ai.dtype) return;
         bool to_int = !is_float(to) && to != DType::Bool;
         if (fl && to_int && ai.bound > 1e6) return;  // out-of-range float -> int conversions
+        if (fl && !is_float(to) && !ai.exact) return;  // truncation is discontinuous
         double bound = to == DType::Bool ? 1 : to == DType::Int8 ? 128 : to == DType::UInt8 ? 255 : ai.bound;
         if (to == DType::UInt32 && (ai.dtype == DType::Int32 || fl)) bound = 4.3e9;
         Step s = step(Op::Convert, 0, {a});
@@ -551,6 +610,7 @@ class Generator {
         if (fl) {
           int k = uniform(0, 5);
           if (k == 0 && ai.bound > 10) k = 1;
+          if (k >= 3 && !ai.exact) k = 2;  // sign, ceil, round are discontinuous
           double bound = k == 0 ? std::exp(ai.bound) : k <= 3 ? 2.0 : ai.bound + 1;
           push(p, step(Op::MoreUnary, k, {a}), ValueInfo{ai.shape, ai.dtype, bound});
         } else if (in && !uns) {

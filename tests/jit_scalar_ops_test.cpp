@@ -206,9 +206,10 @@ uint64_t ulp_distance(F a, F b) {
 }
 
 int g_kernel_count = 0;
-// libmvec's variants differ from each other and from scalar libm by a few ULP (glibc
-// documents at most 4 against the true value); eager and kernels may use different ones.
-constexpr uint64_t kMathUlp = 8;
+// Transcendentals: kernels compute every element with the libmvec variant eager runs for
+// the current vector ISA (scalar libm for JX_VECTOR_ISA=scalar), vectorized or not, so
+// they agree with eager to the bit (scalar_ops.h, vector_math_library()).
+constexpr uint64_t kMathUlp = 0;
 // A tolerance: float sums and products a kernel may reassociate (allclose, not ULP).
 constexpr uint64_t kReassociated = ~uint64_t{0};
 
@@ -225,8 +226,6 @@ class KernelBatch {
            std::vector<Array> given = {}) {
     std::optional<Jaxpr> one = one_equation(p, in, params);
     if (!one) return false;
-    // Without libmvec (JX_VECTOR_ISA=scalar) eager and kernels call the same scalar libm.
-    if (max_ulp == kMathUlp && cpu::vector_isa() == cpu::VectorIsa::Scalar) max_ulp = 0;
     Equation eqn = one->eqns[0];
     std::string why;
     if (kind_ == "loop") EXPECT_TRUE(compiler::scalar_op_supported(eqn, &why)) << p.name() << ": " << why;

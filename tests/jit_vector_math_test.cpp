@@ -224,8 +224,8 @@ Measured measure(const MathCase& c) {
   return m;
 }
 
-// Special inputs: NaN, infinities and zeros (with their signs) exactly as eager gives
-// them, every other result within the case's bound of eager's.
+// Special inputs (NaN, infinities, zeros with their signs, subnormals, near multiples of
+// pi, huge arguments) give exactly eager's results.
 template <class T>
 void check_edges_against_eager(const MathCase& c) {
   const bool f32 = std::is_same_v<T, float>;
@@ -243,13 +243,12 @@ void check_edges_against_eager(const MathCase& c) {
   std::vector<Array> eager_args;
   for (const auto& a : args) eager_args.emplace_back(a, Shape{n});
   std::vector<T> eager = eval_jaxpr(j, {}, eager_args)[0].template to_vector<T>();
-  const double bound = f32 ? c.f32_bound : c.f64_bound;
   int bad = 0;
   for (int64_t i = 0; i < n; ++i) {
     const T a = native[i], b = eager[i];
     bool ok;
-    if (std::isnan(b) || std::isinf(b) || b == 0) ok = (std::isnan(a) && std::isnan(b)) || (a == b && std::signbit(a) == std::signbit(b));
-    else ok = ulp_error<T>(a, static_cast<Ref<T>>(b)) <= 2 * bound;  // both within bound of the truth
+    // Kernels run eager's own vector variant on every element (remainders too): the same bits.
+    ok = (std::isnan(a) && std::isnan(b)) || (a == b && std::signbit(a) == std::signbit(b));
     if (!ok && ++bad <= 5)
       ADD_FAILURE() << c.name << " " << dtype_name(d) << " at x=" << args[0][i]
                     << (c.arity == 2 ? detail::cat(" y=", args[1][i]) : std::string()) << ": native " << a << " eager " << b;

@@ -153,6 +153,16 @@ struct JitArgType<true, A> {
 template <size_t I, class A, size_t... S>
 using jit_arg_t = typename JitArgType<is_static_index<I, S...>, A>::type;
 
+// Whether every non-static argument type is a pytree (checked before anything else is
+// instantiated, so asking whether a Jitted is callable with other types, as
+// std::function's constructor does, is a clean "no").
+template <class StaticSeq, class Seq, class... A>
+struct JitArgsArePytrees;
+template <size_t... S, size_t... I, class... A>
+struct JitArgsArePytrees<std::index_sequence<S...>, std::index_sequence<I...>, A...> {
+  static constexpr bool value = ((is_static_index<I, S...> || tree::detail::Tree<std::decay_t<A>>) && ...);
+};
+
 template <class StaticSeq, class Seq, class... A>
 struct JitArgs;
 template <size_t... S, size_t... I, class... A>
@@ -176,6 +186,11 @@ class Jitted {
       : f_(std::make_shared<F>(std::move(f))), fn_(std::make_shared<detail::JitFunction>(std::move(options))) {}
 
   template <class... A>
+  static constexpr bool accepts =
+      detail::JitArgsArePytrees<std::index_sequence<S...>, std::index_sequence_for<A...>, A...>::value;
+
+  template <class... A>
+    requires accepts<A...>
   Result<A...> operator()(const A&... args) const {
     auto [entry, leaves] = prepare(args...);
     std::vector<Array> outs = fn_->call(*entry, leaves);
@@ -184,6 +199,7 @@ class Jitted {
 
   // Traces for these arguments' signature without running: the staged program.
   template <class... A>
+    requires accepts<A...>
   Lowered<Result<A...>> lower(const A&... args) const {
     auto [entry, leaves] = prepare(args...);
     return Lowered<Result<A...>>(fn_, entry);
@@ -232,6 +248,7 @@ class Jitted {
           p.insert(p.end(), tree::flatten(std::get<K>(all)).first.size(), K);
       };
       (count(std::integral_constant<size_t, I>{}), ...);
+      (void)count;  // unused when f takes no arguments
       return p;
     };
     std::shared_ptr<const detail::StaticValues> statics;
@@ -247,6 +264,7 @@ class Jitted {
         if constexpr (!detail::is_static_index<K, S...>) std::get<K>(call_args) = std::get<K>(rebuilt);
       };
       (put(std::integral_constant<size_t, I>{}), ...);
+      (void)put;
       auto [outs, d] = tree::flatten(detail::to_array_tree(std::apply(f, call_args)));
       out_def = std::move(d);
       return outs;
@@ -308,11 +326,5 @@ template <class F, size_t... S>
 Jitted<F, S...> jit(F f, StaticArgNums<S...>, JitOptions options = {}) {
   return Jitted<F, S...>(std::move(f), std::move(options));
 }
-
-namespace detail {
-// The flat core: f staged and compiled per signature of `args` (used by tests and by
-// code that already works on Array lists).
-std::vector<Array> jit_flat(const FlatFn& f, std::span<const Array> args, const JitOptions& options = {});
-}  // namespace detail
 
 }  // namespace jx

@@ -274,6 +274,19 @@ void vec_binary(VecOp2 op, const double* a, const double* b, double* y, int64_t 
   if (n > 0) kBinaryF64[static_cast<int>(op)][isa_index()](a, b, y, n);
 }
 
+void vec_unary(VecOp op, VectorIsa isa, const float* x, float* y, int64_t n) {
+  if (n > 0) kUnaryF32[static_cast<int>(op)][static_cast<int>(std::min(isa, best_vector_isa()))](x, y, n);
+}
+void vec_unary(VecOp op, VectorIsa isa, const double* x, double* y, int64_t n) {
+  if (n > 0) kUnaryF64[static_cast<int>(op)][static_cast<int>(std::min(isa, best_vector_isa()))](x, y, n);
+}
+void vec_binary(VecOp2 op, VectorIsa isa, const float* a, const float* b, float* y, int64_t n) {
+  if (n > 0) kBinaryF32[static_cast<int>(op)][static_cast<int>(std::min(isa, best_vector_isa()))](a, b, y, n);
+}
+void vec_binary(VecOp2 op, VectorIsa isa, const double* a, const double* b, double* y, int64_t n) {
+  if (n > 0) kBinaryF64[static_cast<int>(op)][static_cast<int>(std::min(isa, best_vector_isa()))](a, b, y, n);
+}
+
 void f16_to_f32(const float16_t* x, float* y, int64_t n) {
   if (kHaveF16c && isa_index() >= static_cast<int>(VectorIsa::Avx2)) return f16_to_f32_f16c(x, y, n);
   for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(x[i]);

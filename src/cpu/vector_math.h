@@ -58,6 +58,12 @@ void vec_unary(VecOp op, const double* x, double* y, int64_t n);
 // y[i] = op(a[i], b[i]); y may alias a or b.
 void vec_binary(VecOp2 op, const float* a, const float* b, float* y, int64_t n);
 void vec_binary(VecOp2 op, const double* a, const double* b, double* y, int64_t n);
+// The same through one given instruction set's variants instead of vector_isa()'s (capped
+// at best_vector_isa()): jit kernels pin the ISA they were compiled for (runtime_math.cpp).
+void vec_unary(VecOp op, VectorIsa isa, const float* x, float* y, int64_t n);
+void vec_unary(VecOp op, VectorIsa isa, const double* x, double* y, int64_t n);
+void vec_binary(VecOp2 op, VectorIsa isa, const float* a, const float* b, float* y, int64_t n);
+void vec_binary(VecOp2 op, VectorIsa isa, const double* a, const double* b, double* y, int64_t n);
 
 // Bulk float16 <-> float32 conversion of contiguous buffers: F16C instructions with the
 // AVX2 or AVX-512 instruction set, else one element at a time. Round to nearest even.

@@ -3,6 +3,7 @@
 #include "jx/error.h"
 #include "jx/transforms.h"
 #include "lax/rules.h"
+#include "transforms/call_rules.h"
 
 namespace jx::compiler {
 namespace {
@@ -30,11 +31,6 @@ std::vector<Aval> fusion_rule(std::span<const Aval> in, const Params& params) {
   return j.out_avals();
 }
 
-detail::FlatFn body_fn(const Params& params) {
-  JaxprRef j = params.get_jaxpr("jaxpr");
-  return [j](std::span<const Array> xs) { return eval_jaxpr(j->jaxpr, {}, xs); };
-}
-
 // Fusions exist only after optimization, but as ordinary primitives they still
 // transform: their rules are the transformations applied to the body.
 const Primitive fusion_p(
@@ -46,16 +42,11 @@ const Primitive fusion_p(
                 std::span<const Aval>) { return eval_jaxpr(body(params), {}, in); },
      .jvp =
          [](std::span<const Array> primals, std::span<const Array> tangents, const Params& params) {
-           auto [p, t] = detail::jvp_flat(body_fn(params), primals, tangents, "jvp");
-           return JvpResult{std::move(p), std::move(t)};
+           return detail::jvp_of_call(params.get_jaxpr("jaxpr"), primals, tangents);
          },
      .batch =
          [](std::span<const Array> args, std::span<const int64_t> dims, const Params& params, const BatchAxis& axis) {
-           std::vector<std::optional<int64_t>> in;
-           for (int64_t d : dims) in.push_back(d == kNotMapped ? std::nullopt : std::optional<int64_t>(d));
-           std::vector<std::optional<int64_t>> out{0};
-           std::vector<Array> outs = detail::vmap_flat(body_fn(params), args, in, out, axis);
-           return BatchResult{outs, std::vector<int64_t>(outs.size(), 0)};
+           return detail::batch_of_call(params.get_jaxpr("jaxpr"), args, dims, axis);
          }});
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "jx/error.h"
 #include "lax/rules.h"
 #include "transforms/ad_util.h"
+#include "transforms/call_rules.h"
 #include "transforms/linearize.h"
 #include "transforms/staging.h"
 
@@ -292,8 +293,7 @@ const Primitive linear_jit_p(
                 std::span<const Aval>) { return run_body(in, params, "linear_jit"); },
      .jvp =
          [](std::span<const Array> primals, std::span<const Array> tangents, const Params& params) {
-           auto [p, t] = jvp_flat(body_fn(params, "linear_jit"), primals, tangents, "jvp");
-           return JvpResult{std::move(p), std::move(t)};
+           return jvp_of_call(body_of(params, "linear_jit"), primals, tangents);
          },
      .transpose = linear_jit_transpose,
      .batch = [](std::span<const Array> args, std::span<const int64_t> dims, const Params& params,

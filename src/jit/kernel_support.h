@@ -10,6 +10,10 @@
 
 namespace jx::compiler {
 
+// The dtypes native kernels compute in: bool, int8/16/32/64, uint8, uint32, float32,
+// float64 (complex and half types run as runtime calls) (src/jit/codegen/scalar_ops.cpp).
+bool native_kernel_dtype(DType dtype);
+
 // An elementwise equation (kElementwise primitives, convert_element_type, select_n,
 // clamp, integer_pow, ...) computed on scalars inside a loop (src/jit/codegen/scalar_ops.cpp).
 bool scalar_op_supported(const Equation& eqn, std::string* why_not);

@@ -7,6 +7,7 @@
 #include "jx/lax.h"
 #include "jx/transforms.h"
 #include "lax/rules.h"
+#include "transforms/call_rules.h"
 
 namespace jx {
 namespace {
@@ -32,11 +33,6 @@ std::vector<Aval> closed_call_rule(std::span<const Aval> in, const Params& param
   return j.out_avals();
 }
 
-detail::FlatFn body_fn(const Params& params) {
-  JaxprRef j = params.get_jaxpr("jaxpr");
-  return [j](std::span<const Array> xs) { return eval_jaxpr(j->jaxpr, {}, xs); };
-}
-
 }  // namespace
 
 extern const Primitive closed_call_p;
@@ -49,19 +45,32 @@ const Primitive closed_call_p(
                 std::span<const Aval>) { return eval_jaxpr(body(params), {}, in); },
      .jvp =
          [](std::span<const Array> primals, std::span<const Array> tangents, const Params& params) {
-           auto [p, t] = detail::jvp_flat(body_fn(params), primals, tangents, "jvp");
-           return JvpResult{std::move(p), std::move(t)};
+           return detail::jvp_of_call(params.get_jaxpr("jaxpr"), primals, tangents);
          },
      .batch =
          [](std::span<const Array> args, std::span<const int64_t> dims, const Params& params, const BatchAxis& axis) {
-           std::vector<std::optional<int64_t>> in;
-           for (int64_t d : dims) in.push_back(d == kNotMapped ? std::nullopt : std::optional<int64_t>(d));
-           std::vector<std::optional<int64_t>> out{0};
-           std::vector<Array> outs = detail::vmap_flat(body_fn(params), args, in, out, axis);
-           return BatchResult{outs, std::vector<int64_t>(outs.size(), 0)};
+           return detail::batch_of_call(params.get_jaxpr("jaxpr"), args, dims, axis);
          }});
 
 namespace detail {
+
+JvpResult jvp_of_call(const JaxprRef& body, std::span<const Array> primals, std::span<const Array> tangents) {
+  if (!body) fail("jvp", "a call has a null sub-program");
+  FlatFn f = [body](std::span<const Array> xs) { return eval_jaxpr(body->jaxpr, {}, xs); };
+  auto [p, t] = jvp_flat(f, primals, tangents, "jvp");
+  return JvpResult{std::move(p), std::move(t)};
+}
+
+BatchResult batch_of_call(const JaxprRef& body, std::span<const Array> args, std::span<const int64_t> dims,
+                          const BatchAxis& axis) {
+  if (!body) fail("vmap", "a call has a null sub-program");
+  std::vector<std::optional<int64_t>> in;
+  for (int64_t d : dims) in.push_back(d == kNotMapped ? std::nullopt : std::optional<int64_t>(d));
+  std::vector<std::optional<int64_t>> out{0};
+  FlatFn f = [body](std::span<const Array> xs) { return eval_jaxpr(body->jaxpr, {}, xs); };
+  std::vector<Array> outs = vmap_flat(f, args, in, out, axis);
+  return BatchResult{outs, std::vector<int64_t>(outs.size(), 0)};
+}
 
 std::vector<Array> named_call_flat(const FlatFn& f, std::span<const Array> args, const std::string& name) {
   std::vector<Aval> avals;

@@ -20,6 +20,7 @@
 #include <llvm/IR/Module.h>
 
 #include "cpu/thread_pool.h"
+#include "cpu/vector_math.h"
 #include "jit/codegen/loop_emitter.h"
 #include "jit/codegen/object_cache.h"
 #include "jit/codegen/scalar_ops.h"
@@ -38,20 +39,6 @@ using jx::detail::fail;
 
 std::atomic<int64_t> g_llvm_compiles{0};
 
-bool kernel_dtype(DType d) {
-  switch (d) {
-    case DType::Bool:
-    case DType::Int8:
-    case DType::Int16:
-    case DType::Int32:
-    case DType::Int64:
-    case DType::UInt8:
-    case DType::UInt32:
-    case DType::Float32:
-    case DType::Float64: return true;
-    default: return false;
-  }
-}
 
 bool refuse(std::string* why_not, std::string why) {
   if (why_not) *why_not = std::move(why);
@@ -104,7 +91,10 @@ int64_t llvm_compile_count() { return g_llvm_compiles.load(); }
 
 std::shared_ptr<const CompiledLoop> CompiledLoop::compile(const KernelPlan& plan, const KernelOptions& options) {
   const std::string plan_text = plan.str();
-  const std::string key = object_cache_key(environment_text() + plan_text);
+  // The emitted transcendentals name the vector ISA eager uses now (scalar_ops.h), so it is
+  // part of the key: kernels compiled under another cpu::set_vector_isa are other kernels.
+  const std::string key = object_cache_key(environment_text() + "vector isa " +
+                                           cpu::vector_isa_name(cpu::vector_isa()) + "\n" + plan_text);
   const bool dumping = !options.dump_dir.empty();
   if (!dumping) {
     std::lock_guard<std::mutex> lock(g_loaded_mu);
@@ -193,10 +183,10 @@ class LoopKernel final : public Kernel {
 bool index_op_supported(const Equation& eqn, std::string* why_not) {
   if (!codegen::is_index_op(*eqn.primitive)) return codegen::refuse(why_not, eqn.primitive->name() + " is not an index map");
   for (const Var& v : eqn.outputs)
-    if (!codegen::kernel_dtype(v.aval.dtype))
+    if (!native_kernel_dtype(v.aval.dtype))
       return codegen::refuse(why_not, "loop kernels do not handle dtype " + std::string(dtype_name(v.aval.dtype)));
   for (const Atom& a : eqn.inputs)
-    if (!codegen::kernel_dtype(a.aval().dtype))
+    if (!native_kernel_dtype(a.aval().dtype))
       return codegen::refuse(why_not, "loop kernels do not handle dtype " + std::string(dtype_name(a.aval().dtype)));
   return true;
 }
@@ -209,7 +199,7 @@ bool reduction_supported(const Equation& eqn, std::string* why_not) {
     return codegen::refuse(why_not, name + " is not a reduction a loop kernel can end in");
   if (eqn.inputs.size() != 1 || eqn.outputs.size() != 1) return codegen::refuse(why_not, name + " takes one operand");
   const DType dtype = eqn.inputs[0].aval().dtype;
-  if (!codegen::kernel_dtype(dtype) || eqn.outputs[0].aval.dtype != dtype)
+  if (!native_kernel_dtype(dtype) || eqn.outputs[0].aval.dtype != dtype)
     return codegen::refuse(why_not, "loop kernels do not reduce dtype " + std::string(dtype_name(dtype)));
   const bool bitwise = name == "reduce_and" || name == "reduce_or";
   if (dtype == DType::Bool && !bitwise) return codegen::refuse(why_not, name + " of bool runs eagerly");

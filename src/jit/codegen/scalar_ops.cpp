@@ -2,15 +2,17 @@
 // src/lax/reduction_ops.h). Integer ops wrap and guard every case LLVM leaves undefined
 // (division by zero, INT_MIN / -1, shifts by the bit width or more) with eager's defined
 // result; float ops are the IEEE operations eager's C++ compiles to (no fast-math), and
-// transcendentals call the same libm functions eager's scalar path calls, declared
-// memory(none) so the loop vectorizer widens them to libmvec (vector_math_library()).
+// transcendentals call jx_vm_<fn>_<dtype>_<isa> (runtime_math.cpp), declared memory(none)
+// so the loop vectorizer widens them to the libmvec variant eager runs for that ISA
+// (vector_math_library()), while elements left scalar (remainders) go through that same
+// variant one lane at a time: kernels give eager's bits at every position.
 //
 // Accuracy of the transcendentals in native kernels, measured by
 // tests/jit_vector_math_test.cpp: max error in ULP over 2^18 random inputs spread over
 // each function's ranges (plus edge cases), against a float64 reference for f32 and a
 // long double reference for f64. AMD EPYC (Zen 4) with AVX-512, glibc 2.36 libmvec,
-// loops vectorized at 512 bits (the kernels call _ZGVeN16v_*f / _ZGVeN8v_*, their
-// remainders scalar libm); columns for JX_VECTOR_ISA=avx2 (_ZGVd*) and =scalar (libm).
+// loops vectorized at 512 bits (the kernels call _ZGVeN16v_*f / _ZGVeN8v_*, every
+// element, remainders too); columns for JX_VECTOR_ISA=avx2 (_ZGVd*) and =scalar (libm).
 //
 //   function   avx512 f32  f64 | avx2 f32  f64 | scalar f32  f64
 //   exp              2.48  2.60 |     2.48  2.60 |       0.50  0.50
@@ -39,8 +41,9 @@
 //
 // The test asserts libmvec's documented bound, 4 ULP (6 for logistic's composition);
 // erff's 4.00 is its early rounding to ±1 near |x| = 3.65. Eager's float32/float64
-// transcendentals use the same libmvec variants, so kernels and eager agree within these
-// bounds; with JX_VECTOR_ISA=scalar both call scalar libm and agree exactly. sqrt,
+// transcendentals use the same libmvec variants, so kernels and eager agree exactly
+// (tests/jit_test.cpp, SameInputGivesTheSameResultAtEveryPosition); with
+// JX_VECTOR_ISA=scalar both call scalar libm and agree exactly too. sqrt,
 // rsqrt, floor, ceil, round, rem, nextafter, erf_inv, lgamma, digamma and pow with an
 // integer exponent are bit-exact with eager.
 #include "jit/codegen/scalar_ops.h"
@@ -75,20 +78,6 @@ namespace {
 
 using llvm::Value;
 
-bool is_native_dtype(DType d) {
-  switch (d) {
-    case DType::Bool:
-    case DType::Int8:
-    case DType::Int16:
-    case DType::Int32:
-    case DType::Int64:
-    case DType::UInt8:
-    case DType::UInt32:
-    case DType::Float32:
-    case DType::Float64: return true;
-    default: return false;
-  }
-}
 
 bool is_signed_int(DType d) { return is_integer(d) && !is_unsigned(d); }
 
@@ -111,10 +100,19 @@ llvm::FunctionCallee pure_function(llvm::IRBuilder<>& b, std::string_view name, 
   return callee;
 }
 
-// libm's function `base` for a float32 (base + "f") or float64 value.
+// The libmvec-backed runtime function jx_vm_<base>_<f32|f64>_<isa> (runtime_math.cpp)
+// for the instruction set eager uses now, the name the vector-function table maps to
+// that ISA's one vector variant.
+std::string vector_math_name(std::string_view base, DType dtype, cpu::VectorIsa isa) {
+  return detail::cat("jx_vm_", base, dtype == DType::Float32 ? "_f32_" : "_f64_", cpu::vector_isa_name(isa));
+}
+
+// Eager's float32 or float64 function `base` (a cpu::VecOp / VecOp2 one) on one element:
+// a call the loop vectorizer widens to the libmvec variant eager runs, and which, where
+// it stays scalar, computes the element with that same variant (bit-identical to eager
+// at every position of a loop, remainders included).
 Value* call_libm(llvm::IRBuilder<>& b, std::string_view base, DType dtype, llvm::ArrayRef<Value*> args) {
-  std::string name(base);
-  if (dtype == DType::Float32) name += 'f';
+  const std::string name = vector_math_name(base, dtype, cpu::vector_isa());
   llvm::Type* t = args[0]->getType();
   std::vector<llvm::Type*> params(args.size(), t);
   return b.CreateCall(pure_function(b, name, t, params), args);
@@ -427,57 +425,50 @@ DType operand_dtype(const Equation& eqn) {
 
 // ---- the vector-function table ----
 
+// eager's libmvec functions (cpu/vector_math.h): name and arity.
 struct MathFunction {
-  const char* name;  // libm's float64 name
+  const char* name;
   int arity;
-  bool has_intrinsic;  // LLVM 19 has llvm.<name>.f32/f64
 };
-// Every function glibc 2.36's libmvec exports in all of its SSE, AVX2 and AVX-512 forms.
-constexpr MathFunction kLibmvecFunctions[] = {
-    {"sin", 1, true},    {"cos", 1, true},    {"tan", 1, true},    {"exp", 1, true},    {"exp2", 1, true},
-    {"exp10", 1, true},  {"log", 1, true},    {"log2", 1, true},   {"log10", 1, true},  {"log1p", 1, false},
-    {"expm1", 1, false}, {"sinh", 1, true},   {"cosh", 1, true},   {"tanh", 1, true},   {"asin", 1, true},
-    {"acos", 1, true},   {"atan", 1, true},   {"asinh", 1, false}, {"acosh", 1, false}, {"atanh", 1, false},
-    {"erf", 1, false},   {"erfc", 1, false},  {"cbrt", 1, false},  {"pow", 2, true},    {"atan2", 2, false},
-    {"hypot", 2, false},
+constexpr MathFunction kVectorMathFunctions[] = {
+#define JX_MATH_UNARY(Name, fn) {#fn, 1},
+#define JX_MATH_BINARY(Name, fn) {#fn, 2},
+    JX_VEC_UNARY_OPS(JX_MATH_UNARY) JX_VEC_BINARY_OPS(JX_MATH_BINARY)
+#undef JX_MATH_UNARY
+#undef JX_MATH_BINARY
 };
 
 struct IsaVariant {
-  char letter;          // the vector ABI's ISA letter: b SSE, d AVX2, e AVX-512
-  unsigned f64_lanes;   // doubles per vector
+  cpu::VectorIsa isa;
+  char letter;         // the vector ABI's ISA letter: d AVX2, e AVX-512
+  unsigned f64_lanes;  // doubles per vector
 };
-constexpr IsaVariant kIsaVariants[] = {{'b', 2}, {'d', 4}, {'e', 8}};
+constexpr IsaVariant kIsaVariants[] = {{cpu::VectorIsa::Avx2, 'd', 4}, {cpu::VectorIsa::Avx512, 'e', 8}};
 
-// The three tables (none / up to AVX2 / up to AVX-512), built once; VecDesc holds
-// StringRefs, so the names live here for the life of the process.
-struct VectorTables {
+// jx_vm_<fn>_<dtype>_<isa> -> the one variant eager's vec_unary/vec_binary runs for that
+// ISA (AVX-512: _ZGVeN16v_<fn>f / _ZGVeN8v_<fn>; AVX2: _ZGVdN8v_<fn>f / _ZGVdN4v_<fn>),
+// for every ISA the CPU has. Exactly one width per function: a loop that vectorizes at
+// another width calls the scalar function per lane, which computes the same bits. The
+// ISA is in the scalar name, so one table serves kernels compiled for any vector_isa().
+// VecDesc holds StringRefs, so the names live here for the life of the process.
+struct VectorTable {
   std::deque<std::string> names;
-  std::array<std::vector<llvm::VecDesc>, 3> by_isa;  // indexed by cpu::VectorIsa
+  std::vector<llvm::VecDesc> descs;
 
-  VectorTables() {
+  VectorTable() {
     auto keep = [&](std::string s) -> llvm::StringRef { return names.emplace_back(std::move(s)); };
-    for (int isa_count = 1; isa_count <= 3; ++isa_count) {
-      // Scalar: no libmvec at all (eager then calls scalar libm too); Avx2: b and d; Avx512: b, d, e.
-      if (isa_count == 1) continue;
-      std::vector<llvm::VecDesc>& table = by_isa[static_cast<size_t>(isa_count - 1)];
-      for (int v = 0; v < isa_count; ++v) {
-        const IsaVariant& isa = kIsaVariants[v];
-        for (const MathFunction& fn : kLibmvecFunctions) {
-          for (bool f32 : {true, false}) {
-            const unsigned lanes = f32 ? 2 * isa.f64_lanes : isa.f64_lanes;
-            const std::string params(static_cast<size_t>(fn.arity), 'v');
-            const std::string scalar = std::string(fn.name) + (f32 ? "f" : "");
-            llvm::StringRef vector_name = keep("_ZGV" + std::string(1, isa.letter) + "N" + std::to_string(lanes) + params +
-                                               "_" + scalar);
-            llvm::StringRef prefix = keep("_ZGV_LLVM_N" + std::to_string(lanes) + params);
-            auto vf = llvm::ElementCount::getFixed(lanes);
-            table.emplace_back(keep(scalar), vector_name, vf, false, prefix);
-            if (fn.has_intrinsic)
-              table.emplace_back(keep("llvm." + std::string(fn.name) + (f32 ? ".f32" : ".f64")), vector_name, vf, false,
-                                 prefix);
-          }
+    for (const IsaVariant& isa : kIsaVariants) {
+      if (isa.isa > cpu::best_vector_isa()) continue;
+      for (const MathFunction& fn : kVectorMathFunctions)
+        for (DType dtype : {DType::Float32, DType::Float64}) {
+          const bool f32 = dtype == DType::Float32;
+          const unsigned lanes = f32 ? 2 * isa.f64_lanes : isa.f64_lanes;
+          const std::string params(static_cast<size_t>(fn.arity), 'v');
+          llvm::StringRef vector_name = keep(detail::cat("_ZGV", isa.letter, "N", lanes, params, "_", fn.name, f32 ? "f" : ""));
+          llvm::StringRef prefix = keep(detail::cat("_ZGV_LLVM_N", lanes, params));
+          descs.emplace_back(keep(vector_math_name(fn.name, dtype, isa.isa)), vector_name,
+                             llvm::ElementCount::getFixed(lanes), false, prefix);
         }
-      }
     }
   }
 };
@@ -624,19 +615,21 @@ llvm::Value* emit_reduce_combine(llvm::IRBuilder<>& b, const Primitive& reductio
 // ---- vector math ----
 
 std::vector<llvm::VecDesc> vector_math_library() {
-  static const VectorTables tables;
-  return tables.by_isa[static_cast<size_t>(cpu::vector_isa())];
+  static const VectorTable table;
+  return table.descs;
 }
 
 std::vector<std::pair<std::string, void*>> runtime_math_symbols() {
-  return {
+  std::vector<std::pair<std::string, void*>> symbols = vector_math_runtime_symbols();
+  symbols.insert(symbols.end(), {
       {"jx_rt_erf_inv_f64", reinterpret_cast<void*>(&jx_rt_erf_inv_f64)},
       {"jx_rt_digamma_f64", reinterpret_cast<void*>(&jx_rt_digamma_f64)},
       {"jx_rt_lgamma_f32", reinterpret_cast<void*>(&jx_rt_lgamma_f32)},
       {"jx_rt_lgamma_f64", reinterpret_cast<void*>(&jx_rt_lgamma_f64)},
       {"jx_rt_powi_f32", reinterpret_cast<void*>(&jx_rt_powi_f32)},
       {"jx_rt_powi_f64", reinterpret_cast<void*>(&jx_rt_powi_f64)},
-  };
+  });
+  return symbols;
 }
 
 }  // namespace jx::compiler::codegen
@@ -644,6 +637,21 @@ std::vector<std::pair<std::string, void*>> runtime_math_symbols() {
 // ---- what native kernels compute (kernel_support.h) ----
 
 namespace jx::compiler {
+
+bool native_kernel_dtype(DType d) {
+  switch (d) {
+    case DType::Bool:
+    case DType::Int8:
+    case DType::Int16:
+    case DType::Int32:
+    case DType::Int64:
+    case DType::UInt8:
+    case DType::UInt32:
+    case DType::Float32:
+    case DType::Float64: return true;
+    default: return false;
+  }
+}
 
 bool scalar_op_supported(const Equation& eqn, std::string* why_not) {
   auto refuse = [&](auto&&... parts) {
@@ -659,10 +667,10 @@ bool scalar_op_supported(const Equation& eqn, std::string* why_not) {
     return refuse(name, " has no native implementation");
   }
   for (const Atom& in : eqn.inputs)
-    if (!codegen::is_native_dtype(in.aval().dtype))
+    if (!native_kernel_dtype(in.aval().dtype))
       return refuse(dtype_name(in.aval().dtype), " is not supported by native kernels (", name, ")");
   const DType out = eqn.outputs[0].aval.dtype;
-  if (!codegen::is_native_dtype(out))
+  if (!native_kernel_dtype(out))
     return refuse(dtype_name(out), " is not supported by native kernels (", name, ")");
   return true;
 }

@@ -1,6 +1,6 @@
 // Scalar emitters: one elementwise equation (or one reduction step) as LLVM IR on scalar
 // values, with eager jx's semantics to the bit for integer and bool ops and for the
-// exactly rounded float ops, and libm / libmvec's functions for the transcendentals.
+// exactly rounded float ops, and eager's libmvec functions for the transcendentals.
 // The loop emitter (loop_kernel.cpp) calls these inside its loops; LLVM's loop
 // vectorizer then widens the math calls through vector_math_library().
 //
@@ -48,16 +48,20 @@ llvm::Value* reduction_identity(llvm::IRBuilder<>& b, const Primitive& reduction
 llvm::Value* emit_reduce_combine(llvm::IRBuilder<>& b, const Primitive& reduction, llvm::Value* acc, llvm::Value* x,
                                  DType dtype);
 
-// The libmvec vector variants of the math functions the emitters call (libm names such
-// as "sinf" and the llvm.* intrinsics), for TargetLibraryInfoImpl::addVectorizableFunctions.
-// Only variants this CPU runs, following cpu::vector_isa() (JX_VECTOR_ISA), the ISA eager's
-// libmvec dispatch uses: SSE (b) and AVX2 (d) for avx2, those and AVX-512 (e) for avx512,
-// none for scalar (kernels then call scalar libm, as eager does, and agree with it to the
-// bit). Read when a module is optimized; the names live in static storage.
+// The vector variants of the math functions the emitters call, for
+// TargetLibraryInfoImpl::addVectorizableFunctions. Transcendentals are emitted as calls to
+// jx_vm_<fn>_<f32|f64>_<isa> (runtime_math.cpp), isa = cpu::vector_isa() (JX_VECTOR_ISA)
+// when the kernel is emitted; the table maps each avx2/avx512 name to exactly the libmvec
+// variant eager runs for that ISA (_ZGVdN8v_<fn>f, _ZGVeN16v_<fn>f, ...), so vectorized
+// loops call it, and the scalar function computes a single element with that same variant:
+// eager's bits at every position. The _scalar names (no vector form) are plain libm, as
+// eager's scalar path. Only ISAs this CPU runs; the names live in static storage.
 std::vector<llvm::VecDesc> vector_math_library();
 
 // The runtime helpers emitted code calls by name (jx_rt_erf_inv_f64, ...) with their
 // addresses, for a JIT that does not search the process's symbols.
 std::vector<std::pair<std::string, void*>> runtime_math_symbols();
+// The jx_vm_* part of runtime_math_symbols() (runtime_math.cpp).
+std::vector<std::pair<std::string, void*>> vector_math_runtime_symbols();
 
 }  // namespace jx::compiler::codegen

@@ -1,0 +1,206 @@
+// The hardware limit of a workload, measured in the same run (../shared/BENCHMARKS.md):
+//   T_min = max(bytes / stream_bandwidth, sum(elements * cost_per_element) / threads)
+// stream_bandwidth: bench_common.h's STREAM triad on all threads; cost_per_element: glibc's
+// libmvec AVX-512 routine (_ZGVeN16v_sinf, ...) called directly on a cache-resident buffer
+// with every thread busy. Also the tutorial hand-fused with the same routines, the best a
+// jit kernel can do. Shared by jx_bench and jit_bench.
+#pragma once
+
+#include <cblas.h>
+#include <dlfcn.h>
+#include <immintrin.h>
+
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench_common.h"
+#include "core/array_internal.h"
+
+namespace jx_bench {
+
+inline double g_bandwidth = 0;  // bytes/second, set by measure_bandwidth()
+inline bool g_limit_quick = false;
+
+inline double measure_bandwidth(bool quick) {
+  g_limit_quick = quick;
+  g_bandwidth = stream_bandwidth(quick);
+  emit("limit", "stream_triad", "limit", 1.0 / g_bandwidth, Extra().num("bytes", 1.0));
+  return g_bandwidth;
+}
+
+// ---- the compute term: libmvec's AVX-512 routines called directly ----
+
+#pragma GCC push_options
+#pragma GCC target("avx512f")
+using VecFnF32 = __m512 (*)(__m512);
+using VecFnF64 = __m512d (*)(__m512d);
+inline void mvec_pass_f32(void* fn, const float* in, float* out, int64_t n) {
+  auto f = reinterpret_cast<VecFnF32>(fn);
+  for (int64_t i = 0; i < n; i += 16) _mm512_storeu_ps(out + i, f(_mm512_loadu_ps(in + i)));
+}
+inline void mvec_pass_f64(void* fn, const double* in, double* out, int64_t n) {
+  auto f = reinterpret_cast<VecFnF64>(fn);
+  for (int64_t i = 0; i < n; i += 8) _mm512_storeu_pd(out + i, f(_mm512_loadu_pd(in + i)));
+}
+// out = sin(x) + cos(y) over n (a multiple of the vector width) elements: the tutorial
+// hand-fused, what a perfect jit kernel does.
+inline void mvec_sin_cos_f32(void* s, void* c, const float* x, const float* y, float* out, int64_t n) {
+  auto fs = reinterpret_cast<VecFnF32>(s), fc = reinterpret_cast<VecFnF32>(c);
+  for (int64_t i = 0; i < n; i += 16)
+    _mm512_storeu_ps(out + i, _mm512_add_ps(fs(_mm512_loadu_ps(x + i)), fc(_mm512_loadu_ps(y + i))));
+}
+inline void mvec_sin_cos_f64(void* s, void* c, const double* x, const double* y, double* out, int64_t n) {
+  auto fs = reinterpret_cast<VecFnF64>(s), fc = reinterpret_cast<VecFnF64>(c);
+  for (int64_t i = 0; i < n; i += 8)
+    _mm512_storeu_pd(out + i, _mm512_add_pd(fs(_mm512_loadu_pd(x + i)), fc(_mm512_loadu_pd(y + i))));
+}
+#pragma GCC pop_options
+
+inline void* libmvec_symbol(const std::string& name) {
+  static void* lib = dlopen("libmvec.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib || !__builtin_cpu_supports("avx512f")) return nullptr;
+  return dlsym(lib, name.c_str());
+}
+
+// Seconds per element and thread of libmvec's AVX-512 variant of `fn` ("sin") on values
+// uniform in [lo, hi), with every jx thread running it at once on its own L1-resident
+// buffer; NaN when libmvec or AVX-512 is missing (the limit is then the memory term only).
+inline double mvec_cost(const std::string& fn, jx::DType dtype, double lo, double hi) {
+  static std::map<std::string, double> memo;
+  const bool f32 = dtype == jx::float32;
+  std::string symbol = f32 ? "_ZGVeN16v_" + fn + "f" : "_ZGVeN8v_" + fn;
+  std::string memo_key = symbol + "/" + std::to_string(lo) + "/" + std::to_string(hi);
+  if (auto it = memo.find(memo_key); it != memo.end()) return it->second;
+  void* f = libmvec_symbol(symbol);
+  double cost = std::nan("");
+  if (f) {
+    const int64_t n = 2048;  // 8 or 16 KiB in, the same out: L1-resident
+    const int64_t passes = g_limit_quick ? 1000 : 4000;
+    const int threads = jx::cpu::num_threads();
+    auto work = [&](int t) {
+      std::vector<float> inf(n), outf(n);
+      std::vector<double> ind(n), outd(n);
+      for (int64_t i = 0; i < n; ++i) {
+        double u = static_cast<double>((i * 7919 + t * 104729) % n) / static_cast<double>(n);
+        ind[i] = lo + u * (hi - lo);
+        inf[i] = static_cast<float>(ind[i]);
+      }
+      for (int64_t p = 0; p < passes; ++p) {
+        if (f32) mvec_pass_f32(f, inf.data(), outf.data(), n);
+        else mvec_pass_f64(f, ind.data(), outd.data(), n);
+      }
+    };
+    cost = best_seconds([&] {
+      std::vector<std::thread> pool;
+      for (int t = 0; t < threads; ++t) pool.emplace_back(work, t);
+      for (auto& th : pool) th.join();
+    }, 3) / static_cast<double>(n * passes);
+    emit("limit", "libmvec_" + fn + dtype_suffix(dtype), "limit", cost,
+         Extra().num("ns_per_element_per_thread", cost * 1e9).num("lo", lo).num("hi", hi).str("symbol", symbol));
+  }
+  memo[memo_key] = cost;
+  return cost;
+}
+
+// The limit of a workload: `bytes` that must cross memory once, and the transcendental
+// calls (elements x seconds per element per thread) it cannot avoid.
+inline void limit(const std::string& section, const std::string& workload, double bytes,
+           const std::vector<std::pair<double, double>>& calls = {}) {
+  double compute = 0;
+  for (auto [elements, cost] : calls)
+    if (!std::isnan(cost)) compute += elements * cost;
+  compute /= jx::cpu::num_threads();
+  double memory = bytes / g_bandwidth;
+  emit(section, workload, "limit", std::max(memory, compute),
+       Extra().num("bytes", bytes).num("memory_s", memory).num("compute_s", compute));
+}
+
+// ---- each workload's limit (one definition for jx_bench and jit_bench) ----
+
+// sin(x) + cos(y): `elements` sines, `cos_elements` cosines of values in [0, cos_hi).
+inline void limit_sin_cos(const std::string& workload, jx::DType dtype, double elements, double cos_elements,
+                          double cos_hi, double bytes) {
+  std::vector<std::pair<double, double>> calls = {{elements, mvec_cost("sin", dtype, 0, 1)}};
+  if (cos_elements > 0) calls.push_back({cos_elements, mvec_cost("cos", dtype, 0, cos_hi)});
+  limit("tutorial", workload, bytes, calls);
+}
+inline void limit_selu(const std::string& workload, double n) {
+  limit("selu", workload, 2.0 * 4 * n, {{n, mvec_cost("exp", jx::float32, -4, 4)}});
+}
+inline void limit_fused_sum(const std::string& workload, jx::DType dtype, double n) {
+  limit("reduction", workload, 3.0 * n * jx::itemsize(dtype));
+}
+// Softmax reads x once and writes the result; logsumexp reads x and writes one per row.
+inline void limit_softmax(const std::string& workload, double rows, double cols) {
+  limit("softmax", workload, 2 * 4 * rows * cols, {{rows * cols, mvec_cost("exp", jx::float32, -8, 0)}});
+}
+inline void limit_logsumexp(const std::string& workload, double rows, double cols) {
+  limit("softmax", workload, 4 * (rows * cols + rows),
+        {{rows * cols, mvec_cost("exp", jx::float32, -8, 0)}, {rows, mvec_cost("log", jx::float32, 1, cols)}});
+}
+// Matmul: the BLAS called directly; the GELU layer: that plus its epilogue's tanh (which
+// cannot overlap the GEMM on the same cores).
+inline void limit_matmul(const std::string& n_dtype, jx::DType dtype, double n, double blas_seconds) {
+  Extra flops = Extra().num("flops", 2.0 * n * n * n);
+  emit("matmul", "matmul_" + n_dtype, "limit", blas_seconds, flops);
+  double tanh_cost = mvec_cost("tanh", dtype, -3, 3);
+  emit("matmul", "gelu_matmul_" + n_dtype, "limit",
+       blas_seconds + n * n * (std::isnan(tanh_cost) ? 0.0 : tanh_cost) / jx::cpu::num_threads(), flops);
+}
+inline void limit_vecmath(const std::string& workload, const VecMathCase& c) {
+  double lo = c.lo, hi = c.hi;
+  if (c.log_uniform) lo = 0.5, hi = 2;  // libmvec's logf costs the same for every exponent
+  limit("vecmath", workload, 2.0 * 4 * kVecMathN, {{double(kVecMathN), mvec_cost(c.name, jx::float32, lo, hi)}});
+}
+
+// C = A B for square n x n arrays through the BLAS called directly (cblas_sgemm / dgemm) on
+// host copies: the matmul limit.
+class DirectGemm {
+ public:
+  DirectGemm(const Array& a, const Array& b) : n_(static_cast<int>(a.shape(0))), f32_(a.dtype() == jx::float32) {
+    if (f32_) af_ = a.to_vector<float>(), bf_ = b.to_vector<float>(), cf_.resize(af_.size());
+    else ad_ = a.to_vector<double>(), bd_ = b.to_vector<double>(), cd_.resize(ad_.size());
+  }
+  void operator()() {
+    if (f32_)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n_, n_, n_, 1.0f, af_.data(), n_, bf_.data(), n_, 0.0f,
+                  cf_.data(), n_);
+    else
+      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n_, n_, n_, 1.0, ad_.data(), n_, bd_.data(), n_, 0.0,
+                  cd_.data(), n_);
+  }
+
+ private:
+  int n_;
+  bool f32_;
+  std::vector<float> af_, bf_, cf_;
+  std::vector<double> ad_, bd_, cd_;
+};
+
+// The tutorial hand-fused in C++ (libmvec AVX-512 on all threads, one chunk per thread as
+// jit splits it) into `out`, which must be a fresh contiguous array of x's aval; false
+// when libmvec / AVX-512 is missing or the size is not a multiple of 16.
+inline bool hand_fused_sin_cos(const Array& x, const Array& y, Array& out) {
+  const bool f32 = x.dtype() == jx::float32;
+  static void* s32 = libmvec_symbol("_ZGVeN16v_sinf");
+  static void* c32 = libmvec_symbol("_ZGVeN16v_cosf");
+  static void* s64 = libmvec_symbol("_ZGVeN8v_sin");
+  static void* c64 = libmvec_symbol("_ZGVeN8v_cos");
+  void* s = f32 ? s32 : s64;
+  void* c = f32 ? c32 : c64;
+  if (!s || !c || x.size() % 16 != 0 || x.shape() != y.shape()) return false;
+  jx::cpu::parallel_for(x.size() / 16, 1024, [&](int64_t lo, int64_t hi) {
+    int64_t b = lo * 16, n = (hi - lo) * 16;
+    if (f32)
+      mvec_sin_cos_f32(s, c, jx::detail::data<float>(x) + b, jx::detail::data<float>(y) + b,
+                       jx::detail::mutable_data<float>(out) + b, n);
+    else
+      mvec_sin_cos_f64(s, c, jx::detail::data<double>(x) + b, jx::detail::data<double>(y) + b,
+                       jx::detail::mutable_data<double>(out) + b, n);
+  });
+  return true;
+}
+
+}  // namespace jx_bench
