@@ -18,6 +18,7 @@
 #include "jit/fusion_primitive.h"
 #include "jit/pipeline.h"
 #include "jx/error.h"
+#include "lax/data_movement.h"
 
 namespace jx::compiler {
 namespace {
@@ -185,7 +186,9 @@ std::vector<Array> ProgramExecutable::run(std::span<const Array> args) const {
       in_ptrs.clear();
       out_ptrs.clear();
       for (Array& x : ins) {
-        x = detail::contiguous(x);
+        // Kernels read row-major inputs; views (broadcasts, transposes) are copied by
+        // the tiled, threaded copy kernel.
+        if (!detail::is_contiguous(x)) x = lax::movement::copy_to_fresh(x, x.aval());
         in_ptrs.push_back(detail::raw_data(x));
       }
       for (size_t k = 0; k < s.outputs.size(); ++k) {

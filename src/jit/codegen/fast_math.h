@@ -27,6 +27,8 @@ class LoadedObject;
 // exp(x): max 1 ULP; overflow to inf above ~88.72, correctly scaled subnormal results
 // down to ~-103.97, 0 below; exp(-inf) = 0, exp(inf) = inf, exp(NaN) = NaN.
 llvm::Value* emit_exp_f32(llvm::IRBuilderBase& b, llvm::Value* x);
+// exp for float64, the same method: max 1 ULP (measured against long double).
+llvm::Value* emit_exp_f64(llvm::IRBuilderBase& b, llvm::Value* x);
 // tanh(x): odd polynomial for |x| < 0.625 (tanh(x) = x for tiny x, tanh(-0) = -0),
 // (1 - e) / (1 + e) with e = exp(-2|x|) above; ±1 at ±inf, NaN for NaN.
 llvm::Value* emit_tanh_f32(llvm::IRBuilderBase& b, llvm::Value* x);
@@ -34,13 +36,23 @@ llvm::Value* emit_tanh_f32(llvm::IRBuilderBase& b, llvm::Value* x);
 // erf rounds to 1 in float32); erf(-0) = -0, erf(±inf) = ±1, NaN for NaN.
 llvm::Value* emit_erf_f32(llvm::IRBuilderBase& b, llvm::Value* x);
 
+// The same computations in C++ (std::fma, the same constants, operation for operation):
+// bit-identical to the emitted code at every input (tests/jit_fast_math_test.cpp checks
+// it), so an eager kernel calling these agrees exactly with a jit kernel using the
+// emitters. Scalar and unhurried: a compiler without FMA hardware calls libm's fma.
+float exp_f32_scalar(float x);
+float tanh_f32_scalar(float x);
+float erf_f32_scalar(float x);
+double exp_f64_scalar(double x);
+
 // For tests and benchmarks: one of the emitters in a compiled loop
-//   void jx_fast_math_loop(const float* in, float* out, int64_t n)   // out[i] = f(in[i])
+//   void jx_fast_math_loop(const T* in, T* out, int64_t n)   // out[i] = f(in[i])
+// (T float, double for ExpF64)
 // built like a kernel (host attributes, the O2 pipeline of llvm_session.h) and loaded.
-enum class FastMathFunction { Exp, Tanh, Erf };
+enum class FastMathFunction { Exp, Tanh, Erf, ExpF64 };
 struct FastMathLoop {
   std::shared_ptr<LoadedObject> object;  // keeps the code loaded
-  void (*run)(const float* in, float* out, int64_t n) = nullptr;
+  void (*run)(const void* in, void* out, int64_t n) = nullptr;
   std::string ir;  // the optimized IR, when asked for
 };
 FastMathLoop compile_fast_math_loop(FastMathFunction function, bool want_ir);

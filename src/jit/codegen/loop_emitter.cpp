@@ -20,20 +20,23 @@ constexpr int64_t kReduceBlock = 4096;  // innermost reduced elements per partia
 constexpr int64_t kColumnRows = 256;    // reduced rows per partial row of a column reduction
 constexpr int64_t kWideColumnRows = 8;  // the same for float32 sums (column_reduce)
 
-// The dtype a reduction accumulates in. Float32 sums accumulate in float64 (every element
-// widened, every partial, block and chunk combined in double, one rounding at the end):
-// float accumulators, even in 4096-element blocks spread over the vector lanes, let the
-// rounding error grow with the terms each lane adds in sequence, and it is systematic on
-// data like 10^6 copies of 0.1f (100000.2578 where eager's pairwise sum gives 100000.0156,
-// exact 100000.0015; float blocks of 4096 over 64 lanes would still be 0.06 off). In
-// double the result is the exact sum rounded once (within about 1 ulp, better than
-// eager's few ulp times log2 n) on every schedule: rows, columns, middle axes, full.
-// Pairwise combination of float blocks does not help, since the error is inside the
-// blocks. The cost is two conversions and two double adds per 16 floats, hidden behind
-// memory in the bandwidth-bound reductions (sum(x + 2y + z*z) over 1.6e7 float32, 4 threads on
-// this Zen 4: 5.4 ms before, the same after; the measurements are in the report of this
-// change); sums of L1/L2-resident data run at most about 2x longer in the inner loop,
-// which the per-call overhead of small kernels mostly hides. Other reductions and dtypes
+// The dtype a reduction accumulates in. Float32 sums accumulate in float64: every element
+// is widened, and every partial, block and chunk is combined in double, with one rounding
+// at the end. Float accumulators, even in 4096-element blocks spread over 64 vector lanes,
+// let the rounding error grow with the terms each lane adds in sequence, and on data like
+// 10^6 copies of 0.1f it is systematic: 100000.2578 where eager's pairwise sum gives
+// 100000.0156 (exact 100000.0015); float blocks combined pairwise or in double would
+// still be about 0.06 (8 ulp) off, the error being inside the blocks. In double the
+// result is the exact sum rounded once: within 1 ulp (tests/jit_codegen_test.cpp,
+// ReductionAccuracy), against eager's few ulp times log2 n. Measured on this Zen 4 (2
+// cores, loaded), best of 15:
+//   sum(x + 2y + z*z), 1.6e7 float32 (bandwidth-bound)   5.8-6.3 ms before, 5.6-5.9 after
+//   sum(x), 4000x4000 over axis 1 (rows)                  1.8-2.0 ms before, 1.6 after
+//   sum(x), 2^20 float32 in cache                         51 us before, 80 after
+//   sum(x), 16384 float32                                 1.0 us before, 1.6 after
+// so what memory bounds costs nothing, and compute-bound sums of cached data pay the two
+// conversions and double adds per 16 floats (about 1.6x). Column reductions keep float
+// partial rows over 8 reduced rows (column_reduce). Other reductions and dtypes
 // accumulate in their own dtype (float64 sums in blocks, as before).
 DType accumulator_dtype(const PlanOutput& o) {
   if (o.dtype == DType::Float32 && o.reduce && o.reduce->name() == "reduce_sum") return DType::Float64;
@@ -334,9 +337,9 @@ class Emitter {
     // A widened output (float32 sum) accumulates one reduced row per block (inner_rows 1)
     // into a float32 `part` over kWideColumnRows rows, then into its float64 `total`: the
     // inner loop stays float (a float64 part row doubles its loads, stores and adds:
-    // 4000x4000 column sums took 7.1 ms instead of 5.0), and 8 float additions in a row
-    // err at most about 3.5 ulp, 1 on 0.1f copies, where 256 erred 20. Otherwise `part`
-    // holds the accumulator's dtype.
+    // 4000x4000 column sums took 7.1 ms instead of 5.0; with float parts 6.0), and 8 float
+    // additions in a row err at most about 3.5 ulp (0.2 measured on 0.1f copies), where
+    // float32 folds of 256-row blocks erred 30. Otherwise `part` holds the accumulator's dtype.
     int64_t rows_per_block = std::max<int64_t>(1, kColumnRows / std::max<int64_t>(inner_rows, 1));
     std::vector<DType> part_dtypes;
     for (const PlanOutput& o : plan_.outputs) {
