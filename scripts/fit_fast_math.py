@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Minimax polynomial fits for src/jit/codegen/fast_math.cpp (float32 exp, tanh, erf).
+"""Minimax polynomial fits for src/jit/codegen/fast_math.cpp (float32 exp, tanh, erf;
+float64 exp at the end, by mpmath, when it is installed).
 
 Each fit is a weighted least-squares problem on a dense grid, re-weighted by Lawson's
 algorithm (w <- w * |error|) until the error equioscillates, i.e. a minimax fit in the
@@ -8,7 +9,8 @@ time from the lowest degree, refitting the remaining higher ones after each roun
 they absorb the rounding error. Prints the float32 coefficients as C hex floats plus the
 max weighted error of the rounded polynomial (in float64 arithmetic).
 
-Usage: python3 scripts/fit_fast_math.py     (numpy + math only; deterministic)
+Usage: python3 scripts/fit_fast_math.py     (numpy, optionally mpmath; deterministic;
+about a minute on a busy 2-core machine)
 """
 import math
 import numpy as np

@@ -1,7 +1,8 @@
 // Native kernels of single elementwise equations against eager evaluation, for every
 // elementwise primitive and every native dtype its shape rule accepts: bitwise equal
-// for integer, bool and exactly rounded float ops, within a few ULP for the libm /
-// libmvec transcendentals (eager and kernels may pick different vector widths). Inputs
+// for integer, bool and exactly rounded float ops and for the transcendentals that call
+// eager's libmvec variant; within a few ULP, with exact special values, for the ones
+// kernels compute inline (fast_math.h: exp f32/f64, tanh f32, erf f32, logistic). Inputs
 // are every pair of edge values (0, -0, ±inf, NaN, INT_MIN, division by zero, shifts by
 // the width or more...) followed by random values.
 #include <gtest/gtest.h>
@@ -170,7 +171,9 @@ uint64_t ulp_distance(F a, F b) {
 }
 
 // Checks native == eager: bitwise (NaN matching any NaN) when max_ulp is 0, else within
-// max_ulp units in the last place. Reports the first few mismatches with their inputs.
+// max_ulp units in the last place for finite nonzero results, while NaN, infinities and
+// zeros (with their sign) must still match exactly: ULP distance alone would accept
+// FLT_MAX for inf or -0 for +0. Reports the first few mismatches with their inputs.
 ::testing::AssertionResult matches(const Array& native, const Array& eager, const std::vector<Array>& args,
                                    uint64_t max_ulp) {
   if (native.dtype() != eager.dtype() || native.shape() != eager.shape())
@@ -190,7 +193,9 @@ uint64_t ulp_distance(F a, F b) {
                              ? ulp_distance<float, int32_t>(static_cast<float>(a[i]), static_cast<float>(b[i]))
                              : ulp_distance<double, int64_t>(a[i], b[i]);
       // Bitwise for exact ops, including the sign of zero.
-      const bool ok = max_ulp == 0 ? (d == 0 && (std::isnan(a[i]) || std::signbit(a[i]) == std::signbit(b[i]))) : d <= max_ulp;
+      const bool special = std::isnan(a[i]) || std::isnan(b[i]) || std::isinf(a[i]) || std::isinf(b[i]) || a[i] == 0 || b[i] == 0;
+      const bool bitwise = d == 0 && (std::isnan(a[i]) || std::signbit(a[i]) == std::signbit(b[i]));
+      const bool ok = max_ulp == 0 || special ? bitwise : d <= max_ulp;
       if (!ok && ++bad <= 5)
         failure << "\n  at " << i << " inputs " << describe(i) << ": native " << a[i] << " eager " << b[i] << " (" << d
                 << " ulp)";
@@ -210,6 +215,12 @@ int g_kernel_count = 0;
 // the current vector ISA (scalar libm for JX_VECTOR_ISA=scalar), vectorized or not, so
 // they agree with eager to the bit (scalar_ops.h, vector_math_library()).
 constexpr uint64_t kMathUlp = 0;
+// Except the inline polynomials (fast_math.h; exp f32/f64, tanh f32, erf f32), measured
+// faster than libmvec: each within ~1.5 ULP of the true value and eager's libmvec within
+// ~2.5 (jit_vector_math_test), so within 4 ULP of each other; logistic = 1 / (1 + exp(-x))
+// adds two roundings: 6. NaN, infinities and zeros stay exact (matches()).
+constexpr uint64_t kInlineUlp = 4;
+constexpr uint64_t kInlineLogisticUlp = 6;
 // A tolerance: float sums and products a kernel may reassociate (allclose, not ULP).
 constexpr uint64_t kReassociated = ~uint64_t{0};
 
@@ -283,22 +294,34 @@ std::vector<Aval> same_avals(DType d, int arity) { return std::vector<Aval>(stat
 
 // ---- the table: one row per primitive ----
 
+// Which float dtypes of a row kernels compute inline (fast_math.h) instead of with eager's
+// libmvec variant.
+enum class Inline { None, Float32, Float32AndFloat64 };
+
 struct Row {
   const char* name;
   int arity;
   uint64_t max_ulp;  // 0: bitwise equal to eager
   Params params = {};
+  Inline inline_dtypes = Inline::None;
+  uint64_t inline_ulp = 0;  // max_ulp for the inline dtypes
+
+  uint64_t max_ulp_for(DType d) const {
+    const bool is_inline = (d == DType::Float32 && inline_dtypes != Inline::None) ||
+                           (d == DType::Float64 && inline_dtypes == Inline::Float32AndFloat64);
+    return is_inline ? inline_ulp : max_ulp;
+  }
 };
 
 const std::vector<Row> kRows = {
     {"neg", 1, 0}, {"abs", 1, 0}, {"sign", 1, 0}, {"floor", 1, 0}, {"ceil", 1, 0},
     {"round", 1, 0, {{"rounding_method", int64_t{0}}}}, {"round", 1, 0, {{"rounding_method", int64_t{1}}}},
     {"sqrt", 1, 0}, {"rsqrt", 1, 0}, {"cbrt", 1, kMathUlp},
-    {"exp", 1, kMathUlp}, {"exp2", 1, kMathUlp}, {"expm1", 1, kMathUlp}, {"log", 1, kMathUlp}, {"log1p", 1, kMathUlp},
-    {"logistic", 1, kMathUlp}, {"sin", 1, kMathUlp}, {"cos", 1, kMathUlp}, {"tan", 1, kMathUlp},
+    {"exp", 1, kMathUlp, {}, Inline::Float32AndFloat64, kInlineUlp}, {"exp2", 1, kMathUlp}, {"expm1", 1, kMathUlp}, {"log", 1, kMathUlp}, {"log1p", 1, kMathUlp},
+    {"logistic", 1, kMathUlp, {}, Inline::Float32AndFloat64, kInlineLogisticUlp}, {"sin", 1, kMathUlp}, {"cos", 1, kMathUlp}, {"tan", 1, kMathUlp},
     {"asin", 1, kMathUlp}, {"acos", 1, kMathUlp}, {"atan", 1, kMathUlp}, {"sinh", 1, kMathUlp},
-    {"cosh", 1, kMathUlp}, {"tanh", 1, kMathUlp}, {"asinh", 1, kMathUlp}, {"acosh", 1, kMathUlp},
-    {"atanh", 1, kMathUlp}, {"erf", 1, kMathUlp}, {"erfc", 1, kMathUlp},
+    {"cosh", 1, kMathUlp}, {"tanh", 1, kMathUlp, {}, Inline::Float32, kInlineUlp}, {"asinh", 1, kMathUlp}, {"acosh", 1, kMathUlp},
+    {"atanh", 1, kMathUlp}, {"erf", 1, kMathUlp, {}, Inline::Float32, kInlineUlp}, {"erfc", 1, kMathUlp},
     {"erf_inv", 1, 0}, {"lgamma", 1, 0}, {"digamma", 1, 0},  // the runtime helpers eager calls
     {"is_finite", 1, 0}, {"not", 1, 0}, {"stop_gradient", 1, 0},
     {"add", 2, 0}, {"sub", 2, 0}, {"mul", 2, 0}, {"div", 2, 0}, {"rem", 2, 0}, {"pow", 2, kMathUlp},
@@ -316,7 +339,7 @@ class ScalarOp : public ::testing::TestWithParam<Row> {};
 TEST_P(ScalarOp, MatchesEagerForEveryDType) {
   const Row& row = GetParam();
   KernelBatch batch;
-  for (DType d : kNativeDTypes) batch.add(prim(row.name), same_avals(d, row.arity), row.params, row.max_ulp);
+  for (DType d : kNativeDTypes) batch.add(prim(row.name), same_avals(d, row.arity), row.params, row.max_ulp_for(d));
   EXPECT_GT(batch.run(), 0u) << row.name << " accepted no native dtype";
 }
 
@@ -329,6 +352,72 @@ std::string row_name(const ::testing::TestParamInfo<Row>& info) {
 INSTANTIATE_TEST_SUITE_P(Elementwise, ScalarOp, ::testing::ValuesIn(kRows), row_name);
 
 // ---- rows with parameters or mixed operand types ----
+
+// The inline functions (fast_math.h) keep libm's special values exactly: NaN in, NaN out;
+// ±inf, ±0 with the sign of zero; exp's overflow and underflow thresholds as libm's (the
+// last finite and first zero results on each side); tanh and erf saturating to exactly ±1.
+// Each value checked in every lane of a vector body and in the scalar remainder (kN
+// copies), against the expected constant and against eager.
+TEST(ScalarOps, InlineFunctionsKeepLibmSpecialValues) {
+  constexpr double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  constexpr double kNonzeroFinite = 12345.0;  // marker: any finite nonzero value (not 0, not inf)
+  struct Special {
+    const char* name;
+    DType dtype;
+    double x, expected;
+  };
+  const std::vector<Special> specials = {
+      {"exp", DType::Float32, nan, nan}, {"exp", DType::Float32, inf, inf}, {"exp", DType::Float32, -inf, 0.0},
+      {"exp", DType::Float32, 0.0, 1.0}, {"exp", DType::Float32, -0.0, 1.0}, {"exp", DType::Float32, 89.0, inf},
+      {"exp", DType::Float32, 88.7228, kNonzeroFinite}, {"exp", DType::Float32, -104.0, 0.0},
+      {"exp", DType::Float32, -103.0, kNonzeroFinite}, {"exp", DType::Float32, 1e30, inf},
+      {"exp", DType::Float32, -1e30, 0.0}, {"exp", DType::Float64, nan, nan}, {"exp", DType::Float64, inf, inf},
+      {"exp", DType::Float64, -inf, 0.0}, {"exp", DType::Float64, 0.0, 1.0}, {"exp", DType::Float64, -0.0, 1.0},
+      {"exp", DType::Float64, 710.0, inf}, {"exp", DType::Float64, 709.78, kNonzeroFinite},
+      {"exp", DType::Float64, -746.0, 0.0}, {"exp", DType::Float64, -744.0, kNonzeroFinite},
+      {"exp", DType::Float64, 1e300, inf}, {"exp", DType::Float64, -1e300, 0.0},
+      {"tanh", DType::Float32, nan, nan}, {"tanh", DType::Float32, inf, 1.0}, {"tanh", DType::Float32, -inf, -1.0},
+      {"tanh", DType::Float32, 0.0, 0.0}, {"tanh", DType::Float32, -0.0, -0.0}, {"tanh", DType::Float32, 20.0, 1.0},
+      {"tanh", DType::Float32, -20.0, -1.0}, {"tanh", DType::Float32, 1e-30, static_cast<float>(1e-30)},
+      {"tanh", DType::Float32, -1e-30, static_cast<float>(-1e-30)},
+      {"erf", DType::Float32, nan, nan}, {"erf", DType::Float32, inf, 1.0}, {"erf", DType::Float32, -inf, -1.0},
+      {"erf", DType::Float32, 0.0, 0.0}, {"erf", DType::Float32, -0.0, -0.0}, {"erf", DType::Float32, 5.0, 1.0},
+      {"erf", DType::Float32, -5.0, -1.0},
+      {"logistic", DType::Float32, nan, nan}, {"logistic", DType::Float32, inf, 1.0},
+      {"logistic", DType::Float32, -inf, 0.0}, {"logistic", DType::Float32, 0.0, 0.5},
+      {"logistic", DType::Float32, -0.0, 0.5}, {"logistic", DType::Float32, 200.0, 1.0},
+      {"logistic", DType::Float32, -200.0, 0.0}, {"logistic", DType::Float64, nan, nan},
+      {"logistic", DType::Float64, inf, 1.0}, {"logistic", DType::Float64, -inf, 0.0},
+      {"logistic", DType::Float64, 0.0, 0.5}, {"logistic", DType::Float64, 1000.0, 1.0},
+      {"logistic", DType::Float64, -1000.0, 0.0}};
+  for (const Special& c : specials) {
+    SCOPED_TRACE(detail::cat(c.name, "(", c.x, ") ", dtype_name(c.dtype)));
+    std::optional<Jaxpr> j = one_equation(prim(c.name), same_avals(c.dtype, 1));
+    ASSERT_TRUE(j);
+    const Array x = lax::broadcast_in_dim(lax::convert_element_type(Array(c.x), c.dtype), {kN}, {});
+    const std::vector<double> native =
+        run_native(*j, {x}, detail::cat("scalar_ops_test.special", g_kernel_count++))[0].to_vector<double>();
+    const std::vector<double> eager = eval_jaxpr(*j, {}, std::vector<Array>{x})[0].to_vector<double>();
+    int bad = 0;
+    for (int64_t i = 0; i < kN && bad < 3; ++i) {
+      const double v = native[static_cast<size_t>(i)];
+      bool ok;
+      if (c.expected == kNonzeroFinite) ok = std::isfinite(v) && v != 0;
+      else if (std::isnan(c.expected)) ok = std::isnan(v);
+      else ok = v == c.expected && std::signbit(v) == std::signbit(c.expected);
+      // Eager's libm / libmvec gives the same special value.
+      if (c.expected != kNonzeroFinite)
+        ok = ok && (std::isnan(v) ? std::isnan(eager[static_cast<size_t>(i)])
+                                  : v == eager[static_cast<size_t>(i)] &&
+                                        std::signbit(v) == std::signbit(eager[static_cast<size_t>(i)]));
+      if (!ok) {
+        ++bad;
+        ADD_FAILURE() << "element " << i << ": native " << v << " eager " << eager[static_cast<size_t>(i)] << " expected "
+                      << (c.expected == kNonzeroFinite ? std::string("finite nonzero") : detail::cat(c.expected));
+      }
+    }
+  }
+}
 
 TEST(ScalarOps, IntegerPowEveryExponent) {
   KernelBatch batch;

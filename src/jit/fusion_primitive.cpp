@@ -2,33 +2,16 @@
 
 #include "jx/error.h"
 #include "jx/transforms.h"
-#include "lax/rules.h"
 #include "transforms/call_rules.h"
 
 namespace jx::compiler {
 namespace {
 
-const Jaxpr& body(const Params& params) {
-  const JaxprRef& j = params.get_jaxpr("jaxpr");
-  if (!j) detail::fail("fusion", "has a null sub-program");
-  return j->jaxpr;
-}
-
 std::vector<Aval> fusion_rule(std::span<const Aval> in, const Params& params) {
-  const Jaxpr& j = body(params);
-  if (!j.constvars.empty()) detail::fail("fusion", "sub-program must have no constvars");
-  std::vector<Aval> want = j.in_avals();
-  if (want.size() != in.size())
-    detail::fail("fusion", params.get_string("name"), " takes ", want.size(), " operands, got ", in.size(), " (",
-                 lax::rules::avals_str(in), ")");
-  for (size_t i = 0; i < in.size(); ++i)
-    if (want[i].shape != in[i].shape || want[i].dtype != in[i].dtype)
-      detail::fail("fusion", "operand ", i, " of ", params.get_string("name"), " is ", in[i].str(),
-                   " but the sub-program expects ", want[i].str());
   const std::string& kind = params.get_string("kind");
   if (kind != "loop" && kind != "reduction" && kind != "dot")
     detail::fail("fusion", "kind must be loop, reduction or dot, got '", kind, "'");
-  return j.out_avals();
+  return detail::call_out_avals("fusion", in, params);
 }
 
 // Fusions exist only after optimization, but as ordinary primitives they still
@@ -39,7 +22,7 @@ const Primitive fusion_p(
      .num_outputs = -1,
      .abstract_eval = fusion_rule,
      .impl = [](std::span<const Array> in, const Params& params,
-                std::span<const Aval>) { return eval_jaxpr(body(params), {}, in); },
+                std::span<const Aval>) { return eval_jaxpr(detail::call_body(params, "fusion")->jaxpr, {}, in); },
      .jvp =
          [](std::span<const Array> primals, std::span<const Array> tangents, const Params& params) {
            return detail::jvp_of_call(params.get_jaxpr("jaxpr"), primals, tangents);

@@ -7,7 +7,6 @@
 
 #include "jit/executable.h"
 #include "jx/error.h"
-#include "lax/rules.h"
 #include "transforms/ad_util.h"
 #include "transforms/call_rules.h"
 #include "transforms/linearize.h"
@@ -38,25 +37,7 @@ class BodyKeyedCache {
   std::map<std::pair<const ClosedJaxpr*, std::string>, std::pair<std::weak_ptr<const ClosedJaxpr>, V>> map_;
 };
 
-const JaxprRef& body_of(const Params& params, std::string_view prim) {
-  const JaxprRef& j = params.get_jaxpr("jaxpr");
-  if (!j) fail(prim, "has a null sub-program");
-  return j;
-}
-
-std::vector<Aval> call_rule(std::string_view prim, std::span<const Aval> in, const Params& params) {
-  const Jaxpr& j = body_of(params, prim)->jaxpr;
-  if (!j.constvars.empty()) fail(prim, "sub-program must have no constvars (constants are leading operands)");
-  std::vector<Aval> want = j.in_avals();
-  const std::string& name = params.get_string("name");
-  if (want.size() != in.size())
-    fail(prim, "'", name, "' takes ", want.size(), " operands, got ", in.size(), " (", lax::rules::avals_str(in), ")");
-  for (size_t i = 0; i < in.size(); ++i)
-    if (want[i].shape != in[i].shape || want[i].dtype != in[i].dtype)
-      fail(prim, "operand ", i, " of '", name, "' is ", in[i].str(), " but the program was traced for ",
-           want[i].str());
-  return j.out_avals();
-}
+const JaxprRef& body_of(const Params& params, std::string_view prim) { return call_body(params, prim); }
 
 FlatFn body_fn(const Params& params, std::string_view prim) {
   JaxprRef j = body_of(params, prim);
@@ -267,7 +248,7 @@ std::vector<Array> linear_jit_transpose(std::span<const Array> cts, std::span<co
 const Primitive jit_p("jit", {.traits = 0,
                               .num_outputs = -1,
                               .abstract_eval = [](std::span<const Aval> in,
-                                                  const Params& params) { return call_rule("jit", in, params); },
+                                                  const Params& params) { return call_out_avals("jit", in, params); },
                               .impl = [](std::span<const Array> in, const Params& params,
                                          std::span<const Aval>) { return run_body(in, params, "jit"); },
                               .jvp = jit_jvp,
@@ -287,7 +268,7 @@ const Primitive linear_jit_p(
            int64_t r = params.get_int("num_residuals");
            if (r < 0 || static_cast<size_t>(r) > in.size())
              fail("linear_jit", "num_residuals=", r, " but there are ", in.size(), " operands");
-           return call_rule("linear_jit", in, params);
+           return call_out_avals("linear_jit", in, params);
          },
      .impl = [](std::span<const Array> in, const Params& params,
                 std::span<const Aval>) { return run_body(in, params, "linear_jit"); },

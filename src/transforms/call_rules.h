@@ -3,11 +3,19 @@
 #pragma once
 
 #include <span>
+#include <string_view>
+#include <vector>
 
 #include "jx/jaxpr.h"
 #include "jx/primitive.h"
 
 namespace jx::detail {
+
+// The `jaxpr` param of a call primitive `prim`; raises if it is null.
+const JaxprRef& call_body(const Params& params, std::string_view prim);
+// The shape rule every call primitive shares: the body has no constvars and takes
+// operands of exactly these types; its outputs' types.
+std::vector<Aval> call_out_avals(std::string_view prim, std::span<const Aval> in, const Params& params);
 
 // The body evaluated under jvp: its primal outputs and (materialized) output tangents.
 JvpResult jvp_of_call(const JaxprRef& body, std::span<const Array> primals, std::span<const Array> tangents);

@@ -12,27 +12,6 @@
 namespace jx {
 namespace {
 
-const Jaxpr& body(const Params& params) {
-  const JaxprRef& j = params.get_jaxpr("jaxpr");
-  if (!j) detail::fail("closed_call", "has a null sub-program");
-  return j->jaxpr;
-}
-
-std::vector<Aval> closed_call_rule(std::span<const Aval> in, const Params& params) {
-  const Jaxpr& j = body(params);
-  if (!j.constvars.empty())
-    detail::fail("closed_call", "sub-program must have no constvars (pass constants as operands)");
-  std::vector<Aval> want = j.in_avals();
-  if (want.size() != in.size())
-    detail::fail("closed_call", "sub-program '", params.get_string("name"), "' takes ", want.size(),
-                 " operands, got ", in.size(), " (", lax::rules::avals_str(in), ")");
-  for (size_t i = 0; i < in.size(); ++i)
-    if (want[i].shape != in[i].shape || want[i].dtype != in[i].dtype)
-      detail::fail("closed_call", "operand ", i, " of '", params.get_string("name"), "' is ", in[i].str(),
-                   " but the sub-program expects ", want[i].str());
-  return j.out_avals();
-}
-
 }  // namespace
 
 extern const Primitive closed_call_p;
@@ -40,9 +19,10 @@ const Primitive closed_call_p(
     "closed_call",
     {.traits = 0,
      .num_outputs = -1,
-     .abstract_eval = closed_call_rule,
+     .abstract_eval = [](std::span<const Aval> in,
+                         const Params& params) { return detail::call_out_avals("closed_call", in, params); },
      .impl = [](std::span<const Array> in, const Params& params,
-                std::span<const Aval>) { return eval_jaxpr(body(params), {}, in); },
+                std::span<const Aval>) { return eval_jaxpr(detail::call_body(params, "closed_call")->jaxpr, {}, in); },
      .jvp =
          [](std::span<const Array> primals, std::span<const Array> tangents, const Params& params) {
            return detail::jvp_of_call(params.get_jaxpr("jaxpr"), primals, tangents);
@@ -53,6 +33,27 @@ const Primitive closed_call_p(
          }});
 
 namespace detail {
+
+const JaxprRef& call_body(const Params& params, std::string_view prim) {
+  const JaxprRef& j = params.get_jaxpr("jaxpr");
+  if (!j) fail(prim, "has a null sub-program");
+  return j;
+}
+
+std::vector<Aval> call_out_avals(std::string_view prim, std::span<const Aval> in, const Params& params) {
+  const Jaxpr& j = call_body(params, prim)->jaxpr;
+  if (!j.constvars.empty()) fail(prim, "sub-program must have no constvars (constants are leading operands)");
+  std::vector<Aval> want = j.in_avals();
+  const std::string& name = params.get_string("name");
+  if (want.size() != in.size())
+    fail(prim, "sub-program '", name, "' takes ", want.size(), " operands, got ", in.size(), " (",
+         lax::rules::avals_str(in), ")");
+  for (size_t i = 0; i < in.size(); ++i)
+    if (want[i].shape != in[i].shape || want[i].dtype != in[i].dtype)
+      fail(prim, "operand ", i, " of '", name, "' is ", in[i].str(), " but the sub-program expects ",
+           want[i].str());
+  return j.out_avals();
+}
 
 JvpResult jvp_of_call(const JaxprRef& body, std::span<const Array> primals, std::span<const Array> tangents) {
   if (!body) fail("jvp", "a call has a null sub-program");
