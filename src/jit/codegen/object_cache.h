@@ -16,7 +16,7 @@
 namespace jx::compiler::codegen {
 
 // Bump whenever generated code changes for the same plan, so stale entries are not used.
-inline constexpr int kCodegenVersion = 3;  // 2: jx_vm_* transcendentals, float32 sums in double; 3: inline exp/tanh/erf
+inline constexpr int kCodegenVersion = 4;  // 2: jx_vm_* transcendentals, float32 sums in double; 3: inline exp/tanh/erf; 4: no interleaving around calls
 
 struct ObjectCacheStats {
   int64_t hits = 0;      // valid entries loaded
