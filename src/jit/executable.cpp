@@ -8,6 +8,7 @@
 // allocates only the arrays it returns.
 #include "jit/executable.h"
 
+#include <algorithm>
 #include <chrono>
 #include <mutex>
 #include <unordered_map>
@@ -72,6 +73,16 @@ class BufferPool {
   }
   std::unordered_map<size_t, std::vector<std::shared_ptr<detail::Storage>>> free_;
 };
+
+Array contiguous_input(const Array& x) {
+  const std::vector<int64_t>& strides = detail::strides(x);
+  if (std::all_of(strides.begin(), strides.end(), [](int64_t st) { return st == 0; })) {
+    Array out = detail::alloc_array(x.aval());
+    lax::movement::fill_contiguous(x.itemsize(), detail::mutable_data<void>(out), x.size(), detail::raw_data(x));
+    return out;
+  }
+  return detail::contiguous(x);
+}
 
 class ProgramExecutable final : public Executable {
  public:
@@ -186,9 +197,9 @@ std::vector<Array> ProgramExecutable::run(std::span<const Array> args) const {
       in_ptrs.clear();
       out_ptrs.clear();
       for (Array& x : ins) {
-        // Kernels read row-major inputs; views (broadcasts, transposes) are copied by
-        // the tiled, threaded copy kernel.
-        if (!detail::is_contiguous(x)) x = lax::movement::copy_to_fresh(x, x.aval());
+        // Kernels read row-major inputs: views are copied (a broadcast scalar, like
+        // jnp::ones, by a fill).
+        if (!detail::is_contiguous(x)) x = contiguous_input(x);
         in_ptrs.push_back(detail::raw_data(x));
       }
       for (size_t k = 0; k < s.outputs.size(); ++k) {
