@@ -69,13 +69,7 @@ namespace jnp = jx::numpy;
 
 // ---- helpers ----
 
-Array randn(const Shape& shape, DType dtype = DType::Float32, uint32_t seed = 0, double scale = 1.0) {
-  std::mt19937 gen(seed);
-  std::normal_distribution<double> dist(0.0, scale);
-  std::vector<double> v(static_cast<size_t>(shape_size(shape)));
-  for (double& x : v) x = dist(gen);
-  return lax::convert_element_type(Array(v, shape), dtype);
-}
+using testing::randn;
 
 Array randint(const Shape& shape, int lo, int hi, uint32_t seed = 0) {
   std::mt19937 gen(seed);

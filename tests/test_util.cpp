@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <complex>
 #include <numeric>
+#include <random>
 #include <sstream>
 
 namespace jx::testing {
@@ -104,6 +105,14 @@ double default_rtol(DType d) {
   }
   if (bad) return ::testing::AssertionFailure() << bad << " mismatches (rtol=" << rtol << ", atol=" << atol << "):" << msg.str();
   return ::testing::AssertionSuccess();
+}
+
+Array randn(const Shape& shape, DType dtype, uint32_t seed, double scale) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<double> dist(0.0, scale);
+  std::vector<double> v(static_cast<size_t>(shape_size(shape)));
+  for (double& x : v) x = dist(gen);
+  return lax::convert_element_type(Array(v, shape), dtype);
 }
 
 }  // namespace jx::testing

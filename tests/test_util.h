@@ -35,6 +35,9 @@ Array make_test_view(const Array& x, int64_t code);
 // Tolerances suited to a dtype's precision.
 double default_rtol(DType d);
 
+// Normal(0, scale) values from a seeded std::mt19937, converted to dtype.
+Array randn(const Shape& shape, DType dtype = DType::Float32, uint32_t seed = 0, double scale = 1.0);
+
 }  // namespace jx::testing
 
 #define EXPECT_ALLCLOSE(actual, expected, ...) EXPECT_TRUE(::jx::testing::allclose(actual, expected, ##__VA_ARGS__))

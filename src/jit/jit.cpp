@@ -171,6 +171,10 @@ std::shared_ptr<const JitEntry> JitFunction::lookup(std::span<const Array> leave
   traced->consts = std::move(consts);
   entry->traced = traced;
   std::lock_guard lock(cache_->mu);
+  // Another thread may have traced the same signature meanwhile: keep the first entry,
+  // so every caller shares one program (and one compile).
+  for (const auto& [k, e] : cache_->entries)
+    if (k == key) return e;
   if (log_compiles())
     std::fprintf(stderr, "jx: tracing '%s' for %s%s%s%s: %s (%.2f ms)\n", options_.name.c_str(),
                  avals_list(key.avals).c_str(), key.statics ? " static (" : "",
