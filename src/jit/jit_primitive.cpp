@@ -290,15 +290,7 @@ BodyKeyedCache<std::shared_ptr<const compiler::Executable>>& executable_cache() 
 const Primitive& jit_primitive() { return jit_p; }
 
 JaxprRef stage_body(const FlatFn& f, std::span<const Aval> avals, std::vector<Array>* consts_out) {
-  StagingTrace trace{"jit", /*forward_known=*/false};
-  std::vector<Array> outs;
-  {
-    TraceScope scope(&trace);
-    std::vector<Array> in;
-    for (const Aval& a : avals) in.push_back(trace.new_input(a));
-    outs = f(in);
-  }
-  ClosedJaxpr staged = trace.finish(outs);
+  ClosedJaxpr staged = stage_flat(f, avals, "jit");
   auto body = std::make_shared<ClosedJaxpr>();
   body->jaxpr.invars = staged.jaxpr.constvars;
   body->jaxpr.invars.insert(body->jaxpr.invars.end(), staged.jaxpr.invars.begin(), staged.jaxpr.invars.end());

@@ -92,4 +92,16 @@ ClosedJaxpr StagingTrace::finish(std::span<const Array> outs) {
   return out;
 }
 
+ClosedJaxpr stage_flat(const FlatFn& f, std::span<const Aval> in_avals, std::string name) {
+  StagingTrace trace{std::move(name), /*forward_known=*/false};
+  std::vector<Array> outs;
+  {
+    TraceScope scope(&trace);
+    std::vector<Array> in;
+    for (const Aval& a : in_avals) in.push_back(trace.new_input(a));
+    outs = f(in);
+  }
+  return trace.finish(outs);
+}
+
 }  // namespace jx::detail

@@ -14,6 +14,7 @@
 
 #include "jx/jaxpr.h"
 #include "jx/primitive.h"
+#include "jx/transforms.h"
 
 namespace jx::detail {
 
@@ -61,6 +62,10 @@ class StagingTrace final : public Trace {
   std::unordered_map<const void*, size_t> const_index_;  // Array::id() -> constvars_ slot
   std::vector<Equation> eqns_;
 };
+
+// f staged over inputs of these types by a full (not partial) staging trace named `name`
+// (the transformation concretization errors name): make_jaxpr and jit both stage this way.
+ClosedJaxpr stage_flat(const FlatFn& f, std::span<const Aval> in_avals, std::string name);
 
 // A tracer Array holding `tracer`, of type `aval`.
 Array make_tracer_array(Aval aval, std::shared_ptr<Tracer> tracer);

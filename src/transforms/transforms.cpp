@@ -42,15 +42,7 @@ std::pair<std::vector<Array>, std::vector<Array>> jvp_flat(const FlatFn& f, std:
 }
 
 ClosedJaxpr make_jaxpr_flat(const FlatFn& f, std::span<const Aval> in_avals) {
-  StagingTrace trace{"make_jaxpr", /*forward_known=*/false};
-  std::vector<Array> outs;
-  {
-    TraceScope scope(&trace);
-    std::vector<Array> in;
-    for (const Aval& a : in_avals) in.push_back(trace.new_input(a));
-    outs = f(in);
-  }
-  return trace.finish(outs);
+  return stage_flat(f, in_avals, "make_jaxpr");
 }
 
 void check_differentiable(std::string_view op, std::span<const Array> leaves) {
