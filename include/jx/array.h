@@ -9,6 +9,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -19,8 +20,10 @@ namespace jx {
 
 using Shape = std::vector<int64_t>;
 
-// Number of elements of a shape (1 for a 0-d shape).
-int64_t shape_size(const Shape& shape);
+// Number of elements of a shape (1 for a 0-d shape). The one checked size computation:
+// raises jx::Error "[op] ..." naming the shape for a negative dimension or a count past
+// 2^63 - 1, so no caller sees a wrapped product.
+int64_t shape_size(const Shape& shape, std::string_view op = "shape_size");
 
 // The abstract value of an array: what tracing and shape rules see (JAX's ShapedArray).
 struct Aval {
@@ -63,7 +66,8 @@ class Tracer {
   virtual const TraceState* state() const { return nullptr; }
 };
 
-// Owns an aligned allocation; views share it.
+// Owns an aligned allocation; views share it. Throws std::bad_alloc when the memory is
+// not there (alloc_array turns that into a jx::Error naming the operation and shape).
 struct Storage {
   void* data = nullptr;
   size_t nbytes = 0;
@@ -133,8 +137,9 @@ class Array {
   // gives float64). `shape` defaults to 1-d.
   template <Element T>
   explicit Array(const std::vector<T>& v) : Array(v.data(), Shape{static_cast<int64_t>(v.size())}) {}
+  // v must hold exactly prod(shape) elements.
   template <Element T>
-  Array(const std::vector<T>& v, Shape shape) : Array(v.data(), std::move(shape)) {}
+  Array(const std::vector<T>& v, Shape shape) : Array(v.data(), v.size(), std::move(shape), dtype_of<T>) {}
   // Copies a row-major buffer of prod(shape) elements.
   template <Element T>
   Array(const T* data, Shape shape) : Array(static_cast<const void*>(data), std::move(shape), dtype_of<T>) {}
@@ -201,6 +206,8 @@ class Array {
   const void* id() const { return impl_.get(); }
 
  private:
+  // A buffer of `count` elements for `shape`: raises unless they agree.
+  Array(const void* data, size_t count, Shape shape, DType dtype);
   void item_into(void* dst, DType dtype) const;
   std::shared_ptr<const detail::ArrayImpl> impl_;
 };

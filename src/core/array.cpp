@@ -1,4 +1,5 @@
 #include <sys/mman.h>
+#include <sys/sysinfo.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -13,10 +14,18 @@
 
 namespace jx {
 
-int64_t shape_size(const Shape& shape) {
+int64_t shape_size(const Shape& shape, std::string_view op) {
+  // As NumPy: zero dims are skipped in the product, so every partial product of a valid
+  // shape (the outer/inner sizes kernels compute) fits too, even when the count is 0.
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
+  bool empty = false;
+  for (int64_t d : shape) {
+    if (d < 0) detail::fail(op, "negative dimension in shape ", detail::shape_str(shape));
+    if (d == 0) empty = true;
+    else if (__builtin_mul_overflow(n, d, &n))
+      detail::fail(op, "shape ", detail::shape_str(shape), " has more than 2^63 - 1 elements");
+  }
+  return empty ? 0 : n;
 }
 
 std::string Aval::str() const {
@@ -40,6 +49,53 @@ std::string shape_str(const std::vector<int64_t>& shape) {
   if (shape.size() == 1) os << ",";
   os << ")";
   return os.str();
+}
+
+int64_t checked_nbytes(const Shape& shape, DType dtype, std::string_view op) {
+  const int64_t n = shape_size(shape, op);
+  int64_t bytes;
+  if (__builtin_mul_overflow(n, itemsize(dtype), &bytes))
+    fail(op, "shape ", shape_str(shape), " of ", dtype_name(dtype), " needs more than 2^63 - 1 bytes (", n,
+         " elements of ", itemsize(dtype), " bytes)");
+  return bytes;
+}
+
+namespace {
+
+// RAM + swap: no single buffer larger than this can ever be backed. Refusing it up front
+// makes the failure a jx::Error whatever the kernel's overcommit policy (with
+// overcommit on, the allocation would succeed and the process be killed on first touch)
+// and without calling an allocator that sanitizers abort in.
+int64_t machine_memory_bytes() {
+  static const int64_t bytes = [] {
+    struct sysinfo info {};
+    if (sysinfo(&info) != 0) return std::numeric_limits<int64_t>::max();
+    const unsigned __int128 total =
+        (static_cast<unsigned __int128>(info.totalram) + info.totalswap) * info.mem_unit;
+    return total > static_cast<unsigned __int128>(std::numeric_limits<int64_t>::max())
+               ? std::numeric_limits<int64_t>::max()
+               : static_cast<int64_t>(total);
+  }();
+  return bytes;
+}
+
+[[noreturn]] void fail_alloc(std::string_view op, const Shape& shape, DType dtype, int64_t bytes) {
+  fail(op, "cannot allocate ", bytes, " bytes for an array of shape ", shape_str(shape), " and dtype ",
+       dtype_name(dtype), ": out of memory (this machine has ", machine_memory_bytes(), " bytes of RAM + swap)");
+}
+
+thread_local std::string_view t_alloc_op = "alloc";
+
+}  // namespace
+
+AllocScope::AllocScope(std::string_view op) : saved_(t_alloc_op) { t_alloc_op = op; }
+AllocScope::~AllocScope() { t_alloc_op = saved_; }
+std::string_view alloc_op() { return t_alloc_op; }
+
+int64_t check_allocatable(const Shape& shape, DType dtype, std::string_view op) {
+  const int64_t bytes = checked_nbytes(shape, dtype, op);
+  if (bytes > machine_memory_bytes()) fail_alloc(op, shape, dtype, bytes);
+  return bytes;
 }
 
 namespace {
@@ -105,7 +161,7 @@ Storage::Storage(size_t n) : nbytes(n) {
   size_t rounded = rounded_size(n, huge);
   if (huge && (data = LargeBlockCache::get().take(rounded))) return;
   data = std::aligned_alloc(huge ? kHugePage : 64, rounded);
-  if (!data) throw Error(cat("[alloc] out of memory allocating ", n, " bytes"));
+  if (!data) throw std::bad_alloc();
   if (huge) madvise(data, rounded, MADV_HUGEPAGE);
 }
 Storage::~Storage() {
@@ -125,17 +181,21 @@ std::vector<int64_t> contiguous_strides(const Shape& shape) {
 }
 
 Array alloc_array(const Aval& aval) {
-  for (int64_t d : aval.shape)
-    if (d < 0) fail("alloc", "negative dimension in shape ", shape_str(aval.shape));
+  const std::string_view op = alloc_op();
+  const int64_t bytes = check_allocatable(aval.shape, aval.dtype, op);
   auto impl = std::make_shared<ArrayImpl>();
   impl->aval = aval;
-  impl->storage = std::make_shared<Storage>(static_cast<size_t>(aval.size() * itemsize(aval.dtype)));
+  try {
+    impl->storage = std::make_shared<Storage>(static_cast<size_t>(bytes));
+  } catch (const std::bad_alloc&) {
+    fail_alloc(op, aval.shape, aval.dtype, bytes);
+  }
   impl->strides = contiguous_strides(aval.shape);
   return Array(std::move(impl));
 }
 
 Array adopt_storage(std::shared_ptr<Storage> storage, const Aval& aval) {
-  if (!storage || storage->nbytes < static_cast<size_t>(aval.size() * itemsize(aval.dtype)))
+  if (!storage || storage->nbytes < static_cast<size_t>(checked_nbytes(aval.shape, aval.dtype, "adopt_storage")))
     fail("adopt_storage", "storage too small for ", aval.str());
   auto impl = std::make_shared<ArrayImpl>();
   impl->aval = aval;
@@ -313,9 +373,17 @@ Array::Array(std::initializer_list<int> v) : Array(from_list<int32_t>(v)) {}
 Array::Array(std::initializer_list<std::initializer_list<int>> v) : Array(from_list<int32_t>(v)) {}
 Array::Array(std::initializer_list<bool> v) : Array(from_list<bool>(v)) {}
 
+Array::Array(const void* data, size_t count, Shape shape, DType dtype) {
+  // Checked before the copy, which reads prod(shape) elements.
+  const int64_t n = shape_size(shape, "array");
+  if (count != static_cast<uint64_t>(n))
+    detail::fail("array", "a vector of ", count, " elements cannot fill shape ", detail::shape_str(shape), " (", n,
+                 " elements)");
+  impl_ = Array(data, std::move(shape), dtype).impl_ptr();
+}
+
 Array::Array(const void* data, Shape shape, DType dtype) {
-  for (int64_t d : shape)
-    if (d < 0) detail::fail("array", "negative dimension in shape ", detail::shape_str(shape));
+  detail::AllocScope scope("array");
   Array out = detail::alloc_array(Aval{std::move(shape), dtype, false});
   if (out.nbytes() > 0) {
     if (!data) detail::fail("array", "null data pointer for shape ", detail::shape_str(out.shape()));

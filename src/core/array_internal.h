@@ -3,13 +3,64 @@
 
 #include <cstdint>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "jx/array.h"
 
 namespace jx::detail {
 
-// A fresh, contiguous, uninitialized array (64-byte aligned).
+// ---- checked size arithmetic ----
+// Every extent, element count and byte count jx forms goes through these, so a size
+// near 2^63 raises "[op] ..." instead of wrapping into a small or negative one.
+// `what` (streamed only on failure) says which quantity overflowed.
+
+template <class... What>
+int64_t checked_add(int64_t a, int64_t b, std::string_view op, const What&... what) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) fail(op, "size overflow: ", a, " + ", b, " exceeds 2^63 - 1", what...);
+  return r;
+}
+template <class... What>
+int64_t checked_sub(int64_t a, int64_t b, std::string_view op, const What&... what) {
+  int64_t r;
+  if (__builtin_sub_overflow(a, b, &r)) fail(op, "size overflow: ", a, " - ", b, " exceeds int64", what...);
+  return r;
+}
+template <class... What>
+int64_t checked_mul(int64_t a, int64_t b, std::string_view op, const What&... what) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) fail(op, "size overflow: ", a, " * ", b, " exceeds 2^63 - 1", what...);
+  return r;
+}
+
+// Bytes of an array of `shape` and `dtype`: raises naming op, shape and dtype for a
+// negative dimension or an element or byte count past 2^63 - 1.
+int64_t checked_nbytes(const Shape& shape, DType dtype, std::string_view op);
+// checked_nbytes, and the bytes must fit in this machine's memory (RAM + swap): what
+// alloc_array requires. Ops that will materialize a result call it first, so the error
+// names them rather than a primitive they are built from.
+int64_t check_allocatable(const Shape& shape, DType dtype, std::string_view op);
+
+// Names the operation whose buffers are being allocated, for out-of-memory errors
+// (Primitive::eval opens one around each impl). Scopes nest; the default is "alloc".
+class AllocScope {
+ public:
+  explicit AllocScope(std::string_view op);
+  ~AllocScope();
+  AllocScope(const AllocScope&) = delete;
+  AllocScope& operator=(const AllocScope&) = delete;
+
+ private:
+  std::string_view saved_;
+};
+std::string_view alloc_op();
+
+// ---- arrays ----
+
+// A fresh, contiguous, uninitialized array (64-byte aligned). A shape that is not
+// representable or memory that is not there raises jx::Error naming alloc_op(), the
+// shape and the bytes requested.
 Array alloc_array(const Aval& aval);
 // A fresh contiguous array over `storage` (at least aval's size in bytes), for buffers
 // the jit runtime recycles.

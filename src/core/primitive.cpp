@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <new>
 #include <sstream>
 
 #include "core/array_internal.h"
@@ -141,7 +142,11 @@ std::vector<const Primitive*> all_primitives() {
 
 std::vector<Aval> Primitive::abstract_eval(std::span<const Aval> in, const Params& params) const {
   if (!rules_.abstract_eval) detail::fail(name_, "has no shape rule");
-  return rules_.abstract_eval(in, params);
+  std::vector<Aval> out = rules_.abstract_eval(in, params);
+  // Every aval jx makes passes here (eager, tracing, jit, the verifier), so no shape rule
+  // can produce a negative dimension or a shape whose element or byte count wraps.
+  for (const Aval& a : out) detail::checked_nbytes(a.shape, a.dtype, name_);
+  return out;
 }
 
 std::vector<Array> Primitive::eval(std::span<const Array> in, const Params& params) const {
@@ -150,7 +155,15 @@ std::vector<Array> Primitive::eval(std::span<const Array> in, const Params& para
   for (const Array& a : in) in_avals.push_back(detail::concrete_impl(a, name_).aval);
   std::vector<Aval> out = abstract_eval(in_avals, params);
   if (!rules_.impl) detail::fail(name_, "has no CPU implementation");
-  return rules_.impl(in, params, out);
+  detail::AllocScope scope(name_);
+  try {
+    return rules_.impl(in, params, out);
+  } catch (const std::bad_alloc&) {
+    // A kernel's own workspace (a std::vector, a BLAS buffer) ran out of memory.
+    std::string shapes;
+    for (const Aval& a : out) shapes += (shapes.empty() ? "" : ", ") + a.str();
+    detail::fail(name_, "out of memory computing a result of ", shapes);
+  }
 }
 
 // ---- traces and bind ----

@@ -42,12 +42,31 @@ void check_spec(const char* name, const std::vector<int64_t>& spec, int64_t rank
                  " must be a permutation of (0, ..., ", rank - 1, ") for operands of rank ", rank);
 }
 
-// Output size of one spatial dim: the window slides over the dilated, padded input.
-int64_t conv_out_size(int64_t in, int64_t window, int64_t stride, int64_t lo, int64_t hi, int64_t lhs_dil,
-                      int64_t rhs_dil) {
-  const int64_t dilated_in = in == 0 ? 0 : (in - 1) * lhs_dil + 1;
-  const int64_t padded = dilated_in + lo + hi;
-  const int64_t dilated_window = window == 0 ? 0 : (window - 1) * rhs_dil + 1;
+// Output size of spatial dim `i`: the window slides over the dilated, padded input.
+// Checked arithmetic, so extreme dilations or paddings raise instead of wrapping. As in
+// JAX (and lax::pad), negative padding may crop the dilated input to nothing but not past it.
+int64_t conv_out_size(int64_t i, int64_t in, int64_t window, int64_t stride, int64_t lo, int64_t hi,
+                      int64_t lhs_dil, int64_t rhs_dil, const Aval& lhs, const Aval& rhs) {
+  auto add = [&](int64_t a, int64_t b) {
+    return detail::checked_add(a, b, kConv, " in spatial dimension ", i, " (lhs ", lhs.str(), ", rhs ", rhs.str(),
+                               ", padding (", lo, ", ", hi, "))");
+  };
+  auto dilate = [&](int64_t n, int64_t d) {
+    return n == 0 ? 0
+                  : add(detail::checked_mul(n - 1, d, kConv, " dilating spatial dimension ", i, " (lhs ", lhs.str(),
+                                            ", rhs ", rhs.str(), ")"),
+                        1);
+  };
+  const int64_t dilated_in = dilate(in, lhs_dil);
+  const int64_t padded = add(add(dilated_in, lo), hi);
+  if (padded < 0)
+    detail::fail(kConv, "negative padding (", lo, ", ", hi, ") is larger than spatial dimension ", i,
+                 " of the lhs (size ", dilated_in, lhs_dil > 1 ? " after dilation" : "", "); lhs ", lhs.str(),
+                 ", rhs ", rhs.str());
+  const int64_t dilated_window = dilate(window, rhs_dil);
+  // The kernel's tap positions reach |lo| past the padded input's ends: keep them int64.
+  auto magnitude = [&](int64_t v) { return v < 0 ? add(-(v + 1), 1) : v; };
+  add(add(magnitude(lo), magnitude(hi)), add(dilated_in, dilated_window));
   if (padded < dilated_window) return 0;
   return (padded - dilated_window) / stride + 1;
 }
@@ -117,8 +136,8 @@ ConvGeometry read_geometry(const Aval& lhs, const Aval& rhs, const Params& p) {
   for (int64_t i = 0; i < ns; ++i) {
     g.in_spatial.push_back(lhs.shape[g.lhs_spec[2 + i]]);
     g.kernel_spatial.push_back(rhs.shape[g.rhs_spec[2 + i]]);
-    g.out_spatial.push_back(conv_out_size(g.in_spatial[i], g.kernel_spatial[i], g.strides[i], g.pad_lo[i],
-                                          g.pad_hi[i], g.lhs_dilation[i], g.rhs_dilation[i]));
+    g.out_spatial.push_back(conv_out_size(i, g.in_spatial[i], g.kernel_spatial[i], g.strides[i], g.pad_lo[i],
+                                          g.pad_hi[i], g.lhs_dilation[i], g.rhs_dilation[i], lhs, rhs));
   }
   return g;
 }

@@ -155,7 +155,7 @@ std::vector<Aval> reshape_rule(std::span<const Aval> in, const Params& params) {
   const Aval& x = in[0];
   const Shape& new_sizes = params.get_ints("new_sizes");
   check_nonnegative_shape("reshape", new_sizes, "new_sizes");
-  if (shape_size(new_sizes) != x.size())
+  if (shape_size(new_sizes, "reshape") != x.size())
     fail("reshape", "cannot reshape ", shape_str(x.shape), " into ", shape_str(new_sizes));
   return {Aval{new_sizes, x.dtype, x.weak_type}};
 }

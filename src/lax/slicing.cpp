@@ -353,8 +353,20 @@ std::vector<Aval> pad_rule(std::span<const Aval> in, const Params& params) {
     int64_t lo = config[3 * i], hi = config[3 * i + 1], interior = config[3 * i + 2];
     if (interior < 0)
       fail("pad", "interior padding must be non-negative, got ", interior, " for dimension ", i);
-    int64_t n = x.shape[i];
-    int64_t size = lo + hi + n + std::max<int64_t>(n - 1, 0) * interior;
+    const int64_t n = x.shape[i];
+    // Checked: every position the padding addresses, cropped or not (|lo|, |hi|, the
+    // dilated operand and one step), is an int64, so neither this sum nor the impl's and
+    // the transpose's index arithmetic can wrap.
+    auto add = [&](int64_t a, int64_t b) {
+      return jx::detail::checked_add(a, b, "pad", " in padding (lo=", lo, ", hi=", hi, ", interior=", interior,
+                                     ") of dimension ", i, " for operand shape ", shape_str(x.shape));
+    };
+    auto magnitude = [&](int64_t v) { return v < 0 ? add(-(v + 1), 1) : v; };
+    const int64_t dilated = add(n, jx::detail::checked_mul(std::max<int64_t>(n - 1, 0), interior, "pad",
+                                                           " in interior padding ", interior, " of dimension ", i,
+                                                           " for operand shape ", shape_str(x.shape)));
+    add(add(add(magnitude(lo), magnitude(hi)), dilated), add(interior, 1));
+    const int64_t size = dilated + lo + hi;
     if (size < 0)
       fail("pad", "padding (lo=", lo, ", hi=", hi, ", interior=", interior, ") makes dimension ", i,
            " of operand shape ", shape_str(x.shape), " negative (", size, ")");
@@ -513,7 +525,9 @@ std::vector<Aval> concatenate_rule(std::span<const Aval> in, const Params& param
     if (!same)
       fail("concatenate", "operands must have equal shapes except along dimension ", dim, ", got ",
            rules::avals_str(in));
-    shape[static_cast<size_t>(dim)] += a.shape[static_cast<size_t>(dim)];
+    shape[static_cast<size_t>(dim)] =
+        jx::detail::checked_add(shape[static_cast<size_t>(dim)], a.shape[static_cast<size_t>(dim)], "concatenate",
+                                " in the size of dimension ", dim, " of the result; operands ", rules::avals_str(in));
   }
   return {Aval{shape, first.dtype, rules::all_weak(in)}};
 }

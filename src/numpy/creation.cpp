@@ -1,6 +1,7 @@
 // jx::numpy array creation, built from lax.iota, broadcast_in_dim and elementwise lax ops.
 #include "jx/numpy/creation.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/array_internal.h"
@@ -13,14 +14,17 @@ namespace jx::numpy {
 
 namespace {
 
-void check_shape(std::string_view op, const Shape& shape) {
+// A shape of `dtype` must be representable (element and byte counts in int64); the
+// constants below are broadcast views, so it need not fit in memory.
+void check_shape(std::string_view op, const Shape& shape, DType dtype) {
   for (int64_t d : shape)
     if (d < 0) detail::fail(op, "negative dimensions are not allowed, got shape ", detail::shape_str(shape));
+  detail::checked_nbytes(shape, dtype, op);
 }
 
 // A constant of `shape`: a broadcast 0-d value, as lax.full does.
 Array filled(std::string_view op, const Shape& shape, const Array& value0d) {
-  check_shape(op, shape);
+  check_shape(op, shape, value0d.dtype());
   if (shape.empty()) return value0d;
   return lax::broadcast_in_dim(value0d, shape, {});
 }
@@ -41,7 +45,7 @@ Array empty(const Shape& shape, DType dtype) { return filled("empty", shape, uti
 
 Array full(const Shape& shape, const Array& fill_value, std::optional<DType> dtype) {
   Array v = asarray(fill_value, dtype);
-  check_shape("full", shape);
+  check_shape("full", shape, v.dtype());
   return broadcast_to(v, shape);
 }
 
@@ -75,8 +79,13 @@ Array arange(const Array& start, const Array& stop, const Array& step, std::opti
   if (s == 0) detail::fail("arange", "step must be nonzero");
   if (!std::isfinite(a) || !std::isfinite(b) || !std::isfinite(s))
     detail::fail("arange", "arguments must be finite, got start=", a, " stop=", b, " step=", s);
-  double len = std::ceil((b - a) / s);
-  int64_t n = len > 0 ? static_cast<int64_t>(len) : 0;
+  const double len = std::ceil((b - a) / s);
+  // 2^63 is exact in double; anything at or past it (or inf) has no int64 count.
+  if (!(len < 9223372036854775808.0))
+    detail::fail("arange", "the range start=", a, " stop=", b, " step=", s, " has ", len,
+                 " elements, more than 2^63 - 1");
+  const int64_t n = len > 0 ? static_cast<int64_t>(len) : 0;
+  detail::check_allocatable({n}, d, "arange");
   if (is_integer(d) || d == DType::Bool) {
     // Integer ramps are exact in int64: start + i * step.
     Array i = lax::iota(DType::Int64, n);
@@ -102,6 +111,7 @@ std::pair<Array, Array> linspace_retstep(const Array& start, const Array& stop, 
   int64_t ax = util::normalize_axis("linspace", axis, nd, bshape);
   Shape out_shape = bshape;
   out_shape.insert(out_shape.begin() + ax, num);
+  detail::check_allocatable(out_shape, work, "linspace");  // computed there, then converted
   std::vector<int64_t> operand_dims;
   for (int64_t d = 0; d < nd; ++d)
     if (d != ax) operand_dims.push_back(d);
@@ -162,32 +172,38 @@ Array geomspace(const Array& start, const Array& stop, int64_t num, bool endpoin
   return util::convert(out, out_dtype);
 }
 
+namespace {
+// Where column - row == k (or <= k, `upto`) over an N x M grid. Only the bool result is
+// materialized: the row and column iotas are 1-d, broadcast to the grid. k is clamped to
+// [-N, M], beyond which the mask no longer changes, so column - k cannot overflow.
+Array offset_mask(std::string_view op, int64_t N, int64_t M, int64_t k, bool upto) {
+  detail::check_allocatable({N, M}, DType::Bool, op);
+  k = std::clamp(k, -N, M);
+  const Shape s{N, M};
+  Array rows = lax::broadcast_in_dim(lax::iota(DType::Int64, N), s, {0});
+  Array cols = lax::iota(DType::Int64, M);
+  cols = lax::sub(cols, lax::broadcast_in_dim(detail::scalar<int64_t>(k), {M}, {}));
+  cols = lax::broadcast_in_dim(cols, s, {1});
+  return upto ? lax::le(cols, rows) : lax::eq(cols, rows);
+}
+}  // namespace
+
 Array eye(int64_t N, std::optional<int64_t> M, int64_t k, DType dtype) {
   int64_t m = M.value_or(N);
   if (N < 0 || m < 0) detail::fail("eye", "negative dimensions are not allowed, got N=", N, " M=", m);
-  Shape s{N, m};
-  Array rows = lax::broadcasted_iota(DType::Int64, s, 0);
-  Array cols = lax::broadcasted_iota(DType::Int64, s, 1);
-  Array on = lax::eq(lax::sub(cols, rows), util::full_like_value(rows, static_cast<double>(k)));
-  return util::convert(on, dtype);
+  detail::check_allocatable({N, m}, dtype, "eye");
+  return util::convert(offset_mask("eye", N, m, k, false), dtype);
 }
 
 Array identity(int64_t n, DType dtype) { return eye(n, n, 0, dtype); }
 
 namespace {
-// Where column - row <= k over an N x M grid.
-Array tri_mask(int64_t N, int64_t M, int64_t k) {
-  Shape s{N, M};
-  Array rows = lax::broadcasted_iota(DType::Int64, s, 0);
-  Array cols = lax::broadcasted_iota(DType::Int64, s, 1);
-  return lax::le(lax::sub(cols, rows), util::full_like_value(rows, static_cast<double>(k)));
-}
-
 Array triangle(std::string_view op, const Array& m, int64_t k, bool lower) {
   if (m.ndim() < 2)
     detail::fail(op, "input must be at least 2-d, got shape ", detail::shape_str(m.shape()));
   int64_t N = m.shape(-2), M = m.shape(-1);
-  Array mask = lower ? tri_mask(N, M, k) : lax::bitwise_not(tri_mask(N, M, k - 1));
+  k = std::clamp(k, -N, M);  // the same mask, and k - 1 below cannot overflow
+  Array mask = lower ? offset_mask(op, N, M, k, true) : lax::bitwise_not(offset_mask(op, N, M, k - 1, true));
   mask = broadcast_to(mask, m.shape());
   return lax::select_n(mask, {zeros_like(m), m});
 }
@@ -196,7 +212,8 @@ Array triangle(std::string_view op, const Array& m, int64_t k, bool lower) {
 Array tri(int64_t N, std::optional<int64_t> M, int64_t k, DType dtype) {
   int64_t m = M.value_or(N);
   if (N < 0 || m < 0) detail::fail("tri", "negative dimensions are not allowed, got N=", N, " M=", m);
-  return util::convert(tri_mask(N, m, k), dtype);
+  detail::check_allocatable({N, m}, dtype, "tri");
+  return util::convert(offset_mask("tri", N, m, k, true), dtype);
 }
 
 Array tril(const Array& m, int64_t k) { return triangle("tril", m, k, true); }

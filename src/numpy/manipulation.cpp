@@ -49,7 +49,7 @@ Array reshape(const Array& x, const Shape& shape) {
     } else if (out[i] < 0) {
       detail::fail("reshape", "negative dimension in shape ", detail::shape_str(shape));
     } else {
-      known *= out[i];
+      known = detail::checked_mul(known, out[i], "reshape", " in the size of shape ", detail::shape_str(shape));
     }
   }
   if (unknown >= 0) {
@@ -139,8 +139,8 @@ Array squeeze(const Array& x, const Axes& axis) {
 Array expand_dims(const Array& x, const Axes& axis) {
   if (axis.is_all()) detail::fail("expand_dims", "an axis is required");
   int64_t out_nd = x.ndim() + static_cast<int64_t>(axis.axes->size());
-  Shape out_shape(static_cast<size_t>(out_nd), 1);
-  auto dims = normalize_axes_list("expand_dims", *axis.axes, out_nd, out_shape);
+  // Axes index the result, but errors show the input's shape.
+  auto dims = normalize_axes_list("expand_dims", *axis.axes, out_nd, x.shape());
   std::sort(dims.begin(), dims.end());
   return dims.empty() ? x : lax::expand_dims(x, dims);
 }
@@ -295,8 +295,10 @@ Array tile(const Array& x, const std::vector<int64_t>& reps) {
     wide.push_back(r[i]);
     wide.push_back(s[i]);
     dims.push_back(static_cast<int64_t>(2 * i + 1));
-    out.push_back(r[i] * s[i]);
+    out.push_back(detail::checked_mul(r[i], s[i], "tile", " tiling shape ", detail::shape_str(x.shape()),
+                                      " by reps ", detail::shape_str(reps)));
   }
+  detail::check_allocatable(out, x.dtype(), "tile");  // the reshape of the broadcast copies
   return lax::reshape(lax::broadcast_in_dim(y, wide, dims), out);
 }
 
@@ -313,7 +315,10 @@ Array repeat(const Array& x, int64_t repeats, std::optional<int64_t> axis) {
     if (d == ax) wide.push_back(repeats);
   }
   Shape out = y.shape();
-  out[static_cast<size_t>(ax)] *= repeats;
+  out[static_cast<size_t>(ax)] = detail::checked_mul(out[static_cast<size_t>(ax)], repeats, "repeat", " repeating ",
+                                                     repeats, " times along axis ", ax, " of shape ",
+                                                     detail::shape_str(y.shape()));
+  detail::check_allocatable(out, y.dtype(), "repeat");  // the reshape of the broadcast copies
   return lax::reshape(lax::broadcast_in_dim(y, wide, dims), out);
 }
 
@@ -333,10 +338,19 @@ Array repeat(const Array& x, const std::vector<int64_t>& repeats, std::optional<
   if (static_cast<int64_t>(repeats.size()) != n)
     detail::fail("repeat", "operands could not be broadcast together with shape (", n, ",) and repeats of length ",
                  repeats.size());
+  Shape out = y.shape();
+  out[static_cast<size_t>(ax)] = 0;
+  for (int64_t r : repeats) {
+    if (r < 0) detail::fail("repeat", "repeats may not contain negative values, got ", r);
+    out[static_cast<size_t>(ax)] = detail::checked_add(out[static_cast<size_t>(ax)], r, "repeat",
+                                                       " summing repeats along axis ", ax, " of shape ",
+                                                       detail::shape_str(y.shape()));
+  }
+  // Before building the index vector, which has one entry per output row.
+  detail::check_allocatable(out, y.dtype(), "repeat");
+  detail::check_allocatable({out[static_cast<size_t>(ax)]}, DType::Int32, "repeat");
   std::vector<int32_t> idx;
   for (int64_t i = 0; i < n; ++i) {
-    if (repeats[static_cast<size_t>(i)] < 0)
-      detail::fail("repeat", "repeats may not contain negative values, got ", repeats[static_cast<size_t>(i)]);
     idx.insert(idx.end(), static_cast<size_t>(repeats[static_cast<size_t>(i)]), static_cast<int32_t>(i));
   }
   return repeat_by_indices(y, ax, idx);
@@ -359,6 +373,10 @@ Array repeat(const Array& x, const Array& repeats, std::optional<int64_t> axis,
   int64_t n = y.shape(static_cast<int>(ax)), total = *total_repeat_length;
   if (total < 0) detail::fail("repeat", "total_repeat_length must be non-negative, got ", total);
   if (total == 0 || n == 0) return slice_axis(y, ax, 0, 0);
+  Shape out = y.shape();
+  out[static_cast<size_t>(ax)] = total;
+  detail::check_allocatable(out, y.dtype(), "repeat");
+  detail::check_allocatable({total, n}, DType::Int32, "repeat");  // the comparison grid below
   Array r = broadcast_to(util::convert(repeats, DType::Int32), {n});
   // Output j takes the element whose cumulative end is the first beyond j; surplus
   // positions take the last element, as JAX does.
@@ -479,6 +497,14 @@ Array pad(const Array& x, const PadWidth& pad_width, const std::string& mode, co
                  detail::shape_str(x.shape()));
   for (auto [lo, hi] : w)
     if (lo < 0 || hi < 0) detail::fail("pad", "index can't contain negative values, got (", lo, ", ", hi, ")");
+  // The result's shape, checked before any mode builds pieces of it.
+  Shape out_shape = x.shape();
+  for (size_t a = 0; a < nd; ++a)
+    out_shape[a] = detail::checked_add(detail::checked_add(out_shape[a], w[a].first, "pad", " padding axis ", a,
+                                                           " of shape ", detail::shape_str(x.shape())),
+                                       w[a].second, "pad", " padding axis ", a, " of shape ",
+                                       detail::shape_str(x.shape()));
+  detail::check_allocatable(out_shape, x.dtype(), "pad");
   if (mode == "constant" || mode == "empty") {
     if (constant_values.ndim() != 0)
       detail::fail("pad", "constant_values must be a scalar, got shape ", detail::shape_str(constant_values.shape()));
@@ -529,7 +555,10 @@ Array diagonal(const Array& x, int64_t offset, int64_t axis1, int64_t axis2) {
 Array diag(const Array& v, int64_t k) {
   if (v.ndim() == 2) return diagonal(v, k);
   if (v.ndim() != 1) detail::fail("diag", "input must be 1-d or 2-d, got shape ", detail::shape_str(v.shape()));
-  int64_t n = v.size() + (k >= 0 ? k : -k);
+  // |k| and n checked: n x n is formed below.
+  const int64_t n = detail::checked_add(v.size(), k >= 0 ? k : detail::checked_sub(0, k, "diag", " negating k"), "diag",
+                                        " for k=", k, " and input shape ", detail::shape_str(v.shape()));
+  detail::check_allocatable({n, n}, v.dtype(), "diag");
   Array padded = lax::pad(v, util::convert(Array(0), v.dtype()), {{0, n - v.size(), 0}});
   // Row i holds v[i] at column i + k for k >= 0; column j holds v[j] at row j - k otherwise.
   Array spread = lax::broadcast_in_dim(padded, {n, n}, {k >= 0 ? 0 : 1});

@@ -62,6 +62,7 @@ void check_float_dtype(std::string_view op, DType dtype) {
 void check_shape(std::string_view op, const Shape& shape) {
   for (int64_t d : shape)
     if (d < 0) detail::fail(op, "shape ", detail::shape_str(shape), " has a negative dimension");
+  shape_size(shape, op);  // an element count past 2^63 - 1 raises here, naming op
 }
 
 // JAX's _check_shape: parameter shapes must broadcast to exactly `shape`.
@@ -84,7 +85,7 @@ std::pair<Array, Array> key_words(const Array& key) {
 
 // threefry2x32 over iota_2x32_shape(shape): the flat index as (hi, lo) counter words.
 std::pair<Array, Array> threefry_bits(std::string_view op, const Array& key, const Shape& shape) {
-  int64_t n = shape_size(shape);
+  int64_t n = shape_size(shape, op);
   if (n > static_cast<int64_t>(std::numeric_limits<uint32_t>::max()))
     detail::fail(op, "cannot draw more than 2^32 - 1 values at once, got shape ", detail::shape_str(shape));
   auto [k0, k1] = key_words(key);
