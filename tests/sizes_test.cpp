@@ -32,7 +32,7 @@ Array sq3() { return Array({{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}, {7.0, 8.0, 9.0}});
 TEST(ShapeSize, CountsAndRejects) {
   EXPECT_EQ(shape_size({}), 1);
   EXPECT_EQ(shape_size({3, 4}), 12);
-  EXPECT_EQ(shape_size({k2_32, k2_32 / 2, 0}), 0);
+  EXPECT_EQ(shape_size({k2_32, k2_32 / 4, 0}), 0);
   EXPECT_EQ(shape_size({k2_62, 1}), k2_62);
   EXPECT_JX_ERROR(shape_size({k2_32, k2_32}), "[shape_size]", "(4294967296, 4294967296)", "2^63 - 1 elements");
   EXPECT_JX_ERROR(shape_size({3, -1}, "myop"), "[myop]", "negative dimension", "(3, -1)");
@@ -115,7 +115,7 @@ TEST(Creation, Arange) {
   EXPECT_JX_ERROR(jnp::arange(-1e308, 1e308, 1.0), "[arange]", "more than 2^63 - 1");
   EXPECT_JX_ERROR(jnp::arange(0.0, 9.3e18), "[arange]", "more than 2^63 - 1");
   EXPECT_JX_ERROR(jnp::arange(0.0, 1e18), "[arange]", "cannot allocate", "(1000000000000000000,)");
-  EXPECT_JX_ERROR(jnp::arange(int64_t{0}, k2_62, int64_t{1}), "[arange]", "cannot allocate");
+  EXPECT_JX_ERROR(jnp::arange(int64_t{0}, k2_60, int64_t{1}), "[arange]", "cannot allocate");
   EXPECT_EQ(jnp::arange(0.0, 5.0).shape(), (Shape{5}));
   EXPECT_EQ(jnp::arange(5.0, 0.0).shape(), (Shape{0}));
 }
