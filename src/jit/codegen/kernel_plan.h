@@ -78,6 +78,10 @@ struct KernelPlan {
   std::vector<PlanNode> nodes;  // topological order
   std::vector<PlanOutput> outputs;
   LoopSchedule schedule;
+  // How planning went (not part of str(): it does not change the code).
+  struct Stats {
+    int64_t visits = 0;  // (equation, index map) pairs planned; linear in the program's size
+  } stats;
 
   int ndim() const { return static_cast<int>(dims.size()); }
   int num_reduced() const { return ndim() - num_kept; }
