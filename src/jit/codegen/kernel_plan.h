@@ -11,6 +11,8 @@
 // input, a splitting reshape) are read through, never materialized. A value reached
 // through two different index maps becomes two nodes (recomputed), which is what makes
 // "broadcast after sin" cost a sin per output element, as XLA's elemental emitter does.
+// Planning visits each (value, index map) pair once, so a DAG with reuse costs its size,
+// not the size of its unfolded tree (KernelPlan::stats counts the visits).
 #pragma once
 
 #include <cstdint>
