@@ -9,6 +9,7 @@
 
 #include "core/array_internal.h"
 #include "core/convert.h"
+#include "core/leak_check.h"
 #include "cpu/strided.h"
 #include "jx/primitive.h"
 
@@ -221,12 +222,17 @@ Array with_weak_type(const Array& x, bool weak) {
 }
 
 namespace {
-[[noreturn]] void fail_abstract(const ArrayImpl& impl, std::string_view op, std::string_view what) {
-  const TraceState* state = impl.tracer->state();
+// The one test of a leaked tracer (eager use, and staging's capture of constants).
+void fail_if_leaked(const ArrayImpl& impl, std::string_view op) {
+  const TraceState* state = impl.tracer ? impl.tracer->state() : nullptr;
   if (state && !state->alive)
     fail(op, "got a traced value ", impl.aval.str(), " that leaked out of the ", state->transformation,
          " transformation that made it (a tracer stored outside the function being transformed, then used "
          "after the transformation returned). Return it from the function instead.");
+}
+
+[[noreturn]] void fail_abstract(const ArrayImpl& impl, std::string_view op, std::string_view what) {
+  fail_if_leaked(impl, op);
   const Trace* t = impl.tracer->trace();
   std::string_view name = t ? t->transformation() : std::string_view("a transformation");
   std::string_view hint = t ? t->concretization_hint() : std::string_view();
@@ -235,6 +241,8 @@ namespace {
                             "as a static (non-traced) argument." : hint);
 }
 }  // namespace
+
+void check_not_leaked(const Array& x, std::string_view op) { fail_if_leaked(x.impl(), op); }
 
 const ArrayImpl& concrete_impl(const Array& x, std::string_view op) {
   const ArrayImpl& impl = x.impl();

@@ -53,15 +53,15 @@ class BufferPool {
     return detail::alloc_array(aval);
   }
   // Releases values[slot], keeping its storage for reuse if nothing else holds it: no
-  // view (which would share the storage) and no other slot (a runtime call may return
-  // its input itself, sharing the whole array).
+  // view (which would share the storage: its count is then above this slot's and `s`)
+  // and no other slot (a runtime call may return its input itself, sharing the whole
+  // array: the impl's count is then above one). Both are counts, so releasing is O(1).
   void give(std::vector<Array>& values, int slot) {
     Array& x = values[slot];
     if (!x.valid()) return;
     std::shared_ptr<detail::Storage> s = x.impl().storage;
-    bool shared = !s || s.use_count() != 2 || x.impl().offset != 0 || x.nbytes() == 0;
-    for (size_t k = 0; k < values.size() && !shared; ++k)
-      shared = static_cast<int>(k) != slot && values[k].valid() && values[k].impl().storage == s;
+    const bool shared = !s || s.use_count() != 2 || x.impl_ptr().use_count() != 1 || x.impl().offset != 0 ||
+                        x.nbytes() == 0;
     x = Array();
     if (!shared && s.use_count() == 1) free_[s->nbytes].push_back(std::move(s));
   }

@@ -3,6 +3,7 @@
 // one `jit` equation (src/jit/jit_primitive.cpp).
 #include "jx/jit.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +12,7 @@
 #include <unordered_map>
 
 #include "core/array_internal.h"
+#include "core/leak_check.h"
 #include "core/eager_hook.h"
 #include "jit/executable.h"
 #include "jit/jit_primitive.h"
@@ -60,6 +62,14 @@ compiler::CompileOptions compile_options(const JitOptions& o) {
 const compiler::Executable& executable(const JitEntry& e) {
   std::lock_guard lock(e.mu);
   if (!e.exe) {
+    // Native code needs every constant's value (the constants of an entry that captured a
+    // tracer are operands of a `jit` equation instead, never compiled in).
+    for (const Array& c : e.traced->consts) {
+      check_not_leaked(c, "jit");
+      if (c.impl().tracer)
+        fail("jit", "cannot compile '", e.name, "' on its own: it captures a value of type ", c.aval().str(),
+             " traced by an enclosing transformation; call it inside that transformation instead");
+    }
     auto t0 = std::chrono::steady_clock::now();
     // The body takes the constants as leading inputs; the executable holds them.
     e.exe = compiler::compile_program(*e.traced, compile_options(e.options));
@@ -168,8 +178,14 @@ std::shared_ptr<const JitEntry> JitFunction::lookup(std::span<const Array> leave
   size_t n_consts = consts.size();
   traced->jaxpr.constvars.assign(body->jaxpr.invars.begin(), body->jaxpr.invars.begin() + n_consts);
   traced->jaxpr.invars.assign(body->jaxpr.invars.begin() + n_consts, body->jaxpr.invars.end());
+  // A program that captured a value traced by an enclosing transformation (f closes over
+  // grad's x) holds that tracer as a constant: it is valid only while that trace runs, so
+  // it serves this call and is never cached (a later call traces again, as JAX does).
+  const bool captures_tracers =
+      std::any_of(consts.begin(), consts.end(), [](const Array& c) { return c.impl().tracer != nullptr; });
   traced->consts = std::move(consts);
   entry->traced = traced;
+  if (captures_tracers) return entry;
   std::lock_guard lock(cache_->mu);
   // Another thread may have traced the same signature meanwhile: keep the first entry,
   // so every caller shares one program (and one compile).

@@ -1,6 +1,7 @@
 #include "transforms/staging.h"
 
 #include "core/array_internal.h"
+#include "core/leak_check.h"
 #include "jx/error.h"
 
 namespace jx::detail {
@@ -34,10 +35,13 @@ bool StagingTrace::owns(const Array& x) const {
   return impl.tracer && impl.tracer->state() == state().get();
 }
 
-Atom StagingTrace::atom_for(const Array& x) {
+Atom StagingTrace::atom_for(const Array& x, std::string_view op) {
   const ArrayImpl& impl = x.impl();
   if (impl.tracer && impl.tracer->state() == state().get()) return static_cast<const StagingTracer&>(*impl.tracer).var();
   if (!impl.tracer && impl.aval.ndim() == 0) return Literal{x};
+  // Anything else becomes a constant of the program: a leaked tracer must not (its
+  // transformation is gone, so nothing will ever supply its value).
+  check_not_leaked(x, op);
   auto [it, inserted] = const_index_.emplace(x.id(), constvars_.size());
   if (inserted) {
     constvars_.push_back(fresh_var(impl.aval));
@@ -64,7 +68,7 @@ std::vector<Array> StagingTrace::process(const Primitive& p, std::span<const Arr
   eqn.inputs.reserve(in.size());
   for (const Array& x : in) {
     in_avals.push_back(x.aval());
-    eqn.inputs.push_back(atom_for(x));
+    eqn.inputs.push_back(atom_for(x, p.name()));
   }
   std::vector<Aval> out_avals = p.abstract_eval(in_avals, params);
   std::vector<Array> outs;
@@ -81,7 +85,7 @@ std::vector<Array> StagingTrace::process(const Primitive& p, std::span<const Arr
 ClosedJaxpr StagingTrace::finish(std::span<const Array> outs) {
   std::vector<Atom> outvars;
   outvars.reserve(outs.size());
-  for (const Array& x : outs) outvars.push_back(atom_for(x));
+  for (const Array& x : outs) outvars.push_back(atom_for(x, name_));
   kill();
   ClosedJaxpr out;
   out.jaxpr.constvars = std::move(constvars_);

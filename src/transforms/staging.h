@@ -51,7 +51,8 @@ class StagingTrace final : public Trace {
   ClosedJaxpr finish(std::span<const Array> outs);
 
  private:
-  Atom atom_for(const Array& x);
+  // `op` names the operation reading x, for the leaked-tracer error.
+  Atom atom_for(const Array& x, std::string_view op);
   Var fresh_var(const Aval& aval);
 
   std::string name_;

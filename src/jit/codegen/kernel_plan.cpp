@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 #include <sstream>
+#include <unordered_map>
 
 #include "jit/kernel_support.h"
 #include "jx/error.h"
@@ -98,7 +99,14 @@ class Planner {
       return load(it->second, v.aval, combine(map, jx::detail::contiguous_strides(v.aval.shape), n_));
     auto it = defs_.find(v.id);
     if (it == defs_.end()) fail("jit", "variable of type ", v.aval.str(), " is not defined in the fused program");
-    return equation(*it->second, map);
+    // Each value is planned once per index map it is read through, before recursing: a
+    // DAG with reuse (y = y * y, twenty times) is walked in linear time, not as a tree.
+    std::string key = value_key(v.id, map);
+    if (auto m = planned_.find(key); m != planned_.end()) return m->second;
+    ++plan.stats.visits;
+    int node = equation(*it->second, map);
+    planned_.emplace(std::move(key), node);
+    return node;
   }
 
  private:
@@ -109,6 +117,12 @@ class Planner {
     int id = static_cast<int>(plan.nodes.size()) - 1;
     memo_[key] = id;
     return id;
+  }
+
+  static std::string value_key(int64_t id, const IndexMap& map) {
+    std::string key = std::to_string(id);
+    for (const Affine& a : map) key += affine_str(a);
+    return key;
   }
 
   // Identical nodes (same load address, same op of the same operands) are emitted once.
@@ -256,6 +270,7 @@ class Planner {
   std::map<int64_t, int> inputs_;
   std::map<int64_t, const Equation*> defs_;
   std::map<std::string, int> memo_;
+  std::unordered_map<std::string, int> planned_;  // (variable, index map) -> its node
 };
 
 IndexMap identity_map(const std::vector<size_t>& positions, size_t n) {

@@ -11,6 +11,8 @@
 // input, a splitting reshape) are read through, never materialized. A value reached
 // through two different index maps becomes two nodes (recomputed), which is what makes
 // "broadcast after sin" cost a sin per output element, as XLA's elemental emitter does.
+// Planning visits each (value, index map) pair once, so a DAG with reuse costs its size,
+// not the size of its unfolded tree (KernelPlan::stats counts the visits).
 #pragma once
 
 #include <cstdint>
@@ -78,6 +80,10 @@ struct KernelPlan {
   std::vector<PlanNode> nodes;  // topological order
   std::vector<PlanOutput> outputs;
   LoopSchedule schedule;
+  // How planning went (not part of str(): it does not change the code).
+  struct Stats {
+    int64_t visits = 0;  // (equation, index map) pairs planned; linear in the program's size
+  } stats;
 
   int ndim() const { return static_cast<int>(dims.size()); }
   int num_reduced() const { return ndim() - num_kept; }

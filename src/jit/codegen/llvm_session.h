@@ -1,8 +1,9 @@
 // The process-wide LLVM ORC session: one LLJIT for the host, created lazily (and
 // thread-safely) the first time a kernel is compiled, plus the optimize-and-codegen step
 // every kernel module goes through. Kernels are loaded as object files (freshly compiled
-// or from the disk cache, object_cache.h), each into its own JITDylib, so every kernel
-// can use the same symbol names and is unloaded when its last user goes away. Undefined
+// or from the disk cache, object_cache.h), each into its own JITDylib, so a kernel is
+// unloaded when its last user goes away (its symbols are named after its cache key, so
+// object code is only ever found by the plan it was compiled for). Undefined
 // symbols (libm, libmvec's _ZGV* vector math, memcpy, jx's jx_rt_* helpers) resolve
 // against the process (LLJIT's process-symbols JITDylib, plus the helpers by address).
 //

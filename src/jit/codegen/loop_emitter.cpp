@@ -45,8 +45,9 @@ DType accumulator_dtype(const PlanOutput& o) {
 
 class Emitter {
  public:
-  Emitter(llvm::Module& module, const KernelPlan& plan)
-      : module_(module),
+  Emitter(llvm::Module& module, const KernelPlan& plan, std::string_view key)
+      : key_(key),
+        module_(module),
         ctx_(module.getContext()),
         plan_(plan),
         b_(ctx_),
@@ -83,7 +84,7 @@ class Emitter {
  private:
   Value* c64(int64_t v) { return llvm::ConstantInt::get(i64_, static_cast<uint64_t>(v), true); }
 
-  llvm::Function* new_function(const char* name, llvm::FunctionType* type, bool internal) {
+  llvm::Function* new_function(const std::string& name, llvm::FunctionType* type, bool internal) {
     auto* f = llvm::Function::Create(
         type, internal ? llvm::GlobalValue::InternalLinkage : llvm::GlobalValue::ExternalLinkage, name, module_);
     f->addFnAttr(llvm::Attribute::NoUnwind);
@@ -123,7 +124,7 @@ class Emitter {
   }
 
   void emit_entry(llvm::Function* body) {
-    llvm::Function* f = new_function(kKernelSymbol, llvm::FunctionType::get(b_.getVoidTy(), {ptr_, ptr_, i64_, i64_}, false), false);
+    llvm::Function* f = new_function(kernel_symbol(key_), llvm::FunctionType::get(b_.getVoidTy(), {ptr_, ptr_, i64_, i64_}, false), false);
     b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", f));
     std::vector<Value*> args;
     auto pointers = [&](Value* array, size_t n) {
@@ -140,7 +141,7 @@ class Emitter {
 
   // Combines one partial per unit, in unit order.
   void emit_finish() {
-    llvm::Function* f = new_function(kFinishSymbol, llvm::FunctionType::get(b_.getVoidTy(), {ptr_, ptr_, i64_}, false), false);
+    llvm::Function* f = new_function(finish_symbol(key_), llvm::FunctionType::get(b_.getVoidTy(), {ptr_, ptr_, i64_}, false), false);
     function_ = f;
     b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", f));
     for (size_t m = 0; m < plan_.outputs.size(); ++m) {
@@ -481,6 +482,7 @@ class Emitter {
     });
   }
 
+  std::string key_;
   llvm::Module& module_;
   std::vector<llvm::BranchInst*> latches_;  // back edges of every loop emitted
   llvm::LLVMContext& ctx_;
@@ -494,6 +496,11 @@ class Emitter {
 
 }  // namespace
 
-void emit_loop_kernel(llvm::Module& module, const KernelPlan& plan) { Emitter(module, plan).emit(); }
+std::string kernel_symbol(std::string_view key) { return "jx_kernel_" + std::string(key); }
+std::string finish_symbol(std::string_view key) { return kernel_symbol(key) + "_finish"; }
+
+void emit_loop_kernel(llvm::Module& module, const KernelPlan& plan, std::string_view key) {
+  Emitter(module, plan, key).emit();
+}
 
 }  // namespace jx::compiler::codegen

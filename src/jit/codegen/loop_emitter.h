@@ -2,12 +2,17 @@
 // scalar loops that LLVM's loop vectorizer widens (the inner loop always runs along the
 // plan's innermost dim, with unit stride wherever the data allows).
 //
-//   void jx_kernel(const void* const* ins, void* const* outs, int64 begin, int64 end)
+//   void jx_kernel_<key>(const void* const* ins, void* const* outs, int64 begin, int64 end)
 //     runs units [begin, end) of plan.schedule (outs are the partial buffers in
 //     FullReduce mode: one array of schedule.units elements per output);
-//   void jx_kernel_finish(const void* const* partials, void* const* outs, int64 units)
+//   void jx_kernel_<key>_finish(const void* const* partials, void* const* outs, int64 units)
 //     FullReduce only: combines the partials in chunk order.
+// <key> is the kernel's cache key (object_cache.h): object code loaded for one plan
+// defines no symbol another plan looks up, so it can never run in its place.
 #pragma once
+
+#include <string>
+#include <string_view>
 
 #include "jit/codegen/kernel_plan.h"
 
@@ -17,9 +22,10 @@ class Module;
 
 namespace jx::compiler::codegen {
 
-inline constexpr const char* kKernelSymbol = "jx_kernel";
-inline constexpr const char* kFinishSymbol = "jx_kernel_finish";
+// The entry symbols of the kernel whose cache key is `key`.
+std::string kernel_symbol(std::string_view key);
+std::string finish_symbol(std::string_view key);
 
-void emit_loop_kernel(llvm::Module& module, const KernelPlan& plan);
+void emit_loop_kernel(llvm::Module& module, const KernelPlan& plan, std::string_view key);
 
 }  // namespace jx::compiler::codegen

@@ -105,9 +105,9 @@ std::shared_ptr<const CompiledLoop> CompiledLoop::compile(const KernelPlan& plan
   auto loop = std::make_shared<CompiledLoop>();
   auto link = [&](const std::string& object) {
     loop->object_ = load_object(object, name);
-    loop->fn_ = reinterpret_cast<Fn>(loop->object_->lookup(kKernelSymbol));
+    loop->fn_ = reinterpret_cast<Fn>(loop->object_->lookup(kernel_symbol(key)));
     if (plan.schedule.mode == LoopSchedule::Mode::FullReduce)
-      loop->finish_ = reinterpret_cast<FinishFn>(loop->object_->lookup(kFinishSymbol));
+      loop->finish_ = reinterpret_cast<FinishFn>(loop->object_->lookup(finish_symbol(key)));
   };
   bool linked = false;
   if (options.disk_cache && !dumping) {
@@ -125,7 +125,7 @@ std::shared_ptr<const CompiledLoop> CompiledLoop::compile(const KernelPlan& plan
   if (!linked) {
     llvm::LLVMContext context;
     auto module = std::make_unique<llvm::Module>(name, context);
-    emit_loop_kernel(*module, plan);
+    emit_loop_kernel(*module, plan, key);
     CompiledModule compiled = compile_module(*module, dumping);
     ++g_llvm_compiles;
     if (dumping) {

@@ -18,13 +18,17 @@
 namespace jx::compiler::codegen {
 namespace {
 
-// An entry: magic, payload length, payload checksum (all little-endian u64), payload.
-constexpr char kMagic[8] = {'J', 'X', 'K', 'O', 'B', 'J', '0', '1'};
-constexpr size_t kHeader = 24;
+// An entry: magic, key length, payload length, checksum of key and payload (all
+// little-endian u64), the key, the payload. The key inside is compared with the key asked
+// for: a file copied or renamed onto another key's name holds another plan's code.
+constexpr char kMagic[8] = {'J', 'X', 'K', 'O', 'B', 'J', '0', '2'};
+constexpr size_t kHeader = 32;
 
 std::atomic<int64_t> g_hits{0}, g_misses{0}, g_rejected{0}, g_stores{0};
 
-uint64_t checksum(std::string_view payload) { return llvm::xxh3_64bits(llvm::StringRef(payload.data(), payload.size())); }
+uint64_t checksum(std::string_view key_and_payload) {
+  return llvm::xxh3_64bits(llvm::StringRef(key_and_payload.data(), key_and_payload.size()));
+}
 
 void put_u64(std::string& s, uint64_t v) {
   for (int i = 0; i < 8; ++i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
@@ -81,18 +85,17 @@ std::optional<std::string> object_cache_load(std::string_view key) {
   std::stringstream ss;
   ss << in.rdbuf();
   std::string data = ss.str();
-  if (data.size() < kHeader || std::memcmp(data.data(), kMagic, sizeof kMagic) != 0 ||
-      get_u64(data.data() + 8) != data.size() - kHeader) {
-    ++g_rejected;
-    return std::nullopt;
-  }
-  std::string payload = data.substr(kHeader);
-  if (get_u64(data.data() + 16) != checksum(payload)) {
+  // Lengths are compared without adding them (a corrupt header may hold any value).
+  const bool well_formed = data.size() >= kHeader && std::memcmp(data.data(), kMagic, sizeof kMagic) == 0 &&
+                           get_u64(data.data() + 8) == key.size() && data.size() - kHeader >= key.size() &&
+                           get_u64(data.data() + 16) == data.size() - kHeader - key.size();
+  const std::string_view body = well_formed ? std::string_view(data).substr(kHeader) : std::string_view();
+  if (!well_formed || body.substr(0, key.size()) != key || get_u64(data.data() + 24) != checksum(body)) {
     ++g_rejected;
     return std::nullopt;
   }
   ++g_hits;
-  return payload;
+  return std::string(body.substr(key.size()));
 }
 
 void object_cache_count_unlinkable() {
@@ -104,10 +107,13 @@ void object_cache_store(std::string_view key, std::string_view object) {
   const std::string dir = object_cache_dir();
   if (dir.empty()) return;
   if (llvm::sys::fs::create_directories(dir)) return;
+  std::string body(key);
+  body.append(object);
   std::string data(kMagic, sizeof kMagic);
+  put_u64(data, key.size());
   put_u64(data, object.size());
-  put_u64(data, checksum(object));
-  data.append(object);
+  put_u64(data, checksum(body));
+  data.append(body);
   // A unique temporary name, so concurrent writers (threads or processes) never share one.
   static std::atomic<uint64_t> counter{0};
   std::random_device rd;

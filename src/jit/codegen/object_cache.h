@@ -4,8 +4,11 @@
 //
 // Directory: $JX_CACHE_DIR, else $XDG_CACHE_HOME/jx, else $HOME/.cache/jx.
 // JX_DISABLE_DISK_CACHE=1 (or KernelOptions::disk_cache = false) turns it off. Files are
-// written atomically (temporary file + rename) and carry a length and checksum; a file
-// that fails them is ignored (and overwritten by the next store), never trusted.
+// written atomically (temporary file + rename) and carry their key, lengths and a
+// checksum; a file that fails them (truncated, corrupted, or another key's entry copied
+// onto this name) is ignored (and overwritten by the next store), never trusted. Kernels
+// also name their symbols after their key (loop_emitter.h), so even an entry that passed
+// the checks but holds other code fails to link and is recompiled.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +19,7 @@
 namespace jx::compiler::codegen {
 
 // Bump whenever generated code changes for the same plan, so stale entries are not used.
-inline constexpr int kCodegenVersion = 4;  // 2: jx_vm_* transcendentals, float32 sums in double; 3: inline exp/tanh/erf; 4: no interleaving around calls
+inline constexpr int kCodegenVersion = 5;  // 2: jx_vm_* transcendentals, float32 sums in double; 3: inline exp/tanh/erf; 4: no interleaving around calls; 5: symbols named after the key
 
 struct ObjectCacheStats {
   int64_t hits = 0;      // valid entries loaded
@@ -35,7 +38,7 @@ std::string object_cache_key(std::string_view text);
 // Where the entry of `key` lives (in object_cache_dir()).
 std::string object_cache_path(std::string_view key);
 
-// The object stored under `key`, if a valid entry exists.
+// The object stored under `key`, if a valid entry for that very key exists.
 std::optional<std::string> object_cache_load(std::string_view key);
 // Stores an object under `key`; failures (read-only disk, ...) are ignored.
 void object_cache_store(std::string_view key, std::string_view object);

@@ -138,12 +138,12 @@ class Fuser {
   // Records a refusal once: the same text, or the same producer equation refused again
   // by the same (since grown) consumer group in a later round, is not repeated.
   void refuse(std::string text, int64_t producer = -1, int64_t consumer = -1) {
-    for (const Refusal& r : refusals_) {
-      if (r.text == text) return;
-      if (producer >= 0 && r.producer == producer && r.consumer >= 0 &&
-          group_of_[static_cast<size_t>(r.consumer)] == group_of_[static_cast<size_t>(consumer)])
-        return;
-    }
+    if (refusal_texts_.count(text)) return;
+    if (producer >= 0 && consumer >= 0)
+      for (size_t k : refusals_by_producer_[producer])
+        if (group_of_[static_cast<size_t>(refusals_[k].consumer)] == group_of_[static_cast<size_t>(consumer)]) return;
+    refusal_texts_.insert(text);
+    if (producer >= 0 && consumer >= 0) refusals_by_producer_[producer].push_back(refusals_.size());
     refusals_.push_back({std::move(text), producer, consumer});
   }
 
@@ -604,6 +604,7 @@ class Fuser {
     Jaxpr body;
     std::vector<Atom> inputs;
     std::unordered_map<int64_t, Var> renamed;  // outer id -> body variable
+    std::unordered_multimap<size_t, size_t> computed;  // equation hash -> index in body.eqns
     for (size_t m : G.members)
       for (const Atom& a : eqns_[m].inputs)
         if (a.is_var() && !inside.count(a.var().id) && !renamed.count(a.var().id)) {
@@ -616,23 +617,25 @@ class Fuser {
       Equation e = eqns_[m];
       for (Atom& a : e.inputs)
         if (a.is_var()) a = renamed.at(a.var().id);
-      // Copies of a duplicated producer that met again in one fusion: compute it once.
+      // Copies of a duplicated producer that met again in one fusion: compute it once
+      // (looked up by hash, so building a fusion stays linear in its size).
+      size_t h = std::hash<const void*>()(e.primitive) ^ (e.params.hash() * 31);
+      for (const Atom& a : e.inputs) h = h * 1000003u ^ atom_hash(a);
       const Equation* same = nullptr;
-      for (const Equation& b : body.eqns) {
+      for (auto [it, end] = computed.equal_range(h); it != end && !same; ++it) {
+        const Equation& b = body.eqns[it->second];
         if (b.primitive != e.primitive || !(b.params == e.params) || b.inputs.size() != e.inputs.size() ||
             b.outputs.size() != e.outputs.size())
           continue;
         bool eq = true;
         for (size_t k = 0; k < e.inputs.size() && eq; ++k) eq = same_atom(b.inputs[k], e.inputs[k]);
-        if (eq) {
-          same = &b;
-          break;
-        }
+        if (eq) same = &b;
       }
       if (same) {
         for (size_t k = 0; k < e.outputs.size(); ++k) renamed.emplace(e.outputs[k].id, same->outputs[k]);
         continue;
       }
+      computed.emplace(h, body.eqns.size());
       for (Var& v : e.outputs) {
         Var bv = ctx_.fresh_var(v.aval);
         renamed.emplace(v.id, bv);
@@ -764,6 +767,8 @@ class Fuser {
   std::vector<Group> groups_;
   std::vector<size_t> group_of_;
   std::vector<Refusal> refusals_;
+  std::unordered_set<std::string> refusal_texts_;
+  std::unordered_map<int64_t, std::vector<size_t>> refusals_by_producer_;  // -> indices in refusals_
   std::vector<Duplication> duplications_;
 };
 
