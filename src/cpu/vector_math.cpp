@@ -319,6 +319,61 @@ double scalar_binary(VecOp2 op, double a, double b) {
 
 // ---- special functions ----
 
+namespace {
+
+// erf in float32 by the method jit kernels inline (src/jit/codegen/fast_math.cpp,
+// emit_erf_f32 and its twin erf_f32_scalar), operation for operation with the same
+// float32 constants, so eager and jit give the same bits (tests/numpy_math_test checks
+// this against the twin). |x| < 1: x (c0_hi + (c0_lo + t Q(t))), t = x^2; up to 3.92:
+// a polynomial in |x| - 2.46; above, 1; x's sign copied on.
+[[gnu::always_inline]] inline float erf_f32_poly(float x) {
+  constexpr float kQ[] = {-0x1.812740p-2f, 0x1.ce2d28p-4f, -0x1.b7fab0p-6f,
+                          0x1.540a3cp-8f,  -0x1.a3ec54p-11f, 0x1.48f0bap-14f};
+  constexpr float kL[] = {0x1.ffbe06p-1f,  0x1.5c2a6cp-9f,  -0x1.ac3d7cp-8f, 0x1.422c12p-7f,  -0x1.44e14cp-7f,
+                          0x1.bdba22p-8f,  -0x1.80e4c2p-9f, 0x1.df12c0p-12f, 0x1.7485e0p-12f, -0x1.38519ep-12f,
+                          0x1.3f6902p-14f, 0x1.940a8cp-16f, -0x1.2439a4p-16f, 0x1.83e932p-23f, 0x1.283ab4p-20f};
+  constexpr double kTwoOverSqrtPi = 1.12837916709551257389615890312154517;
+  constexpr float kHi = static_cast<float>(kTwoOverSqrtPi);
+  constexpr float kLo = static_cast<float>(kTwoOverSqrtPi - static_cast<double>(kHi));
+  const float a = std::fabs(x);
+  const float t = x * x;
+  float q = kQ[5];
+  for (int k = 4; k >= 0; --k) q = std::fma(q, t, kQ[k]);
+  const float s = std::fma(t, q, kLo);
+  const float small = std::fma(x, kHi, x * s);
+  const float limit = 3.92f;
+  const float u = (a > limit ? limit : a) - 2.46f;
+  float large = kL[14];
+  for (int k = 13; k >= 0; --k) large = std::fma(large, u, kL[k]);
+  large = a >= limit ? 1.0f : large;
+  return std::copysign(a < 1.0f ? small : large, x);
+}
+
+void erf_poly_generic(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = erf_f32_poly(x[i]);
+}
+#ifdef JX_USE_LIBMVEC
+__attribute__((target("avx2,fma"))) void erf_poly_avx2(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = erf_f32_poly(x[i]);
+}
+__attribute__((target("avx512f"))) void erf_poly_avx512(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = erf_f32_poly(x[i]);
+}
+#endif
+
+}  // namespace
+
+void erf_f32(const float* x, float* y, int64_t n) {
+#ifdef JX_USE_LIBMVEC
+  switch (current_isa().load(std::memory_order_relaxed)) {
+    case VectorIsa::Avx512: return erf_poly_avx512(x, y, n);
+    case VectorIsa::Avx2: return erf_poly_avx2(x, y, n);
+    default: break;
+  }
+#endif
+  erf_poly_generic(x, y, n);
+}
+
 double erf_inv(double x) {
   if (!(x >= -1.0 && x <= 1.0)) return std::numeric_limits<double>::quiet_NaN();
   if (x == 0.0) return x;  // keeps the sign of zero
