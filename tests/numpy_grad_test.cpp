@@ -11,6 +11,7 @@
 #include "jx/jx.h"
 #include "jx/test_util.h"
 #include "test_util.h"
+#include "transforms/custom_jvp.h"
 
 namespace jx {
 namespace {
@@ -253,6 +254,46 @@ TEST(NumpyGradExtra, DerivativesAsJaxDefinesThem) {
   EXPECT_EQ(grad(sinc)(Array(0.0)).item<double>(), 0.0);
   EXPECT_ALLCLOSE(grad(grad(sinc))(Array(0.0)), Array(-3.2898681336964524), 1e-12, 1e-12, false);
   EXPECT_EQ(sinc(Array(0.0)).item<double>(), 1.0);
+}
+
+
+// The custom_jvp facility's own errors.
+TEST(NumpyGradExtra, CustomJvpCallErrors) {
+  using Outs = std::pair<std::vector<Array>, std::vector<Array>>;
+  // f and its rule close over x, which grad differentiates: its tangent would bypass the rule.
+  auto closes_over = [](const Array& x) {
+    auto f = [x](std::span<const Array> a) { return std::vector<Array>{a[0] * x}; };
+    auto rule = [x](std::span<const Array> p, std::span<const Array> t) {
+      return Outs{{p[0] * x}, {t[0] * x}};
+    };
+    Array c = Array(3.0);
+    return detail::custom_jvp_call("scale", f, rule, std::span<const Array>(&c, 1))[0];
+  };
+  EXPECT_JX_ERROR(grad(closes_over)(Array(2.0)), "[custom_jvp_call]", "'scale' closes over a value being differentiated",
+                  "pass it as an argument");
+  // A rule giving a tangent count that is not the output count.
+  auto bad_rule = [](const Array& x) {
+    auto f = [](std::span<const Array> a) { return std::vector<Array>{a[0] * 2.0}; };
+    auto rule = [](std::span<const Array> p, std::span<const Array> t) { return Outs{{p[0] * 2.0}, {t[0], t[0]}}; };
+    return detail::custom_jvp_call("twice", f, rule, std::span<const Array>(&x, 1))[0];
+  };
+  EXPECT_JX_ERROR(grad(bad_rule)(Array(2.0)), "[custom_jvp_call]", "'twice': the rule returned 2 tangents for 1 outputs");
+  // A rule whose outputs are not the function's.
+  auto mismatch = [](const Array& x) {
+    auto f = [](std::span<const Array> a) { return std::vector<Array>{a[0] * 2.0}; };
+    auto rule = [](std::span<const Array> p, std::span<const Array> t) { return Outs{{p[0], p[0]}, {t[0], t[0]}}; };
+    return detail::custom_jvp_call("pair", f, rule, std::span<const Array>(&x, 1))[0];
+  };
+  EXPECT_JX_ERROR(grad(mismatch)(Array(2.0)), "[custom_jvp_call]", "'pair': the rule gives 2 outputs but the function 1");
+  // A rule calling its own custom function would stage forever.
+  std::function<Array(const Array&)> self = [&self](const Array& x) {
+    auto f = [](std::span<const Array> a) { return std::vector<Array>{a[0] * 2.0}; };
+    auto rule = [&self](std::span<const Array> p, std::span<const Array> t) { return Outs{{self(p[0])}, {t[0] * 2.0}}; };
+    return detail::custom_jvp_call("self", f, rule, std::span<const Array>(&x, 1))[0];
+  };
+  EXPECT_JX_ERROR(grad(self)(Array(2.0)), "[custom_jvp_call]", "'self': staging rules nested 32 deep");
+  // Eagerly the function simply runs.
+  EXPECT_EQ(bad_rule(Array(2.0)).item<double>(), 4.0);
 }
 
 }  // namespace

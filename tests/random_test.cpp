@@ -203,8 +203,6 @@ TEST(RandomDistributions, MatchJax) {
 TEST(RandomDistributions, TruncatedNormalEagerMatchesJitBitForBit) {
   auto f = [](const Array& key) { return rnd::truncated_normal(key, -1.0, 2.0, Shape{4000}); };
   auto g = [](const Array& key) { return rnd::truncated_normal(key, -3.5, 0.25, Shape{4000}); };
-  // And both match JAX's float32 samples bit for bit.
-  EXPECT_TRUE(bit_exact(rnd::truncated_normal(key42(), -1.0, 2.0, Shape{200}), want("truncated_normal")));
   for (Array k : {key42(), rnd::key(7)}) {
     EXPECT_TRUE(bit_exact(f(k), jit(f)(k)));
     EXPECT_TRUE(bit_exact(g(k), jit(g)(k)));

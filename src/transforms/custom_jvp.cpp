@@ -70,7 +70,24 @@ std::vector<Array> bind_custom_jvp(const std::string& name, const FlatFn& f, con
     jvp_avals.push_back(Aval{avals[i].shape, avals[i].dtype, false});
   std::vector<Array> f_consts, jvp_consts;
   std::shared_ptr<ClosedJaxpr> f_body = stage_with_consts(f, avals, &f_consts);
-  std::shared_ptr<ClosedJaxpr> jvp_body = stage_with_consts(jvp, jvp_avals, &jvp_consts);
+  // Rules are staged when bound, so a rule that called its own custom function would
+  // stage forever: stop with a clear error instead of a stack overflow.
+  thread_local int rule_depth = 0;
+  if (rule_depth >= 32)
+    fail("custom_jvp_call", "'", name, "': staging rules nested 32 deep; a rule must compute with the plain ",
+         "composite, not call its own custom function");
+  std::shared_ptr<ClosedJaxpr> jvp_body;
+  {
+    ++rule_depth;
+    struct Exit {
+      ~Exit() { --rule_depth; }
+    } exit;
+    jvp_body = stage_with_consts(jvp, jvp_avals, &jvp_consts);
+  }
+  const size_t num_out = f_body->jaxpr.outvars.size();
+  if (jvp_body->jaxpr.outvars.size() != 2 * num_out)
+    fail("custom_jvp_call", "'", name, "': the rule gives ", jvp_body->jaxpr.outvars.size() / 2,
+         " outputs but the function ", num_out);
   insert_unused_inputs(*f_body, f_consts.size(), jvp_consts);
   insert_unused_inputs(*jvp_body, 0, f_consts);
   std::vector<Array> all = f_consts;
@@ -134,10 +151,10 @@ std::vector<Array> custom_jvp_call(const std::string& name, const FlatFn& f, con
                                    std::span<const Array> args) {
   if (current_trace() == nullptr) return f(args);
   const size_t n = args.size();
-  FlatFn rule = [&jvp, n](std::span<const Array> xs) {
+  FlatFn rule = [&jvp, &name, n](std::span<const Array> xs) {
     auto [p, t] = jvp(xs.first(n), xs.subspan(n));
     if (p.size() != t.size())
-      fail("custom_jvp_call", "a rule returned ", t.size(), " tangents for ", p.size(), " outputs");
+      fail("custom_jvp_call", "'", name, "': the rule returned ", t.size(), " tangents for ", p.size(), " outputs");
     p.insert(p.end(), t.begin(), t.end());
     return p;
   };
