@@ -367,5 +367,78 @@ TEST(LinalgTransforms, DecompositionVmap) {
   EXPECT_ALLCLOSE(jvp(grad(loss), x, v).second, fd, 1e-5, 1e-5);
 }
 
+
+// ---- det and slogdet: JAX's derivatives ----
+
+Array mat(std::vector<double> v, Shape shape) { return jnp::array(v, shape); }
+Array c128(std::vector<complex128_t> v, Shape shape) { return Array(v.data(), std::move(shape)); }
+
+// grad(det) is the cofactor matrix adj(a)^T also where a is singular (det is a polynomial).
+// Expected values computed with JAX 0.10.2 (jax.grad(jnp.linalg.det), x64) in /work/venv.
+TEST(LinalgTransforms, DetGradientIsTheCofactorMatrixAtSingularMatrices) {
+  struct Case {
+    std::vector<double> a, want;
+    Shape shape;
+  };
+  const std::vector<Case> cases = {
+      {{1, 2, 2, 4}, {4, -2, -2, 1}, {2, 2}},
+      {{0, 1, 0, 1}, {1, 0, -1, 0}, {2, 2}},  // the zero pivot comes first
+      {{0, 1, 0, 0}, {0, 0, -1, 0}, {2, 2}},  // two zero pivots, rank 1
+      {{1, 2, 3, 4, 5, 6, 7, 8, 9}, {-3, 6, -3, 6, -12, 6, -3, 6, -3}, {3, 3}},
+      {{1, 2, 3, 2, 4, 6, 1, 1, 1}, {-2, 4, -2, 1, -2, 1, 0, 0, 0}, {3, 3}},
+      {{0, 0, 0, 0, 0, 0, 0, 0, 1}, {0, 0, 0, 0, 0, 0, 0, 0, 0}, {3, 3}},  // rank 1 of 3: adj = 0
+      {{2, 1, 1, 3}, {3, -1, -1, 2}, {2, 2}},
+  };
+  auto det = [](const Array& a) { return jnp::linalg::det(a); };
+  for (const Case& c : cases) EXPECT_ALLCLOSE(grad(det)(mat(c.a, c.shape)), mat(c.want, c.shape), 1e-12, 1e-12);
+  // Under jit: the rule is staged into the compiled program.
+  EXPECT_ALLCLOSE(jit(grad(det))(mat(cases[1].a, {2, 2})), mat(cases[1].want, {2, 2}), 1e-12, 1e-12);
+  // float32 keeps its dtype and the same values.
+  Array a32 = lax::convert_element_type(mat({1, 2, 2, 4}, {2, 2}), DType::Float32);
+  EXPECT_ALLCLOSE(grad(det)(a32), lax::convert_element_type(mat({4, -2, -2, 1}, {2, 2}), DType::Float32), 1e-6, 1e-6);
+  // vmap of grad and grad of a batched det: each matrix takes its own branch.
+  Array batch = mat({1, 2, 2, 4, 2, 1, 1, 3, 0, 1, 0, 1}, {3, 2, 2});
+  Array want = mat({4, -2, -2, 1, 3, -1, -1, 2, 1, 0, -1, 0}, {3, 2, 2});
+  EXPECT_ALLCLOSE(vmap(grad(det))(batch), want, 1e-12, 1e-12);
+  EXPECT_ALLCLOSE(grad([&](const Array& a) { return jnp::sum(det(a)); })(batch), want, 1e-12, 1e-12);
+  EXPECT_ALLCLOSE(grad([&](const Array& a) { return jnp::sum(vmap(det)(a)); })(batch), want, 1e-12, 1e-12);
+}
+
+TEST(LinalgTransforms, DetDerivativesMatchDifferencesAndJax) {
+  Fn det = [](const Array& a) { return jnp::linalg::det(a); };
+  check_derivatives(det, random_array({3, 3}, 1200), 1210);
+  check_derivatives(det, random_array({2, 4, 4}, 1201), 1220);
+  check_second_order(det, random_array({3, 3}, 1202), 1230);
+  // Hessian at a regular matrix; JAX 0.10.2: jax.hessian(jnp.linalg.det)([[2, 1], [1, 3]]).
+  Array h = hessian(det)(mat({2, 1, 1, 3}, {2, 2}));
+  EXPECT_ALLCLOSE(h, mat({0, 0, 0, 1, 0, 0, -1, 0, 0, -1, 0, 0, 1, 0, 0, 0}, {2, 2, 2, 2}), 1e-12, 1e-12);
+  // Complex jvps; JAX 0.10.2: jax.jvp(jnp.linalg.det, (a,), (t,)).
+  Array t = c128({{1, 0}, {0, 0.5}, {0, 0}, {1, 0}}, {2, 2});
+  auto [d, td] = jvp(det, c128({{1, 1}, {2, 0}, {0, 0.5}, {3, 0}}, {2, 2}), t);
+  EXPECT_ALLCLOSE(d, c128({{3, 2}}, {}), 1e-12, 1e-12);
+  EXPECT_ALLCLOSE(td, c128({{4.25, 1}}, {}), 1e-12, 1e-12);
+  auto [ds, tds] = jvp(det, c128({{1, 1}, {2, 0}, {1, 1}, {2, 0}}, {2, 2}), t);  // singular
+  EXPECT_ALLCLOSE(ds, c128({{0, 0}}, {}), 1e-12, 1e-12);
+  EXPECT_ALLCLOSE(tds, c128({{3.5, 0.5}}, {}), 1e-12, 1e-12);
+  // Staged, det is one custom_jvp_call equation (its rule inside); grad stages the rule's work.
+  EXPECT_NE(make_jaxpr(det)(mat({2, 1, 1, 3}, {2, 2})).str().find("custom_jvp_call"), std::string::npos);
+}
+
+TEST(LinalgTransforms, SlogdetSignHasAZeroTangent) {
+  auto sign = [](const Array& a) { return jnp::linalg::slogdet(a).sign; };
+  Array a = random_array({3, 3}, 1300);
+  Array tangent = jvp(sign, a, random_array({3, 3}, 1301)).second;
+  EXPECT_EQ(tangent.item<double>(), 0.0);  // exactly, not rounding noise
+  EXPECT_EQ(jnp::max(jnp::abs(grad(sign)(a))).item<double>(), 0.0);
+  // The log-determinant's derivative is still tr(a^-1 da).
+  check_derivatives([](const Array& x) { return jnp::linalg::slogdet(x).logabsdet; }, a, 1310);
+  // Complex: the sign's phase does move; JAX 0.10.2 jax.jvp(jnp.linalg.slogdet, ...).
+  Array za = c128({{1, 1}, {2, 0}, {0, 0.5}, {3, 0}}, {2, 2}), zt = c128({{1, 0}, {0, 0.5}, {0, 0}, {1, 0}}, {2, 2});
+  auto [r, tr] = jvp([](const Array& x) { auto s = jnp::linalg::slogdet(x); return std::pair{s.sign, s.logabsdet}; },
+                     za, zt);
+  EXPECT_ALLCLOSE(tr.first, c128({{0.23468085224913535, -0.35202127837370306}}, {}), 1e-12, 1e-12);
+  EXPECT_ALLCLOSE(tr.second, Array(1.1346153846153848), 1e-12, 1e-12);
+}
+
 }  // namespace
 }  // namespace jx

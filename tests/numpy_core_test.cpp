@@ -91,6 +91,31 @@ TEST(NumpyCore, PromotionExamples) {
   EXPECT_FALSE(promoted[2].weak_type());
 }
 
+// Integer true division (and every float-valued function of integers) computes in float64
+// for 64-bit integers and in float32 for the narrower ones and bool: JAX 0.10.2 with x64
+// gives int64 / int64 -> float64, int32 / int32 -> float32 (checked in /work/venv).
+TEST(NumpyCore, IntegerTrueDivisionPromotion) {
+  const int64_t big = (int64_t{1} << 53) - 1;  // not representable in float32
+  Array a(std::vector<int64_t>{big, 16777217, 7}), b(std::vector<int64_t>{1, 1, 2});
+  Array q = jnp::divide(a, b);
+  EXPECT_EQ(q.dtype(), jx::float64);
+  EXPECT_EQ(q.to_vector<double>(), (std::vector<double>{9007199254740991.0, 16777217.0, 3.5}));
+  EXPECT_EQ((a / b).dtype(), jx::float64);
+  EXPECT_EQ((a / 2).dtype(), jx::float64);
+  EXPECT_EQ(jnp::true_divide(a, jnp::zeros({3}, jx::int32) + 1).dtype(), jx::float64);
+  EXPECT_EQ((jnp::zeros({3}, jx::uint32) / jnp::ones({3}, jx::int32)).dtype(), jx::float64);  // via int64
+  for (DType d : {jx::int8, jx::int16, jx::int32, jx::uint8, jx::uint32, jx::bool_})
+    EXPECT_EQ(jnp::divide(jnp::ones({2}, d), jnp::ones({2}, d)).dtype(), jx::float32) << dtype_name(d);
+  // An inexact operand decides: int64 / float32 -> float32, as JAX.
+  EXPECT_EQ((a / jnp::ones({3})).dtype(), jx::float32);
+  // The same rule for the other float-valued functions of integers.
+  EXPECT_EQ(jnp::sqrt(a).dtype(), jx::float64);
+  EXPECT_EQ(jnp::mean(a).dtype(), jx::float64);
+  EXPECT_EQ(jnp::mean(a).item<double>(), (9007199254740991.0 + 16777217.0 + 7.0) / 3.0);
+  EXPECT_EQ(jnp::linalg::det(jnp::ones({2, 2}, jx::int64)).dtype(), jx::float64);
+  EXPECT_EQ(jnp::sqrt(jnp::ones({2}, jx::int32)).dtype(), jx::float32);
+}
+
 TEST(NumpyCore, Broadcasting) {
   EXPECT_EQ(jnp::broadcast_shapes({{3, 1}, {4}, {}}), (jx::Shape{3, 4}));
   EXPECT_EQ(jnp::broadcast_shapes({{0, 1}, {1, 5}}), (jx::Shape{0, 5}));

@@ -11,6 +11,7 @@
 #include "jx/jx.h"
 #include "jx/test_util.h"
 #include "test_util.h"
+#include "transforms/custom_jvp.h"
 
 namespace jx {
 namespace {
@@ -100,11 +101,17 @@ std::vector<Row> rows() {
        }),
        {m}},
       {"logsumexp", unary([](const Array& x) { return jnp::logsumexp(x, 1); }), {m}},
+      // Custom jvp rules (custom_jvp_call): orders 1 and 2 and vmap through the rule.
+      {"logaddexp", binary([](const Array& x, const Array& y) { return jnp::logaddexp(x, y); }), {m, data({3, 4}, 21)}},
+      {"logaddexp2", binary([](const Array& x, const Array& y) { return jnp::logaddexp2(x, y); }), {m, data({4}, 22)}},
+      {"hypot", binary([](const Array& x, const Array& y) { return jnp::hypot(x, y); }), {m, data({3, 4}, 23)}},
+      {"sinc", unary([](const Array& x) { return jnp::sinc(x); }), {m}},
       {"var", unary([](const Array& x) { return jnp::var(x, 0); }), {m}},
       {"solve", binary([](const Array& a, const Array& b) { return jnp::linalg::solve(a, b); }),
        {well_conditioned(3, 15), data({3, 2}, 16)}},
       {"inv", unary([](const Array& a) { return jnp::linalg::inv(a); }), {well_conditioned(3, 17)}},
       {"det", unary([](const Array& a) { return jnp::linalg::det(a); }), {well_conditioned(3, 18)}},
+      {"det_batched", unary([](const Array& a) { return jnp::linalg::det(a); }), {data({2, 3, 3}, 24)}},
       {"cholesky", unary([](const Array& a) {
          // Symmetric positive definite by construction, so every perturbation stays valid.
          return jnp::linalg::cholesky(jnp::matmul(a, jnp::transpose(a)) + eye_like(a, 3) * 2.0);
@@ -190,6 +197,103 @@ TEST(NumpyGradExtra, VmapOfGradOfSoftmaxLoss) {
     for (int j = 0; j < 3; ++j) want.push_back(std::exp(bv[b * 3 + j] - mx) / s - (j == 1 ? 1.0 : 0.0));
   }
   EXPECT_ALLCLOSE(g, lax::convert_element_type(Array(want, {4, 3}), DType::Float32), 1e-5, 1e-6);
+}
+
+
+// Derivatives JAX defines by custom_jvp rules, at the points where the composition's own
+// derivative differs. Expected values computed with JAX 0.10.2 (x64) in /work/venv:
+// jax.grad(f, (0, 1))(a, b).
+TEST(NumpyGradExtra, DerivativesAsJaxDefinesThem) {
+  const double inf = INFINITY, nan = NAN;
+  struct Case {
+    const char* name;
+    std::function<Array(const Array&, const Array&)> f;
+    double a, b, da, db;
+  };
+  auto lae = [](const Array& x, const Array& y) { return jnp::logaddexp(x, y); };
+  auto lae2 = [](const Array& x, const Array& y) { return jnp::logaddexp2(x, y); };
+  auto hyp = [](const Array& x, const Array& y) { return jnp::hypot(x, y); };
+  const std::vector<Case> cases = {
+      {"logaddexp tie", lae, 1, 1, 0.5, 0.5},
+      {"logaddexp +inf +inf", lae, inf, inf, 1, 1},
+      {"logaddexp -inf -inf", lae, -inf, -inf, nan, nan},
+      {"logaddexp +inf 1", lae, inf, 1, 1, 2.718281828459045},
+      {"logaddexp -inf 1", lae, -inf, 1, 0, 1},
+      {"logaddexp 2 1", lae, 2, 1, 0.7310585786300049, 0.2689414213699951},
+      {"logaddexp nan 1", lae, nan, 1, nan, nan},
+      {"logaddexp2 tie", lae2, 1, 1, 0.5, 0.5},
+      {"logaddexp2 +inf +inf", lae2, inf, inf, 1, 1},
+      {"logaddexp2 +inf 1", lae2, inf, 1, 1, 2},
+      {"logaddexp2 -inf 1", lae2, -inf, 1, 0, 1},
+      {"logaddexp2 2 1", lae2, 2, 1, 0.6666666666666666, 0.3333333333333333},
+      {"hypot 0 0", hyp, 0, 0, 0.5, 0.5},
+      {"hypot 3 0", hyp, 3, 0, 1, 0},
+      {"hypot -3 4", hyp, -3, 4, -0.6, 0.8},
+  };
+  for (const Case& c : cases) {
+    for (bool jitted : {false, true}) {
+      auto g = grad(c.f, argnums<0, 1>);
+      auto [da, db] = jitted ? jit(g)(Array(c.a), Array(c.b)) : g(Array(c.a), Array(c.b));
+      EXPECT_ALLCLOSE(da, Array(c.da), 1e-12, 1e-12, false) << c.name << (jitted ? " (jit)" : "");
+      EXPECT_ALLCLOSE(db, Array(c.db), 1e-12, 1e-12, false) << c.name << (jitted ? " (jit)" : "");
+    }
+  }
+  // float32 ties, and vmap of the rule against the same values.
+  Array one = lax::convert_element_type(Array(1.0), DType::Float32);
+  auto [fa, fb] = grad(lae, argnums<0, 1>)(one, one);
+  EXPECT_EQ(fa.dtype(), DType::Float32);
+  EXPECT_EQ(fa.item<float>(), 0.5f);
+  EXPECT_EQ(fb.item<float>(), 0.5f);
+  Array xs = Array({1.0, inf, 2.0}), ys = Array({1.0, inf, 1.0});
+  auto [va, vb] = vmap(grad(lae, argnums<0, 1>))(xs, ys);
+  EXPECT_EQ(va.dtype(), xs.dtype());
+  EXPECT_ALLCLOSE(va, Array({0.5, 1.0, 0.7310585786300049}), 1e-6, 1e-6, false);
+  EXPECT_ALLCLOSE(vb, Array({0.5, 1.0, 0.2689414213699951}), 1e-6, 1e-6, false);
+  // sinc at 0: JAX's jax.grad(jnp.sinc)(0.) = 0 and jax.grad(jax.grad(jnp.sinc))(0.) = -pi^2/3.
+  auto sinc = [](const Array& x) { return jnp::sinc(x); };
+  EXPECT_EQ(grad(sinc)(Array(0.0)).item<double>(), 0.0);
+  EXPECT_ALLCLOSE(grad(grad(sinc))(Array(0.0)), Array(-3.2898681336964524), 1e-12, 1e-12, false);
+  EXPECT_EQ(sinc(Array(0.0)).item<double>(), 1.0);
+}
+
+
+// The custom_jvp facility's own errors.
+TEST(NumpyGradExtra, CustomJvpCallErrors) {
+  using Outs = std::pair<std::vector<Array>, std::vector<Array>>;
+  // f and its rule close over x, which grad differentiates: its tangent would bypass the rule.
+  auto closes_over = [](const Array& x) {
+    auto f = [x](std::span<const Array> a) { return std::vector<Array>{a[0] * x}; };
+    auto rule = [x](std::span<const Array> p, std::span<const Array> t) {
+      return Outs{{p[0] * x}, {t[0] * x}};
+    };
+    Array c = Array(3.0);
+    return detail::custom_jvp_call("scale", f, rule, std::span<const Array>(&c, 1))[0];
+  };
+  EXPECT_JX_ERROR(grad(closes_over)(Array(2.0)), "[custom_jvp_call]", "'scale' closes over a value being differentiated",
+                  "pass it as an argument");
+  // A rule giving a tangent count that is not the output count.
+  auto bad_rule = [](const Array& x) {
+    auto f = [](std::span<const Array> a) { return std::vector<Array>{a[0] * 2.0}; };
+    auto rule = [](std::span<const Array> p, std::span<const Array> t) { return Outs{{p[0] * 2.0}, {t[0], t[0]}}; };
+    return detail::custom_jvp_call("twice", f, rule, std::span<const Array>(&x, 1))[0];
+  };
+  EXPECT_JX_ERROR(grad(bad_rule)(Array(2.0)), "[custom_jvp_call]", "'twice': the rule returned 2 tangents for 1 outputs");
+  // A rule whose outputs are not the function's.
+  auto mismatch = [](const Array& x) {
+    auto f = [](std::span<const Array> a) { return std::vector<Array>{a[0] * 2.0}; };
+    auto rule = [](std::span<const Array> p, std::span<const Array> t) { return Outs{{p[0], p[0]}, {t[0], t[0]}}; };
+    return detail::custom_jvp_call("pair", f, rule, std::span<const Array>(&x, 1))[0];
+  };
+  EXPECT_JX_ERROR(grad(mismatch)(Array(2.0)), "[custom_jvp_call]", "'pair': the rule gives 2 outputs but the function 1");
+  // A rule calling its own custom function would stage forever.
+  std::function<Array(const Array&)> self = [&self](const Array& x) {
+    auto f = [](std::span<const Array> a) { return std::vector<Array>{a[0] * 2.0}; };
+    auto rule = [&self](std::span<const Array> p, std::span<const Array> t) { return Outs{{self(p[0])}, {t[0] * 2.0}}; };
+    return detail::custom_jvp_call("self", f, rule, std::span<const Array>(&x, 1))[0];
+  };
+  EXPECT_JX_ERROR(grad(self)(Array(2.0)), "[custom_jvp_call]", "'self': staging rules nested 32 deep");
+  // Eagerly the function simply runs.
+  EXPECT_EQ(bad_rule(Array(2.0)).item<double>(), 4.0);
 }
 
 }  // namespace

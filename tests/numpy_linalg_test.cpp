@@ -210,6 +210,36 @@ TEST(NumpyLinalg, SingularMatrices) {
   EXPECT_EQ(la::slogdet(p).sign.item<double>(), -1.0);
 }
 
+// JAX 0.10.2 (jnp.linalg.lstsq, x64): residuals have shape (1,) for a 1-d b, whatever the
+// rank or shape of a.
+TEST(NumpyLinalg, LstsqResidualsOfAVectorRightHandSide) {
+  la::LstsqResult r = la::lstsq(Array(std::vector<double>{1, 0, 0, 1, 1, 1}, {3, 2}), Array({1.0, 2.0, 4.0}));
+  EXPECT_ALLCLOSE(r.residuals, Array(std::vector<double>{1.0 / 3.0}, {1}), 1e-12, 1e-12);
+  EXPECT_EQ(r.x.shape(), (Shape{2}));
+  r = la::lstsq(Array(std::vector<double>{1, 1, 1, 1, 1, 1}, {3, 2}), Array({1.0, 2.0, 4.0}));  // rank 1
+  EXPECT_ALLCLOSE(r.residuals, Array(std::vector<double>{4.666666666666667}, {1}), 1e-12, 1e-12);
+  EXPECT_EQ(r.rank.item<int32_t>(), 1);
+  r = la::lstsq(Array(std::vector<double>{1, 0, 0, 1}, {2, 2}), Array({1.0, 2.0}));
+  EXPECT_EQ(r.residuals.shape(), (Shape{1}));
+  r = la::lstsq(Array(std::vector<double>{1, 0, 1, 0, 1, 1, 1, 1, 1}, {3, 3}), Array(std::vector<double>{1, 2, 4, 1, 1, 1}, {3, 2}));
+  EXPECT_EQ(r.residuals.shape(), (Shape{2}));
+}
+
+// JAX 0.10.2: cholesky of a matrix that is not positive definite is NaN on and below the
+// diagonal and keeps zeros above it (upper=True: the transpose).
+TEST(NumpyLinalg, CholeskyOfANonPositiveDefiniteMatrix) {
+  const double nan = NAN;
+  Array l = la::cholesky(Array(std::vector<double>{1, 2, 2, 1}, {2, 2}));
+  EXPECT_ALLCLOSE(l, Array(std::vector<double>{nan, 0, nan, nan}, {2, 2}));
+  EXPECT_ALLCLOSE(la::cholesky(Array(std::vector<double>{1, 2, 2, 1}, {2, 2}), true),
+                  Array(std::vector<double>{nan, nan, 0, nan}, {2, 2}));
+  EXPECT_ALLCLOSE(la::cholesky(Array(std::vector<double>{4, 2, 0, 2, 1, 0, 0, 0, 1}, {3, 3})),  // singular PSD
+                  Array(std::vector<double>{nan, 0, 0, nan, nan, 0, nan, nan, nan}, {3, 3}));
+  // Per matrix in a batch: the positive definite one is unaffected.
+  Array batch = la::cholesky(Array(std::vector<double>{1, 2, 2, 1, 2, 0, 0, 2}, {2, 2, 2}));
+  EXPECT_ALLCLOSE(batch, Array(std::vector<double>{nan, 0, nan, nan, std::sqrt(2.0), 0, 0, std::sqrt(2.0)}, {2, 2, 2}));
+}
+
 TEST(NumpyLinalg, EmptyMatrices) {
   Array e = detail::alloc_array(Aval{{0, 0}, DType::Float32, false});
   EXPECT_EQ(la::det(e).item<float>(), 1.0f);

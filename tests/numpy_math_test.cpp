@@ -1,6 +1,8 @@
 // jx::numpy elementwise math against NumPy fixtures (scripts/fixtures/numpy_core.py):
 // one table row per function, every fixture row (dtypes x shapes, 0-d, size-0,
 // broadcasting) checked for values and for JAX's result dtype.
+#include <cmath>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <set>
@@ -189,6 +191,31 @@ TEST(NumpyMath, HandComputedValues) {
   EXPECT_ALLCLOSE(jnp::nan_to_num(Array({NAN, INFINITY, -INFINITY}), 1.0, 2.0, -3.0), Array({1.f, 2.f, -3.f}));
 }
 
+// float32 erf: eager runs the polynomial jit kernels inline, so the two agree bit for bit
+// everywhere (ramps over every range, the switch points, specials).
+TEST(NumpyMath, Float32ErfEagerMatchesJitBitForBit) {
+  std::vector<float> v;
+  for (int i = -60000; i <= 60000; ++i) v.push_back(static_cast<float>(i) * 1e-4f);  // [-6, 6]
+  for (float x : {0.0f, -0.0f, 1.0f, -1.0f, 3.92f, -3.92f, 1e-30f, 1e-45f, INFINITY, -INFINITY, NAN}) {
+    v.push_back(x);
+    v.push_back(std::nextafter(x, 0.0f));
+    v.push_back(std::nextafter(x, 10.0f));
+  }
+  Array x(v.data(), jx::Shape{static_cast<int64_t>(v.size())});
+  auto erf = [](const Array& a) { return jx::lax::erf(a); };
+  std::vector<float> eager = erf(x).to_vector<float>(), jitted = jx::jit(erf)(x).to_vector<float>();
+  ASSERT_EQ(eager.size(), jitted.size());
+  int64_t differ = 0;
+  for (size_t i = 0; i < eager.size(); ++i)
+    if (std::memcmp(&eager[i], &jitted[i], sizeof(float)) != 0) ++differ;
+  EXPECT_EQ(differ, 0);
+  // Odd, saturating, accurate: erf(0.5) = 0.5204998778130465.
+  EXPECT_EQ(erf(Array(std::vector<float>{-0.0f})).to_vector<float>()[0], 0.0f);
+  EXPECT_TRUE(std::signbit(erf(Array(std::vector<float>{-0.0f})).to_vector<float>()[0]));
+  EXPECT_EQ(erf(Array(std::vector<float>{INFINITY, -INFINITY})).to_vector<float>(), (std::vector<float>{1.0f, -1.0f}));
+  EXPECT_NEAR(erf(Array(std::vector<float>{0.5f})).to_vector<float>()[0], 0.5204998778130465, 1e-7);
+}
+
 TEST(NumpyMath, ComplexNumbers) {
   Array z = Array(std::vector<jx::complex64_t>{{3, 4}, {-1, 0}, {0, -2}});
   EXPECT_ALLCLOSE(jnp::abs(z), Array({5.f, 1.f, 2.f}));
@@ -206,9 +233,9 @@ TEST(NumpyMath, ComplexNumbers) {
 }
 
 TEST(NumpyMath, IntegerInputsToFloatFunctions) {
-  // sin(int32) is float32 as in JAX; weak scalars stay weak.
+  // sin(int32) is float32 and sqrt(int64) float64, as in JAX with x64; weak scalars stay weak.
   EXPECT_EQ(jnp::sin(Array({1, 2})).dtype(), jx::float32);
-  EXPECT_EQ(jnp::sqrt(Array(std::vector<int64_t>{4})).dtype(), jx::float32);
+  EXPECT_EQ(jnp::sqrt(Array(std::vector<int64_t>{4})).dtype(), jx::float64);
   EXPECT_EQ(jnp::divide(Array({1}), Array({2})).dtype(), jx::float32);
   EXPECT_TRUE(jnp::sin(Array(2)).weak_type());
   EXPECT_EQ(jnp::floor(Array({1, 2})).dtype(), jx::int32);

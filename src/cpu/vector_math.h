@@ -76,6 +76,9 @@ double scalar_unary(VecOp op, double x);
 float scalar_binary(VecOp2 op, float a, float b);
 double scalar_binary(VecOp2 op, double a, double b);
 
+// erf over a float32 buffer by the polynomial jit kernels inline (fast_math.h), bit for
+// bit, so eager and jit agree (max 1.25 ULP; libmvec's erff has 4). y may be x.
+void erf_f32(const float* x, float* y, int64_t n);
 // Inverse error function: ±inf at ±1, NaN outside [-1, 1]; within 2 ulp in float64.
 double erf_inv(double x);
 // The digamma function psi(x); NaN at 0, the negative integers and -inf (as XLA).

@@ -156,7 +156,13 @@ struct Logistic {
   C operator()(C z) const { return C(1) / (C(1) + std::exp(-z)); }
 };
 struct Erf {
-  static constexpr VecOp vec = VecOp::Erf;
+  // float32 (and the half types, computed in it): the polynomial jit kernels inline, so
+  // eager and jit agree bit for bit; float64: libmvec, as jit calls it.
+  template <Real C>
+  void block(const C* x, C* y, int64_t n) const {
+    if constexpr (std::is_same_v<C, float>) cpu::erf_f32(x, y, n);
+    else cpu::vec_unary(VecOp::Erf, x, y, n);
+  }
 };
 struct Erfc {
   static constexpr VecOp vec = VecOp::Erfc;

@@ -166,10 +166,8 @@ std::vector<Array> cholesky_impl(std::span<const Array> in, const Params&, std::
     T* base = detail::mutable_data<T>(l);
     for_each_matrix(batch, n, [&](int64_t b) {
       T* a = base + b * n * n;
-      if (cpu::potrf<T>(true, n, a, n) != 0) {
-        fill_nan(a, n * n);
-        return;
-      }
+      // Not positive definite: NaN on and below the diagonal, zeros above, as JAX gives.
+      if (cpu::potrf<T>(true, n, a, n) != 0) fill_nan(a, n * n);
       for (int64_t i = 0; i < n; ++i) std::fill(a + i * n + i + 1, a + (i + 1) * n, T(0));
     });
   });

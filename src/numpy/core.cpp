@@ -111,7 +111,12 @@ Array astype(const Array& x, DType dtype) { return util::convert(x, dtype, false
 
 namespace util {
 
-DType to_inexact(DType d) { return is_inexact(d) ? d : kDefaultFloat; }
+// 64-bit integers need float64 to keep their precision (JAX with x64); narrower integers
+// and bool take the default float.
+DType to_inexact(DType d) {
+  if (is_inexact(d)) return d;
+  return is_integer(d) && itemsize(d) == 8 ? DType::Float64 : kDefaultFloat;
+}
 
 DType sum_dtype(DType d) {
   if (d == DType::Bool) return kDefaultInt;

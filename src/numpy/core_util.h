@@ -11,8 +11,8 @@
 
 namespace jx::numpy::util {
 
-// The dtype a float-valued function computes in: inexact dtypes stay, bool and integers
-// become float32 (JAX without x64).
+// The dtype a float-valued function computes in: inexact dtypes stay, int64 becomes
+// float64 and the other integers and bool float32 (as JAX with x64 enabled).
 DType to_inexact(DType d);
 // The accumulator dtype of sum/prod: bool and narrow integers widen to the default int
 // (unsigned ones to uint32), as JAX does.
@@ -24,7 +24,7 @@ DType canonical_result_type(const std::vector<Array>& xs);
 Array set_weak(const Array& x, bool weak);
 // lax.convert_element_type with JAX's weak-type rule: the result is weak only if asked.
 Array convert(const Array& x, DType dtype, bool weak = false);
-// x converted to its inexact dtype (int -> float32), keeping a weak flag.
+// x converted to its inexact dtype (to_inexact), keeping a weak flag.
 Array as_inexact(const Array& x);
 
 // A 0-d strong constant of `dtype`.

@@ -10,6 +10,8 @@
 #include "core/array_internal.h"
 #include "jx/lax.h"
 #include "jx/numpy/core.h"
+#include "numpy/core_util.h"
+#include "transforms/custom_jvp.h"
 
 namespace jx::numpy::linalg {
 namespace {
@@ -18,8 +20,8 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 std::string op_name(std::string_view fn) { return "linalg." + std::string(fn); }
 
-// Bool and integers compute in float32 (JAX's default float); inexact dtypes stay.
-DType inexact_of(DType d) { return is_inexact(d) ? d : kDefaultFloat; }
+// Bool and integers compute in their float (util::to_inexact); inexact dtypes stay.
+DType inexact_of(DType d) { return util::to_inexact(d); }
 
 Array to_dtype(const Array& x, DType d) { return x.dtype() == d ? x : lax::convert_element_type(x, d); }
 Array as_inexact(const Array& x) { return to_dtype(x, inexact_of(x.dtype())); }
@@ -124,6 +126,14 @@ Array permute_rows(const Array& perm, const Array& b) {
 
 Array sum_last(const Array& x) { return lax::reduce_sum(x, {x.ndim() - 1}); }
 
+// v (..., N, K) scaled column-wise by w (..., K).
+Array scale_columns(const Array& v, const Array& w) {
+  std::vector<int64_t> dims;
+  for (int64_t i = 0; i < w.ndim() - 1; ++i) dims.push_back(i);
+  dims.push_back(v.ndim() - 1);
+  return lax::mul(v, lax::broadcast_in_dim(to_dtype(w, v.dtype()), v.shape(), dims));
+}
+
 // Promotes a and b to one inexact dtype.
 std::pair<Array, Array> promote_inexact(const Array& a, const Array& b) {
   DType d = inexact_of(result_type({a, b}));
@@ -161,11 +171,78 @@ Array inv(const Array& a_in) {
   return solve(a, broadcast_to(eye(n, a.dtype()), a.shape()));
 }
 
+namespace {
+
+// det(a) from its LU factorization: U's diagonal product times the permutation's sign.
+Array det_value(const Array& a) {
+  lax::LuResult f = lax::lu(a);
+  return lax::mul(lax::reduce_prod(diagonal(f.lu), {a.ndim() - 2}), pivot_sign(f.pivots, a.dtype()));
+}
+
+// Each matrix of `pred` (...) broadcast over (..., N, N).
+Array per_matrix(const Array& pred, const Shape& shape) {
+  std::vector<int64_t> dims(static_cast<size_t>(pred.ndim()));
+  for (size_t i = 0; i < dims.size(); ++i) dims[i] = static_cast<int64_t>(i);
+  return lax::broadcast_in_dim(pred, shape, dims);
+}
+
+Array trace(const Array& a) { return sum_last(diagonal(a)); }
+
+// adj(a) for every a, singular or not, by the SVD: a = U S V^H gives
+// adj(a) = det(U) det(V^H) V diag(prod_{j != i} s_j) U^H.
+Array adjugate_by_svd(const Array& a) {
+  const int64_t n = a.shape(-1);
+  lax::SvdResult f = lax::svd(a, /*full_matrices=*/false);
+  const Shape sq = a.shape();
+  std::vector<int64_t> along_last;  // s (..., N) placed along the last axis of (..., N, N)
+  for (int64_t i = 0; i < a.ndim() - 2; ++i) along_last.push_back(i);
+  along_last.push_back(a.ndim() - 1);
+  Array s_j = lax::broadcast_in_dim(f.s, sq, along_last);
+  Array on_diagonal = broadcast_to(lax::eq(lax::broadcasted_iota(DType::Int32, {n, n}, 0),
+                                           lax::broadcasted_iota(DType::Int32, {n, n}, 1)),
+                                   sq);
+  Array others = lax::reduce_prod(lax::select_n(on_diagonal, {s_j, constant(s_j.dtype(), 1, sq)}), {a.ndim() - 1});
+  Array unitary_dets = lax::mul(det_value(f.u), det_value(f.vh));
+  Array adj = matmul(scale_columns(mH(f.vh), others), mH(f.u));
+  return lax::mul(adj, per_matrix(unitary_dets, sq));
+}
+
+// JAX's derivative of det, the adjugate: d det = tr(adj(a) da). Where some LU pivot is
+// zero (a singular), adj(a) comes from the SVD; elsewhere det(a) tr(a^-1 da), from a solve.
+// Each branch reads a harmless matrix where it is not taken, so neither its value nor its
+// own derivative (in hessians) is NaN there.
+std::pair<std::vector<Array>, std::vector<Array>> det_rule(std::span<const Array> primals,
+                                                           std::span<const Array> tangents) {
+  const Array& a = primals[0];
+  const Array& da = tangents[0];
+  const int64_t n = a.shape(-1);
+  const Shape& sq = a.shape();
+  lax::LuResult f = lax::lu(a);
+  Array d = diagonal(f.lu);
+  Array det = lax::mul(lax::reduce_prod(d, {a.ndim() - 2}), pivot_sign(f.pivots, a.dtype()));
+  Array min_pivot = lax::reduce_min(lax::abs(d), {a.ndim() - 2});
+  Array singular = lax::eq(min_pivot, constant(min_pivot.dtype(), 0, min_pivot.shape()));
+  Array singular_sq = per_matrix(singular, sq);
+  Array identity = broadcast_to(eye(n, a.dtype()), sq);
+  // diag(1, ..., n): distinct singular values, so the SVD's own derivative is finite.
+  Array ramp = lax::convert_element_type(lax::add(lax::broadcasted_iota(DType::Int32, {n, n}, 0),
+                                                  constant(DType::Int32, 1, {n, n})),
+                                         a.dtype());
+  Array distinct = broadcast_to(lax::mul(ramp, eye(n, a.dtype())), sq);
+  Array regular_t = lax::mul(det, trace(solve(lax::select_n(singular_sq, {a, identity}), da)));
+  Array adj = adjugate_by_svd(lax::select_n(singular_sq, {distinct, a}));
+  Array singular_t = trace(matmul(adj, da));
+  return {{det}, {lax::select_n(singular, {regular_t, singular_t})}};
+}
+
+}  // namespace
+
 Array det(const Array& a_in) {
   Array a = as_inexact(a_in);
   check_matrix("det", a, true);
-  lax::LuResult f = lax::lu(a);
-  return lax::mul(lax::reduce_prod(diagonal(f.lu), {a.ndim() - 2}), pivot_sign(f.pivots, a.dtype()));
+  if (a.shape(-1) == 0) return det_value(a);
+  auto f = [](std::span<const Array> x) { return std::vector<Array>{det_value(x[0])}; };
+  return detail::custom_jvp_call("det", f, det_rule, std::span<const Array>(&a, 1))[0];
 }
 
 SlogdetResult slogdet(const Array& a_in) {
@@ -175,10 +252,15 @@ SlogdetResult slogdet(const Array& a_in) {
   Array d = diagonal(f.lu);
   Array absd = lax::abs(d);  // real dtype
   const DType real = absd.dtype();
-  Array is_zero = lax::eq(absd, constant(real, 0, absd.shape()));
-  Array safe_abs = lax::select_n(is_zero, {absd, constant(real, 1, absd.shape())});
-  Array unit = lax::div(d, to_dtype(safe_abs, a.dtype()));
-  unit = lax::select_n(is_zero, {unit, constant(a.dtype(), 0, unit.shape())});
+  Array unit;
+  if (is_complex(a.dtype())) {  // d / |d| (0 where d is 0): the phase has a derivative
+    Array is_zero = lax::eq(absd, constant(real, 0, absd.shape()));
+    Array safe_abs = lax::select_n(is_zero, {absd, constant(real, 1, absd.shape())});
+    unit = lax::div(d, to_dtype(safe_abs, a.dtype()));
+    unit = lax::select_n(is_zero, {unit, constant(a.dtype(), 0, unit.shape())});
+  } else {
+    unit = lax::sign(d);  // a real sign's tangent is exactly zero (d / |d| leaves rounding)
+  }
   Array sign = lax::mul(lax::reduce_prod(unit, {a.ndim() - 2}), pivot_sign(f.pivots, a.dtype()));
   return {sign, sum_last(lax::log(absd))};
 }
@@ -351,14 +433,6 @@ std::pair<Array, Array> inverted_singular_values(const Array& s, double rcond) {
   return {lax::select_n(keep_mask, {constant(real, 0, s.shape()), inv}), keep_mask};
 }
 
-// v (..., N, K) scaled column-wise by w (..., K).
-Array scale_columns(const Array& v, const Array& w) {
-  std::vector<int64_t> dims;
-  for (int64_t i = 0; i < w.ndim() - 1; ++i) dims.push_back(i);
-  dims.push_back(v.ndim() - 1);
-  return lax::mul(v, lax::broadcast_in_dim(to_dtype(w, v.dtype()), v.shape(), dims));
-}
-
 }  // namespace
 
 Array pinv(const Array& a_in, std::optional<double> rcond) {
@@ -437,11 +511,9 @@ LstsqResult lstsq(const Array& a_in, const Array& b_in, std::optional<double> rc
     s = f.s;
   }
   Array resid = lax::sub(b2, matmul(a, x));
-  Array residuals = lax::reduce_sum(abs_squared(resid), {0});  // (k,)
-  if (vector_b) {
-    x = lax::reshape(x, {n});
-    residuals = lax::reshape(residuals, {});
-  }
+  // (k,), and (1,) for a vector b, as JAX gives (NumPy too, for full-rank tall a).
+  Array residuals = lax::reduce_sum(abs_squared(resid), {0});
+  if (vector_b) x = lax::reshape(x, {n});
   return {x, residuals, rank, s};
 }
 

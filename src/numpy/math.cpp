@@ -9,6 +9,7 @@
 #include "jx/numpy/creation.h"
 #include "jx/numpy/reductions.h"
 #include "numpy/core_util.h"
+#include "transforms/custom_jvp.h"
 
 namespace jx::numpy {
 
@@ -211,25 +212,44 @@ Array log10(const Array& x) {
   return lax::div(y, full_like_value(y, std::numbers::ln10));
 }
 
-Array logaddexp(const Array& x1, const Array& x2) {
-  auto [a, b] = promote2_inexact(x1, x2, "logaddexp");
-  require_real("logaddexp", a);
+namespace {
+
+// log(b^x1 + b^x2) for b = e or 2 (`log_b` = ln b), as max + log_b(1 + b^-|x1 - x2|).
+Array logaddexp_value(const Array& a, const Array& b, bool base2) {
   Array amax = lax::max(a, b);
   Array delta = lax::sub(a, b);
+  Array neg_abs = lax::neg(lax::abs(delta));
+  Array l = base2 ? lax::div(lax::log1p(lax::exp2(neg_abs)), full_like_value(neg_abs, std::numbers::ln2))
+                  : lax::log1p(lax::exp(neg_abs));
   // delta is NaN when both are the same infinity (or either is NaN): a + b is then right.
-  Array shifted = lax::add(amax, lax::log1p(lax::exp(lax::neg(lax::abs(delta)))));
-  return select(lax::ne(delta, delta), lax::add(a, b), shifted);
+  return select(lax::ne(delta, delta), lax::add(a, b), lax::add(amax, l));
 }
 
-Array logaddexp2(const Array& x1, const Array& x2) {
-  auto [a, b] = promote2_inexact(x1, x2, "logaddexp2");
-  require_real("logaddexp2", a);
-  Array amax = lax::max(a, b);
-  Array delta = lax::sub(a, b);
-  Array l = lax::log1p(lax::exp2(lax::neg(lax::abs(delta))));
-  Array shifted = lax::add(amax, lax::div(l, full_like_value(l, std::numbers::ln2)));
-  return select(lax::ne(delta, delta), lax::add(a, b), shifted);
+// JAX's derivative of logaddexp(2): the softmax weights b^(x_i - out), with +inf read as
+// 0 on both sides, so ties give (1/2, 1/2) and (+inf, +inf) gives (1, 1) (the composition
+// gives (0, 1) and NaN there).
+Array logaddexp_custom(const char* name, const Array& x1, const Array& x2, bool base2) {
+  auto [a, b] = promote2_inexact(x1, x2, name);
+  require_real(name, a);
+  auto f = [base2](std::span<const Array> x) { return std::vector<Array>{logaddexp_value(x[0], x[1], base2)}; };
+  auto rule = [base2](std::span<const Array> x, std::span<const Array> t) {
+    Array out = logaddexp_value(x[0], x[1], base2);
+    auto finite_inf = [](const Array& v) { return select(lax::eq(v, full_like_value(v, INFINITY)), full_like_value(v, 0), v); };
+    auto weight = [&](const Array& v) {
+      Array d = lax::sub(finite_inf(v), finite_inf(out));
+      return base2 ? lax::exp2(d) : lax::exp(d);
+    };
+    Array tangent = lax::add(lax::mul(t[0], weight(x[0])), lax::mul(t[1], weight(x[1])));
+    return std::pair{std::vector<Array>{out}, std::vector<Array>{tangent}};
+  };
+  const Array args[] = {a, b};
+  return detail::custom_jvp_call(name, f, rule, args)[0];
 }
+
+}  // namespace
+
+Array logaddexp(const Array& x1, const Array& x2) { return logaddexp_custom("logaddexp", x1, x2, false); }
+Array logaddexp2(const Array& x1, const Array& x2) { return logaddexp_custom("logaddexp2", x1, x2, true); }
 
 // ---- trigonometry ----
 
@@ -252,7 +272,8 @@ Array hypot(const Array& x1, const Array& x2) {
   Array safe_hi = select(hi_is_zero, full_like_value(hi, 1), hi);
   Array ratio = lax::div(lo, safe_hi);
   Array r = lax::mul(hi, lax::sqrt(lax::add(full_like_value(ratio, 1), lax::mul(ratio, ratio))));
-  return select(any_inf, inf, select(hi_is_zero, zero, r));
+  // At (0, 0) the value is hi itself, so the derivative is max's: (1/2, 1/2), as JAX's.
+  return select(any_inf, inf, select(hi_is_zero, hi, r));
 }
 
 namespace {
@@ -271,7 +292,13 @@ Array sinc(const Array& x) {
   Array is_zero = lax::eq(y, full_like_value(y, 0));
   Array pix = lax::mul(y, full_like_value(y, std::numbers::pi));
   Array safe = select(is_zero, full_like_value(y, 1), pix);
-  return select(is_zero, full_like_value(y, 1), lax::div(lax::sin(safe), safe));
+  // At 0, sin(y)/y's Maclaurin polynomial in y = pi x: its value is exactly 1 and its
+  // derivatives are sinc's (to order 9), as JAX's rule gives them (-pi^2/3 for the second).
+  Array y2 = lax::mul(pix, pix);
+  Array series = full_like_value(y, 1.0 / 362880.0);
+  for (double c : {-1.0 / 5040.0, 1.0 / 120.0, -1.0 / 6.0, 1.0})
+    series = lax::add(lax::mul(series, y2), full_like_value(y, c));
+  return select(is_zero, series, lax::div(lax::sin(safe), safe));
 }
 
 // ---- rounding ----
