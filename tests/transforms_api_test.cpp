@@ -45,6 +45,21 @@ Array fd_jacobian(const Fn& fn, const Array& x, double h = 1e-6) {
   return Array(jac, shape);
 }
 
+// ---- the tree pieces jacobians are built from ----
+
+TEST(TransformsApi, TreeComposeAndWithLeaves) {
+  auto outer = tree::structure(std::make_tuple(Array(1.0), std::vector<Array>{Array(2.0), Array(3.0)}));
+  auto inner = tree::structure(std::map<std::string, Array>{{"a", Array(1.0)}, {"b", Array(2.0)}});
+  tree::TreeDef c = tree::compose(outer, inner);
+  EXPECT_EQ(c.str(), "PyTreeDef(({'a': *, 'b': *}, [{'a': *, 'b': *}, {'a': *, 'b': *}]))");
+  EXPECT_EQ(c.num_leaves(), 6u);
+  EXPECT_EQ(tree::compose(outer, tree::TreeDef()).str(), outer.str());  // a leaf inner: the same
+  static_assert(std::is_same_v<tree::detail::with_leaves_t<std::vector<double>, std::pair<Array, Array>>,
+                               std::vector<std::pair<Array, Array>>>);
+  static_assert(std::is_same_v<tree::array_tree_t<std::tuple<float, std::optional<int>>>,
+                               std::tuple<Array, std::optional<Array>>>);
+}
+
 // ---- jacobians over several argnums ----
 
 // out[i, j] = y[i] * sin(x[j]) + x[j]^2 * y[i]^3: shape (2, 3) from x (3,) and y (2,).
@@ -305,6 +320,7 @@ TEST(TransformsApi, BlockUntilReadyReturnsTheValue) {
   Array y = (x * 2.0).block_until_ready();
   EXPECT_ALLCLOSE(y, f64({2, 4, 6}), 0, 0);
   EXPECT_EQ(x.block_until_ready().id(), x.id());
+
   Dict d{{"a", x}, {"b", y}};
   Dict same = block_until_ready(d);
   EXPECT_EQ(same.at("a").id(), x.id());
