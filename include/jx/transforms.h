@@ -394,7 +394,8 @@ auto jvp(const F& f, const std::tuple<P...>& primals, const std::tuple<T...>& ta
       detail::fail("jvp", "tangents have structure ", tdef.str(), " but primals have ", call.in_def().str());
     auto [outs, touts] = detail::jvp_flat(call.fn(), call.leaves(), ts, "jvp");
     using R = typename decltype(call)::Result;
-    if constexpr (Aux) return std::tuple<R, R, typename decltype(call)::AuxType>(call.result(outs), call.result(touts), call.aux(outs));
+    using AuxT = typename decltype(call)::AuxType;
+    if constexpr (Aux) return std::tuple<R, R, AuxT>(call.result(outs), call.result(touts), call.aux(outs));
     else return std::pair<R, R>(call.result(outs), call.result(touts));
   }
 }
