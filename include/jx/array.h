@@ -177,6 +177,9 @@ class Array {
   void copy_to(void* dst, DType dtype) const;
   // Truthiness of a size-1 array, for `if (x > 0)`.
   explicit operator bool() const;
+  // JAX's x.block_until_ready(): waits until the value is computed and returns it. A no-op
+  // while CPU dispatch is synchronous; code written with it keeps working once it is not.
+  Array block_until_ready() const { return *this; }
 
   // NumPy-style conveniences, all built on jx::numpy.
   Array astype(DType dtype) const;

@@ -22,8 +22,10 @@ Array PRNGKey(int64_t seed);  // the same; JAX's legacy name
 // `num` new keys, shape (num, 2); or a batch of keys of shape (*shape, 2).
 Array split(const Array& key, int64_t num = 2);
 Array split(const Array& key, const Shape& shape);
-// A new key from a key and 32 bits of data (data is taken modulo 2^32).
+// A new key from a key and 32 bits of data (data is taken modulo 2^32). data may be a
+// traced 0-d integer array: vmap([&](Array i) { return normal(fold_in(key, i), {3}); })(arange(n)).
 Array fold_in(const Array& key, int64_t data);
+Array fold_in(const Array& key, const Array& data);
 
 // Uniform random bits: dtype uint32 (default) or uint8.
 Array bits(const Array& key, const Shape& shape = {}, DType dtype = DType::UInt32);

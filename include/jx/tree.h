@@ -23,7 +23,9 @@
 //
 // The extension point is jx::tree::detail::Node<T>: one specialization per node kind, each
 // saying how to visit its children (for_each_child), how to label its TreeDef node (keys,
-// type name), how to rebuild itself from a TreeDef node (build), and its array_tree type.
+// type name), how to rebuild itself from a TreeDef node (build), and the type it becomes when
+// its leaves are replaced (with_leaves<X>: array_tree_t is with_leaves<Array>, a jacobian's
+// type is the output's with_leaves<input type>).
 #pragma once
 
 #include <array>
@@ -152,8 +154,23 @@ struct Node {};
 template <class T>
 concept Tree = requires { Node<std::remove_cv_t<T>>::kind; };
 
+// T with every leaf replaced by the type X (a registered struct, whose fields keep their
+// declared types, only by Array: otherwise Unrepresentable).
+template <class T, class X>
+using with_leaves_t = typename Node<std::remove_cv_t<T>>::template with_leaves<X>;
 template <class T>
-using array_tree_t = typename Node<std::remove_cv_t<T>>::array_tree;
+using array_tree_t = with_leaves_t<T, Array>;
+
+// What with_leaves_t gives where C++ cannot hold the replaced type.
+struct Unrepresentable {};
+template <class T>
+struct mentions_unrepresentable : std::false_type {};
+template <>
+struct mentions_unrepresentable<Unrepresentable> : std::true_type {};
+template <template <class...> class C, class... Ts>
+struct mentions_unrepresentable<C<Ts...>> : std::disjunction<mentions_unrepresentable<Ts>...> {};
+template <class V, size_t N>
+struct mentions_unrepresentable<std::array<V, N>> : mentions_unrepresentable<V> {};
 
 template <Tree T>
 std::string pattern() { return Node<std::remove_cv_t<T>>::pattern(); }
@@ -168,7 +185,8 @@ template <class T>
   requires std::is_same_v<T, Array> || Scalar<T>
 struct Node<T> {
   static constexpr Kind kind = Kind::Leaf;
-  using array_tree = Array;
+  template <class X>
+  using with_leaves = X;
   static std::string pattern() { return "*"; }
   static Array to_array(const T& x) {
     if constexpr (std::is_same_v<T, Array>) return x;
@@ -206,11 +224,13 @@ struct TupleLike {
 };
 template <Tree... Ts>
 struct Node<std::tuple<Ts...>> : TupleLike<std::tuple<Ts...>, Ts...> {
-  using array_tree = std::tuple<array_tree_t<Ts>...>;
+  template <class X>
+  using with_leaves = std::tuple<with_leaves_t<Ts, X>...>;
 };
 template <Tree A, Tree B>
 struct Node<std::pair<A, B>> : TupleLike<std::pair<A, B>, A, B> {
-  using array_tree = std::pair<array_tree_t<A>, array_tree_t<B>>;
+  template <class X>
+  using with_leaves = std::pair<with_leaves_t<A, X>, with_leaves_t<B, X>>;
 };
 
 // Homogeneous sequences: vector (any length) and std::array (length N).
@@ -218,7 +238,8 @@ template <Tree V, class Alloc>
 struct Node<std::vector<V, Alloc>> {
   using T = std::vector<V, Alloc>;
   static constexpr Kind kind = Kind::List;
-  using array_tree = std::vector<array_tree_t<V>>;
+  template <class X>
+  using with_leaves = std::vector<with_leaves_t<V, X>>;
   static std::string pattern() { return "[" + detail::pattern<V>() + ", ...]"; }
   template <class Fn>
   static void for_each_child(const T& x, Fn&& fn) {
@@ -236,7 +257,8 @@ template <Tree V, size_t N>
 struct Node<std::array<V, N>> {
   using T = std::array<V, N>;
   static constexpr Kind kind = Kind::List;
-  using array_tree = std::array<array_tree_t<V>, N>;
+  template <class X>
+  using with_leaves = std::array<with_leaves_t<V, X>, N>;
   static std::string pattern() { return "[" + detail::pattern<V>() + " x " + std::to_string(N) + "]"; }
   template <class Fn>
   static void for_each_child(const T& x, Fn&& fn) {
@@ -255,7 +277,8 @@ template <Tree V, class Compare, class Alloc>
 struct Node<std::map<std::string, V, Compare, Alloc>> {
   using T = std::map<std::string, V, Compare, Alloc>;
   static constexpr Kind kind = Kind::Dict;
-  using array_tree = std::map<std::string, array_tree_t<V>, Compare>;
+  template <class X>
+  using with_leaves = std::map<std::string, with_leaves_t<V, X>, Compare>;
   static std::string pattern() { return "{str: " + detail::pattern<V>() + ", ...}"; }
   template <class Fn>
   static void for_each_child(const T& x, Fn&& fn) {
@@ -277,7 +300,8 @@ template <Tree V>
 struct Node<std::optional<V>> {
   using T = std::optional<V>;
   static constexpr Kind kind = Kind::Optional;
-  using array_tree = std::optional<array_tree_t<V>>;
+  template <class X>
+  using with_leaves = std::optional<with_leaves_t<V, X>>;
   static std::string pattern() { return "Optional[" + detail::pattern<V>() + "]"; }
   template <class Fn>
   static void for_each_child(const T& x, Fn&& fn) {
@@ -316,7 +340,8 @@ concept Registered = std::is_class_v<T> && requires(const T* p) { jx_tree_fields
 template <Registered T>
 struct Node<T> {
   static constexpr Kind kind = Kind::Struct;
-  using array_tree = T;  // fields keep their declared types
+  template <class X>
+  using with_leaves = std::conditional_t<std::is_same_v<X, Array>, T, Unrepresentable>;  // fields keep their types
   static auto info() { return jx_tree_fields(static_cast<const T*>(nullptr)); }
   static std::string pattern() {
     auto s = info();
@@ -441,7 +466,36 @@ array_tree_t<T> map(F&& f, const T& tree, const Rest&... rest) {
   return unflatten<array_tree_t<T>>(def, out);
 }
 
+// The structure of a tree of trees: `outer` with each of its leaves replaced by `inner`
+// (JAX's tree_util composition; a jacobian's structure is compose(output, input)).
+inline TreeDef compose(const TreeDef& outer, const TreeDef& inner) {
+  auto rec = [&](auto& self, const detail::DefPtr& n) -> detail::DefPtr {
+    if (n->kind == detail::Kind::Leaf) return std::make_shared<const detail::DefNode>(inner.root());
+    auto out = std::make_shared<detail::DefNode>(*n);
+    out->num_leaves = 0;
+    for (auto& c : out->children) {
+      c = self(self, c);
+      out->num_leaves += c->num_leaves;
+    }
+    return out;
+  };
+  detail::DefPtr root = rec(rec, std::make_shared<const detail::DefNode>(outer.root()));
+  return TreeDef(std::move(root));
+}
+
 }  // namespace jx::tree
+
+namespace jx {
+
+// jax.block_until_ready: waits for every array leaf of `tree` and returns the tree.
+template <class T>
+T block_until_ready(const T& tree) {
+  static_assert(tree::detail::Tree<T>, "jx::block_until_ready: not a pytree type (register structs with JX_TREE_NODE)");
+  for (const Array& leaf : tree::leaves(tree)) leaf.block_until_ready();
+  return tree;
+}
+
+}  // namespace jx
 
 // JX_TREE_NODE(Type, field, ...): registers a struct as a pytree node. Write it at the
 // namespace scope of Type (it defines a function found by argument-dependent lookup).

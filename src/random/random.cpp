@@ -357,14 +357,25 @@ Array split(const Array& key, int64_t num) {
 
 Array split(const Array& key, const Shape& shape) { return split_shape("random.split", key, shape); }
 
-Array fold_in(const Array& key, int64_t data) {
-  check_key("random.fold_in", key);
-  // JAX hashes the counter pair (0, data), the seed-style encoding of a uint32.
+Array fold_in(const Array& key, const Array& data) {
+  const char* op = "random.fold_in";
+  check_key(op, key);
+  if (!data.valid()) detail::fail(op, "data is a null jx::Array");
+  if (data.ndim() != 0 || !(is_integer(data.dtype()) || is_bool(data.dtype())))
+    detail::fail(op, "data must be a 0-d integer array (one scalar), got ", data.aval().str(),
+                 data.ndim() != 0 ? "; for many values, vmap over them" : "");
+  // JAX hashes the counter pair (0, uint32(data)), the seed-style encoding of a uint32
+  // (threefry_seed); all lax ops, so data may be traced (vmap, jit, grad).
   auto [k0, k1] = key_words(key);
   Shape one = {1};
+  Array lo = lax::reshape(lax::convert_element_type(data, DType::UInt32), one);
   auto [y0, y1] = lax::threefry2x32(lax::broadcast_in_dim(k0, one, {}), lax::broadcast_in_dim(k1, one, {}),
-                                    full_of<uint32_t>(one, 0u), full_of<uint32_t>(one, static_cast<uint32_t>(data)));
+                                    full_of<uint32_t>(one, 0u), lo);
   return lax::concatenate({y0, y1}, 0);
+}
+
+Array fold_in(const Array& key, int64_t data) {
+  return fold_in(key, detail::scalar<uint32_t>(static_cast<uint32_t>(data)));  // modulo 2^32
 }
 
 // ---- samplers ----

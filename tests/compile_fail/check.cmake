@@ -1,0 +1,28 @@
+# Compiles transforms_misuse.cpp once (syntax only) and checks that it fails with exactly
+# the static_assert messages its `// expect:` comments list: one error per misuse, no
+# cascade of errors from inside the library. (Expected messages hold no semicolons: CMake
+# lists split on them.)
+file(STRINGS ${SOURCE} lines REGEX "^// expect: ")
+set(expected)
+foreach(line ${lines})
+  string(REGEX REPLACE "^// expect: " "" msg "${line}")
+  list(APPEND expected "${msg}")
+endforeach()
+execute_process(COMMAND ${CXX} -std=c++20 -fsyntax-only -fmax-errors=100 -I${INCLUDE_DIR} ${SOURCE}
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(rc EQUAL 0)
+  message(FATAL_ERROR "transforms_misuse.cpp compiled; every case in it must fail")
+endif()
+foreach(msg ${expected})
+  string(FIND "${err}" "${msg}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "missing static_assert message: ${msg}\n--- compiler output ---\n${err}")
+  endif()
+endforeach()
+string(REGEX MATCHALL "error: " errors "${err}")
+list(LENGTH errors num_errors)
+list(LENGTH expected num_expected)
+if(NOT num_errors EQUAL num_expected)
+  message(FATAL_ERROR "expected ${num_expected} errors (one per case), got ${num_errors}\n${err}")
+endif()
+message(STATUS "${num_expected} misuses rejected with their static_assert messages")
