@@ -394,5 +394,22 @@ TEST(LinearCompile, JitPowerWithIntegerExponentArrays) {
   EXPECT_ALLCLOSE(jit(power, JitOptions{.disk_cache = false})(xi, ei), power(xi, ei), 0, 0);
 }
 
+// jnp functions with JAX's derivative rules are custom_jvp_call equations when traced;
+// jit inlines them (derivatives are taken before optimization), so they fuse like any
+// other elementwise chain, and grad through jit still uses the rule (ties give 1/2).
+TEST(CustomJvpCall, InlinedAndFusedUnderJit) {
+  auto lae = [](const Array& a, const Array& b) { return jnp::logaddexp(a, b) * 2.0f; };
+  Array a = f32({0.5, -1.0, 3.0, 2.0}), b = f32({0.5, 2.0, -3.0, 2.0});
+  auto jitted = jit(lae, JitOptions{.disk_cache = false});
+  EXPECT_ALLCLOSE(jitted(a, b), lae(a, b), 1e-6, 1e-6);
+  EXPECT_NE(jitted.lower(a, b).traced_text().find("custom_jvp_call"), std::string::npos);
+  const std::string text = jitted.lower(a, b).as_text();
+  EXPECT_EQ(text.find("custom_jvp_call"), std::string::npos) << text;
+  ASSERT_NE(text.find("= fusion["), std::string::npos) << text;
+  EXPECT_EQ(text.find("= fusion["), text.rfind("= fusion[")) << text;  // one kernel
+  auto g = grad([&](const Array& x) { return jnp::sum(jit(lae)(x, b)); });
+  EXPECT_ALLCLOSE(g(a), f32({1.0, 2.0 * 0.04742587, 2.0 * 0.99752738, 1.0}), 1e-5, 1e-6);
+}
+
 }  // namespace
 }  // namespace jx

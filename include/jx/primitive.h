@@ -141,8 +141,12 @@ class Primitive {
 
   // Shape/dtype rule; raises jx::Error naming this primitive and its operands.
   std::vector<Aval> abstract_eval(std::span<const Aval> in, const Params& params) const;
-  // Eager evaluation on concrete arrays: abstract_eval, then impl.
+  // Eager evaluation on concrete arrays: abstract_eval, then run_impl.
   std::vector<Array> eval(std::span<const Array> in, const Params& params) const;
+  // The CPU impl on operands whose result avals `out` are already known (eager, and the
+  // jit executable's runtime calls): allocations it makes are named after this
+  // primitive, and running out of memory is a jx::Error, not std::bad_alloc.
+  std::vector<Array> run_impl(std::span<const Array> in, const Params& params, std::span<const Aval> out) const;
 
  private:
   std::string name_;

@@ -9,7 +9,6 @@
 
 #include "core/array_internal.h"
 #include "core/convert.h"
-#include "core/leak_check.h"
 #include "cpu/strided.h"
 #include "jx/primitive.h"
 

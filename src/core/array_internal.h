@@ -70,6 +70,11 @@ Array make_view(const Array& base, const Aval& aval, std::vector<int64_t> stride
 // Same data with the weak_type flag replaced (no copy).
 Array with_weak_type(const Array& x, bool weak);
 
+// Whether x may stand for itself as a constant of another computation (eager use, or a
+// constant a staging trace captures: make_jaxpr, jit): raises the leaked-tracer error
+// naming `op` when x is a tracer whose transformation has already returned; concrete
+// arrays and tracers of running transformations pass.
+void check_not_leaked(const Array& x, std::string_view op);
 // The concrete impl, or jx::Error naming `op` if x is null or traced.
 const ArrayImpl& concrete_impl(const Array& x, std::string_view op);
 // The concrete impl behind x, following tracers that know their value (jvp/linearize

@@ -154,6 +154,11 @@ std::vector<Array> Primitive::eval(std::span<const Array> in, const Params& para
   in_avals.reserve(in.size());
   for (const Array& a : in) in_avals.push_back(detail::concrete_impl(a, name_).aval);
   std::vector<Aval> out = abstract_eval(in_avals, params);
+  return run_impl(in, params, out);
+}
+
+std::vector<Array> Primitive::run_impl(std::span<const Array> in, const Params& params,
+                                       std::span<const Aval> out) const {
   if (!rules_.impl) detail::fail(name_, "has no CPU implementation");
   detail::AllocScope scope(name_);
   try {

@@ -194,6 +194,7 @@ std::vector<Array> ProgramExecutable::run(std::span<const Array> args) const {
     ins.clear();
     for (const Operand& o : s.inputs) ins.push_back(o.slot >= 0 ? values[o.slot] : o.constant);
     if (s.kernel) {
+      detail::AllocScope scope(s.eqn->primitive->name());  // out-of-memory errors name the fusion
       in_ptrs.clear();
       out_ptrs.clear();
       for (Array& x : ins) {
@@ -208,7 +209,7 @@ std::vector<Array> ProgramExecutable::run(std::span<const Array> args) const {
       }
       s.kernel->run(in_ptrs.data(), out_ptrs.data());
     } else {
-      std::vector<Array> outs = s.eqn->primitive->rules().impl(ins, s.eqn->params, s.out_avals);
+      std::vector<Array> outs = s.eqn->primitive->run_impl(ins, s.eqn->params, s.out_avals);
       for (size_t k = 0; k < s.outputs.size(); ++k) values[s.outputs[k]] = std::move(outs[k]);
     }
     ins.clear();

@@ -12,7 +12,6 @@
 #include <unordered_map>
 
 #include "core/array_internal.h"
-#include "core/leak_check.h"
 #include "core/eager_hook.h"
 #include "jit/executable.h"
 #include "jit/jit_primitive.h"

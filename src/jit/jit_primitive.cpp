@@ -290,14 +290,7 @@ BodyKeyedCache<std::shared_ptr<const compiler::Executable>>& executable_cache() 
 const Primitive& jit_primitive() { return jit_p; }
 
 JaxprRef stage_body(const FlatFn& f, std::span<const Aval> avals, std::vector<Array>* consts_out) {
-  ClosedJaxpr staged = stage_flat(f, avals, "jit");
-  auto body = std::make_shared<ClosedJaxpr>();
-  body->jaxpr.invars = staged.jaxpr.constvars;
-  body->jaxpr.invars.insert(body->jaxpr.invars.end(), staged.jaxpr.invars.begin(), staged.jaxpr.invars.end());
-  body->jaxpr.eqns = std::move(staged.jaxpr.eqns);
-  body->jaxpr.outvars = std::move(staged.jaxpr.outvars);
-  *consts_out = std::move(staged.consts);
-  return body;
+  return stage_flat_consts_first(f, avals, "jit", consts_out);
 }
 
 std::shared_ptr<const compiler::Executable> body_executable(const JaxprRef& body, const std::string& name) {

@@ -36,20 +36,6 @@ int64_t max_var_id(const Jaxpr& j) {
   return m;
 }
 
-// f staged over `avals`: a body taking its closed-over constants (returned in `consts`)
-// and then the arguments.
-std::shared_ptr<ClosedJaxpr> stage_with_consts(const FlatFn& f, std::span<const Aval> avals,
-                                               std::vector<Array>* consts) {
-  ClosedJaxpr staged = stage_flat(f, avals, "custom_jvp");
-  auto body = std::make_shared<ClosedJaxpr>();
-  body->jaxpr.invars = staged.jaxpr.constvars;
-  body->jaxpr.invars.insert(body->jaxpr.invars.end(), staged.jaxpr.invars.begin(), staged.jaxpr.invars.end());
-  body->jaxpr.eqns = std::move(staged.jaxpr.eqns);
-  body->jaxpr.outvars = std::move(staged.jaxpr.outvars);
-  *consts = std::move(staged.consts);
-  return body;
-}
-
 // Inserts unused inputs of the types of `xs` at position `at` of body's inputs.
 void insert_unused_inputs(ClosedJaxpr& body, size_t at, std::span<const Array> xs) {
   int64_t next = max_var_id(body.jaxpr) + 1;
@@ -69,7 +55,7 @@ std::vector<Array> bind_custom_jvp(const std::string& name, const FlatFn& f, con
   for (size_t i = static_cast<size_t>(num_consts); i < avals.size(); ++i)
     jvp_avals.push_back(Aval{avals[i].shape, avals[i].dtype, false});
   std::vector<Array> f_consts, jvp_consts;
-  std::shared_ptr<ClosedJaxpr> f_body = stage_with_consts(f, avals, &f_consts);
+  std::shared_ptr<ClosedJaxpr> f_body = stage_flat_consts_first(f, avals, "custom_jvp", &f_consts);
   // Rules are staged when bound, so a rule that called its own custom function would
   // stage forever: stop with a clear error instead of a stack overflow.
   thread_local int rule_depth = 0;
@@ -82,7 +68,7 @@ std::vector<Array> bind_custom_jvp(const std::string& name, const FlatFn& f, con
     struct Exit {
       ~Exit() { --rule_depth; }
     } exit;
-    jvp_body = stage_with_consts(jvp, jvp_avals, &jvp_consts);
+    jvp_body = stage_flat_consts_first(jvp, jvp_avals, "custom_jvp", &jvp_consts);
   }
   const size_t num_out = f_body->jaxpr.outvars.size();
   if (jvp_body->jaxpr.outvars.size() != 2 * num_out)

@@ -1,5 +1,7 @@
 // The call primitives are found by name: "jit" is registered by src/jit/jit.cpp, and a
-// build without it still inlines closed_call.
+// build without it still inlines closed_call. custom_jvp_call (jnp's functions with JAX's
+// derivative rules, src/transforms/custom_jvp.cpp) is inlined too: by the time a program
+// is optimized every derivative has been taken, so only its `jaxpr` (the function) runs.
 //
 // A body may share ids with its caller (it was traced on its own), so every variable it
 // defines gets a fresh id from the PassContext. The call's rule compares operand and
@@ -24,10 +26,11 @@ class Inliner {
         ctx_(ctx),
         closed_call_(find_primitive("closed_call")),
         jit_(find_primitive("jit")),
+        custom_jvp_call_(find_primitive("custom_jvp_call")),
         convert_(find_primitive("convert_element_type")) {}
 
   bool is_call(const Equation& e) const {
-    return e.primitive && (e.primitive == closed_call_ || e.primitive == jit_) && e.params.has("jaxpr") &&
+    return e.primitive && (e.primitive == closed_call_ || e.primitive == jit_ || e.primitive == custom_jvp_call_) && e.params.has("jaxpr") &&
            e.params.get_jaxpr("jaxpr") != nullptr;
   }
 
@@ -103,6 +106,7 @@ class Inliner {
   PassContext& ctx_;
   const Primitive* closed_call_;
   const Primitive* jit_;
+  const Primitive* custom_jvp_call_;
   const Primitive* convert_;
   int inlined_ = 0;
 };
