@@ -18,6 +18,7 @@
 #include "jit/codegen/loop_kernel.h"
 #include "jit/codegen/object_cache.h"
 #include "jx/jx.h"
+#include "kernel_test_util.h"
 #include "test_util.h"
 
 namespace fs = std::filesystem;
@@ -191,35 +192,7 @@ std::vector<fs::path> cache_entries(const fs::path& dir) {
 
 std::string key_of(const fs::path& entry) { return entry.stem().string().substr(std::string("kernel-").size()); }
 
-// Runs a compiled loop kernel on copies of args; outputs sit between guard bytes the
-// kernel must not touch.
-std::vector<Array> run_kernel(const compiler::Kernel& kernel, const Jaxpr& j, const std::vector<Array>& args) {
-  std::vector<std::vector<char>> in_buffers, out_buffers;
-  std::vector<const void*> ins;
-  std::vector<void*> outs;
-  for (const Array& a : args) {
-    in_buffers.emplace_back(static_cast<size_t>(std::max<int64_t>(a.nbytes(), 1)));
-    a.copy_to(in_buffers.back().data(), a.dtype());
-    ins.push_back(in_buffers.back().data());
-  }
-  constexpr size_t kGuard = 64;
-  std::vector<Aval> out_avals = j.out_avals();
-  for (const Aval& o : out_avals) {
-    out_buffers.emplace_back(static_cast<size_t>(o.size() * itemsize(o.dtype)) + 2 * kGuard, char(0x5a));
-    outs.push_back(out_buffers.back().data() + kGuard);
-  }
-  kernel.run(ins.data(), outs.data());
-  std::vector<Array> results;
-  for (size_t i = 0; i < out_avals.size(); ++i) {
-    const std::vector<char>& buf = out_buffers[i];
-    for (size_t g = 0; g < kGuard; ++g) {
-      EXPECT_EQ(buf[g], char(0x5a)) << "output " << i << " written before its start";
-      EXPECT_EQ(buf[buf.size() - 1 - g], char(0x5a)) << "output " << i << " written past its end";
-    }
-    results.emplace_back(buf.data() + kGuard, out_avals[i].shape, out_avals[i].dtype);
-  }
-  return results;
-}
+using jx::testing::run_kernel;
 
 class CacheKeys : public ::testing::Test {
  protected:
