@@ -179,12 +179,18 @@ TEST(Dce, KeepsSideEffectsAndUnusedInputs) {
   in (a,) })");
 }
 
-TEST(Dce, KeepsAnEquationWhileAnyOfItsOutputsIsUsed) {
-  expect_unchanged(kDcePass, R"({ lambda ; a:f32[3]. let
+// A call stays while any of its outputs is used, and prunes its body (its dce rule).
+TEST(Dce, KeepsACallWhileAnyOfItsOutputsIsUsedAndPrunesItsBody) {
+  expect_rewrite(kDcePass, R"({ lambda ; a:f32[3]. let
     b:f32[3] c:f32[3] = closed_call[jaxpr={ lambda ; a:f32[3]. let
         b:f32[3] = sin a
         c:f32[3] = cos a
       in (b, c) } name='two'] a
+  in (c,) })",
+                 R"({ lambda ; a:f32[3]. let
+    c:f32[3] = closed_call[jaxpr={ lambda ; a:f32[3]. let
+        c:f32[3] = cos a
+      in (c,) } name='two'] a
   in (c,) })");
 }
 

@@ -64,6 +64,7 @@ enum Trait : uint32_t {
   kReduction = 1u << 4,     // reduces over `axes`
   kShapeOnly = 1u << 5,     // moves or views data without arithmetic (reshape, slice...)
   kNotDifferentiable = 1u << 6,  // output carries no tangent (comparisons, argmax)
+  kCallsSubprogram = 1u << 7,    // holds sub-programs in its params: passes recurse into them, inline_calls inlines it
 };
 
 class Primitive;
@@ -115,6 +116,36 @@ struct BatchResult {
 using BatchRule = std::function<BatchResult(std::span<const Array> args, std::span<const int64_t> dims,
                                             const Params& params, const BatchAxis& axis)>;
 
+// ---- rules of primitives that hold sub-programs (src/transforms/jaxpr_transforms.h) ----
+struct Equation;  // jx/jaxpr.h
+
+// Partial evaluation of an application some of whose operands are unknown (staged): it
+// splits into a known call, run now on the known operands, and an unknown call, staged,
+// which reads the residuals the known call computed. Calls of sub-programs split their
+// bodies with partial_eval_jaxpr (JAX's pjit partial eval).
+struct PartialEvalSplit {
+  // known(known_consts..., known operands...) -> (known outputs..., residuals...)
+  const Primitive* known = nullptr;
+  Params known_params;
+  std::vector<Array> known_consts;
+  // unknown(unknown_consts..., residuals..., unknown operands...) -> unknown outputs
+  const Primitive* unknown = nullptr;
+  Params unknown_params;
+  std::vector<Array> unknown_consts;
+  std::vector<bool> out_unknowns;  // per output of the application
+  size_t num_residuals = 0;
+};
+using PartialEvalRule = std::function<PartialEvalSplit(const std::vector<bool>& unknowns, const Params& params)>;
+
+// Dead-code elimination of one equation, some of whose outputs are used: the rule may
+// rewrite `eqn` (drop unused outputs and the operands only they needed, prune its body)
+// and says which of the ORIGINAL operands the rewritten equation reads.
+struct DceEquationResult {
+  std::vector<bool> used_inputs;
+  bool changed = false;  // whether eqn was rewritten
+};
+using DceRule = std::function<DceEquationResult(const std::vector<bool>& used_outputs, Equation& eqn)>;
+
 // One primitive: its name and every rule it has, defined in one place (one registration
 // block per primitive in src/lax/). Later capabilities add their rules here.
 class Primitive {
@@ -128,6 +159,12 @@ class Primitive {
     JvpRule jvp;              // unset only when kNotDifferentiable
     TransposeRule transpose;  // set exactly when kLinear
     BatchRule batch;
+    // Rules of primitives that hold sub-programs (kCallsSubprogram), built on the jaxpr
+    // transformation layer (src/transforms/jaxpr_transforms.h). Unset: partial evaluation
+    // stages the whole application when any operand is unknown; dce keeps the equation
+    // whole (reading every operand) while any output is used.
+    PartialEvalRule partial_eval;
+    DceRule dce;
   };
 
   Primitive(std::string name, Rules rules);  // registers itself

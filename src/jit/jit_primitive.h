@@ -7,11 +7,13 @@
 //                                      first num_residuals: the tangent half of a jitted
 //                                      function, which reverse mode transposes
 //
-// Differentiating jit keeps the work compiled (JAX's partial evaluation of pjit): the
-// jvp program of the body is split into a known half (primal outputs and the residuals
-// the tangents need: one compiled `jit`) and a linear half (`linear_jit`). Under grad the
-// known half runs now, natively; the linear half is recorded, and its transpose is
-// itself staged and compiled. Splits and transposes are cached per body.
+// Every rule of both is the jaxpr transformation layer (src/transforms/jaxpr_transforms.h)
+// applied to the body, memoized per body (src/transforms/call_rules.h): jvp is a jit of
+// jvp_jaxpr(body); partial evaluation (under linearize) splits that call with
+// partial_eval_jaxpr into a known `jit` (primal outputs and residuals, run now, natively)
+// and a `linear_jit`; the transpose of linear_jit is a jit of transpose_jaxpr(body); vmap
+// is a call of batch_jaxpr(body); dce prunes the body with dce_jaxpr. So grad(jit(f))
+// stays compiled end to end.
 #pragma once
 
 #include <span>

@@ -1,7 +1,11 @@
 // Rules shared by the primitives that call a sub-program held in their `jaxpr` param
-// (closed_call, fusion, linear_jit): the transformation applied to the body, inline.
+// (closed_call, jit, linear_jit, fusion, custom_jvp_call): the shape rule, and the
+// jaxpr-level transformations (jaxpr_transforms.h) applied to a body, memoized per body
+// so a transformed body keeps its identity (and its compiled executable) across calls.
+// A call primitive's rules are then a few lines each: see closed_call.cpp.
 #pragma once
 
+#include <memory>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -17,9 +21,40 @@ const JaxprRef& call_body(const Params& params, std::string_view prim);
 // operands of exactly these types; its outputs' types.
 std::vector<Aval> call_out_avals(std::string_view prim, std::span<const Aval> in, const Params& params);
 
-// The body evaluated under jvp: its primal outputs and (materialized) output tangents.
+// ---- the layer applied to a body (each made once per body and flags) ----
+// A transformed body with its constants lifted to leading inputs (values in `consts`).
+struct TransformedBody {
+  JaxprRef body;
+  std::vector<Array> consts;
+  std::vector<bool> out_flags;  // jvp: out_nonzero; batching: out_batched
+};
+// jvp_jaxpr(body): [consts..., primals..., nonzero tangents...] -> [outs..., nonzero tangent outs...]
+std::shared_ptr<const TransformedBody> jvp_of_body(const JaxprRef& body, const std::vector<bool>& nonzero);
+// batch_jaxpr(body); batched outputs have their batch axis at 0.
+std::shared_ptr<const TransformedBody> batch_of_body(const JaxprRef& body, std::span<const int64_t> dims,
+                                                     const BatchAxis& axis, bool instantiate_all);
+// transpose_jaxpr(body): [consts..., non-linear operands..., nonzero cts...] -> a ct per linear operand
+std::shared_ptr<const TransformedBody> transpose_of_body(const JaxprRef& body, const std::vector<bool>& linear,
+                                                         const std::vector<bool>& ct_nonzero);
+// partial_eval_jaxpr(body), as two bodies with their constants leading.
+struct SplitBody {
+  JaxprRef known, unknown;
+  std::vector<Array> known_consts, unknown_consts;
+  std::vector<bool> out_unknowns;
+  size_t num_residuals = 0;
+};
+std::shared_ptr<const SplitBody> partial_eval_of_body(const JaxprRef& body, const std::vector<bool>& unknowns);
+// A partial_eval rule's answer for a call split by partial_eval_of_body: `known` and
+// `unknown` called with the halves (their `jaxpr` param set; the rest of the params given).
+PartialEvalSplit split_call(const SplitBody& split, const Primitive& known, Params known_params,
+                            const Primitive& unknown, Params unknown_params);
+// The dce rule of a call: dce_jaxpr(body) keeping the used outputs; the equation drops
+// the outputs and operands the pruned body no longer has (and num_residuals follows).
+DceEquationResult dce_of_call(const std::vector<bool>& used_outputs, Equation& eqn);
+
+// The body evaluated under jvp, inline: its primal outputs and (materialized) output tangents.
 JvpResult jvp_of_call(const JaxprRef& body, std::span<const Array> primals, std::span<const Array> tangents);
-// The body evaluated under vmap; every output gets its batch axis at 0.
+// The body evaluated under vmap, inline; every output gets its batch axis at 0.
 BatchResult batch_of_call(const JaxprRef& body, std::span<const Array> args, std::span<const int64_t> dims,
                           const BatchAxis& axis);
 

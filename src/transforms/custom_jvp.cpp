@@ -12,6 +12,7 @@
 #include "jx/error.h"
 #include "transforms/ad_util.h"
 #include "transforms/call_rules.h"
+#include "transforms/jaxpr_transforms.h"
 #include "transforms/staging.h"
 
 namespace jx {
@@ -45,31 +46,15 @@ void insert_unused_inputs(ClosedJaxpr& body, size_t at, std::span<const Array> x
   in.insert(in.begin() + static_cast<std::ptrdiff_t>(at), vars.begin(), vars.end());
 }
 
-// Stages f (over `operands`) and jvp (over `operands` and the tangents of those after
-// `num_consts`) and binds one custom_jvp_call. The constants either program closed over
-// lead the operands (the function's, then the rule's); each program takes both sets.
-std::vector<Array> bind_custom_jvp(const std::string& name, const FlatFn& f, const FlatFn& jvp,
-                                   std::span<const Array> operands, int64_t num_consts) {
-  std::vector<Aval> avals = avals_of(operands);
-  std::vector<Aval> jvp_avals = avals;
-  for (size_t i = static_cast<size_t>(num_consts); i < avals.size(); ++i)
-    jvp_avals.push_back(Aval{avals[i].shape, avals[i].dtype, false});
+// Binds one custom_jvp_call of the function program `f` (over `operands`) and the rule
+// program `jvp` (over `operands` and the tangents of those after `num_consts`). The
+// constants either program holds lead the operands (the function's, then the rule's);
+// each program takes both sets.
+std::vector<Array> bind_custom_jvp_programs(const std::string& name, ClosedJaxpr f, ClosedJaxpr jvp,
+                                            std::span<const Array> operands, int64_t num_consts) {
   std::vector<Array> f_consts, jvp_consts;
-  std::shared_ptr<ClosedJaxpr> f_body = stage_flat_consts_first(f, avals, "custom_jvp", &f_consts);
-  // Rules are staged when bound, so a rule that called its own custom function would
-  // stage forever: stop with a clear error instead of a stack overflow.
-  thread_local int rule_depth = 0;
-  if (rule_depth >= 32)
-    fail("custom_jvp_call", "'", name, "': staging rules nested 32 deep; a rule must compute with the plain ",
-         "composite, not call its own custom function");
-  std::shared_ptr<ClosedJaxpr> jvp_body;
-  {
-    ++rule_depth;
-    struct Exit {
-      ~Exit() { --rule_depth; }
-    } exit;
-    jvp_body = stage_flat_consts_first(jvp, jvp_avals, "custom_jvp", &jvp_consts);
-  }
+  auto f_body = std::const_pointer_cast<ClosedJaxpr>(body_with_consts_first(std::move(f), &f_consts));
+  auto jvp_body = std::const_pointer_cast<ClosedJaxpr>(body_with_consts_first(std::move(jvp), &jvp_consts));
   const size_t num_out = f_body->jaxpr.outvars.size();
   if (jvp_body->jaxpr.outvars.size() != 2 * num_out)
     fail("custom_jvp_call", "'", name, "': the rule gives ", jvp_body->jaxpr.outvars.size() / 2,
@@ -84,14 +69,34 @@ std::vector<Array> bind_custom_jvp(const std::string& name, const FlatFn& f, con
                   {{"jaxpr", JaxprRef(f_body)}, {"jvp", JaxprRef(jvp_body)}, {"name", name}, {"num_consts", n}});
 }
 
+// Stages f and its rule jvp, then binds them.
+std::vector<Array> bind_custom_jvp(const std::string& name, const FlatFn& f, const FlatFn& jvp,
+                                   std::span<const Array> operands, int64_t num_consts) {
+  std::vector<Aval> avals = avals_of(operands);
+  std::vector<Aval> jvp_avals = avals;
+  for (size_t i = static_cast<size_t>(num_consts); i < avals.size(); ++i) jvp_avals.push_back(tangent_aval(avals[i]));
+  ClosedJaxpr f_program = stage_flat(f, avals, "custom_jvp");
+  // Rules are staged when bound, so a rule that called its own custom function would
+  // stage forever: stop with a clear error instead of a stack overflow.
+  thread_local int rule_depth = 0;
+  if (rule_depth >= 32)
+    fail("custom_jvp_call", "'", name, "': staging rules nested 32 deep; a rule must compute with the plain ",
+         "composite, not call its own custom function");
+  ClosedJaxpr jvp_program;
+  {
+    ++rule_depth;
+    struct Exit {
+      ~Exit() { --rule_depth; }
+    } exit;
+    jvp_program = stage_flat(jvp, jvp_avals, "custom_jvp");
+  }
+  return bind_custom_jvp_programs(name, std::move(f_program), std::move(jvp_program), operands, num_consts);
+}
+
 const JaxprRef& rule_body(const Params& params) {
   const JaxprRef& j = params.get_jaxpr("jvp");
   if (!j) fail("custom_jvp_call", "has a null jvp sub-program");
   return j;
-}
-
-FlatFn program_fn(const JaxprRef& body) {
-  return [body](std::span<const Array> xs) { return eval_jaxpr(body->jaxpr, {}, xs); };
 }
 
 JvpResult custom_jvp_rule(std::span<const Array> primals, std::span<const Array> tangents, const Params& params) {
@@ -104,7 +109,7 @@ JvpResult custom_jvp_rule(std::span<const Array> primals, std::span<const Array>
   std::vector<Array> in(primals.begin(), primals.end());
   for (size_t i = k; i < primals.size(); ++i) {
     const Array& p = primals[i];
-    in.push_back(ad::instantiate(tangents[i], Aval{p.shape(), p.dtype(), false}));
+    in.push_back(ad::instantiate(tangents[i], tangent_aval(p.aval())));
   }
   std::vector<Array> outs = eval_jaxpr(rule_body(params)->jaxpr, {}, in);
   const size_t m = outs.size() / 2;
@@ -114,20 +119,21 @@ JvpResult custom_jvp_rule(std::span<const Array> primals, std::span<const Array>
   return r;
 }
 
+// vmap: the function and its rule batched together (batch_jaxpr), bound again, so
+// grad(vmap(f)) still uses the rule. A tangent is batched exactly as its primal is.
 BatchResult custom_jvp_batch(std::span<const Array> args, std::span<const int64_t> dims, const Params& params,
                              const BatchAxis& axis) {
-  const int64_t k = params.get_int("num_consts");
-  std::vector<std::optional<int64_t>> in_dims;
-  for (int64_t d : dims) in_dims.push_back(d == kNotMapped ? std::nullopt : std::optional<int64_t>(d));
-  // A tangent is batched exactly as its primal is.
-  std::vector<std::optional<int64_t>> jvp_dims = in_dims;
-  jvp_dims.insert(jvp_dims.end(), in_dims.begin() + k, in_dims.end());
-  const std::vector<std::optional<int64_t>> out_dims{0};
-  FlatFn f = program_fn(call_body(params, "custom_jvp_call"));
-  FlatFn rule = program_fn(rule_body(params));
-  FlatFn bf = [&](std::span<const Array> xs) { return vmap_flat(f, xs, in_dims, out_dims, axis); };
-  FlatFn brule = [&](std::span<const Array> xs) { return vmap_flat(rule, xs, jvp_dims, out_dims, axis); };
-  std::vector<Array> outs = bind_custom_jvp(params.get_string("name"), bf, brule, args, k);
+  const size_t k = static_cast<size_t>(params.get_int("num_consts"));
+  std::vector<int64_t> in_dims(dims.begin(), dims.end());
+  std::vector<int64_t> jvp_dims = in_dims;
+  jvp_dims.insert(jvp_dims.end(), in_dims.begin() + static_cast<std::ptrdiff_t>(k), in_dims.end());
+  const JaxprRef& f = call_body(params, "custom_jvp_call");
+  const JaxprRef& rule = rule_body(params);
+  BatchedJaxpr bf = batch_jaxpr(*f, axis.size, in_dims, std::vector<bool>(f->jaxpr.outvars.size(), true), axis.name);
+  BatchedJaxpr brule =
+      batch_jaxpr(*rule, axis.size, jvp_dims, std::vector<bool>(rule->jaxpr.outvars.size(), true), axis.name);
+  std::vector<Array> outs = bind_custom_jvp_programs(params.get_string("name"), std::move(bf.jaxpr),
+                                                     std::move(brule.jaxpr), args, static_cast<int64_t>(k));
   return BatchResult{outs, std::vector<int64_t>(outs.size(), 0)};
 }
 
@@ -151,7 +157,7 @@ std::vector<Array> custom_jvp_call(const std::string& name, const FlatFn& f, con
 
 const Primitive custom_jvp_call_p(
     "custom_jvp_call",
-    {.traits = 0,
+    {.traits = kCallsSubprogram,
      .num_outputs = -1,
      .abstract_eval = [](std::span<const Aval> in,
                          const Params& params) { return detail::call_out_avals("custom_jvp_call", in, params); },

@@ -6,15 +6,15 @@
 #include "jx/error.h"
 #include "jx/lax.h"
 #include "transforms/ad_util.h"
+#include "transforms/jaxpr_transforms.h"
 #include "transforms/jvp.h"
 #include "transforms/staging.h"
 
 namespace jx::detail {
 
-namespace {
-Aval tangent_aval(const Aval& primal) { return Aval{primal.shape, primal.dtype, false}; }
-}  // namespace
-
+// The tangent inputs are the partial-evaluation trace's unknowns: what reads only primals
+// runs now (one level down), what reads a tangent is recorded, and a call splits by its
+// partial_eval rule (staging.cpp), the same mechanism partial_eval_jaxpr runs over programs.
 Linearized linearize_flat(const FlatFn& fn, std::span<const Array> primals, std::string_view name) {
   auto lin = std::make_shared<LinearFunction>();
   lin->name = std::string(name);

@@ -52,13 +52,19 @@ Atom StagingTrace::atom_for(const Array& x, std::string_view op) {
 std::vector<Array> StagingTrace::process(const Primitive& p, std::span<const Array> in, const Params& params) {
   if (!alive()) fail(p.name(), "was applied to a value staged by a ", name_, " trace that has already finished");
   if (forward_known_) {
-    bool any_unknown = false;
-    for (const Array& x : in) any_unknown |= owns(x);
-    if (!any_unknown) {
+    std::vector<bool> unknowns(in.size());
+    size_t num_unknown = 0;
+    for (size_t i = 0; i < in.size(); ++i) num_unknown += (unknowns[i] = owns(in[i]));
+    if (num_unknown == 0) {
       TraceScope below(parent());
       return jx::bind(p, in, params);
     }
+    if (num_unknown < in.size() && p.rules().partial_eval) return split(p, in, params, unknowns);
   }
+  return stage(p, in, params);
+}
+
+std::vector<Array> StagingTrace::stage(const Primitive& p, std::span<const Array> in, const Params& params) {
   std::vector<Aval> in_avals;
   in_avals.reserve(in.size());
   Equation eqn;
@@ -78,6 +84,41 @@ std::vector<Array> StagingTrace::process(const Primitive& p, std::span<const Arr
     outs.push_back(make_tracer_array(std::move(a), std::make_shared<StagingTracer>(this, std::move(v))));
   }
   eqns_.push_back(std::move(eqn));
+  return outs;
+}
+
+// The known call runs one level down now; the unknown call is recorded, reading the
+// residuals the known call returned (constants of this program: under linearize the
+// values the linear program closes over).
+std::vector<Array> StagingTrace::split(const Primitive& p, std::span<const Array> in, const Params& params,
+                                       const std::vector<bool>& unknowns) {
+  PartialEvalSplit s = p.rules().partial_eval(unknowns, params);
+  std::vector<Array> known_in = std::move(s.known_consts), unknown_in = std::move(s.unknown_consts);
+  for (size_t i = 0; i < in.size(); ++i)
+    if (!unknowns[i]) known_in.push_back(in[i]);
+  std::vector<Array> known_out;
+  if (s.known) {
+    TraceScope below(parent());
+    known_out = jx::bind(*s.known, known_in, s.known_params);
+  }
+  if (known_out.size() < s.num_residuals)
+    fail(p.name(), "partial_eval rule's known call returned ", known_out.size(), " values for ", s.num_residuals,
+         " residuals (a bug in the rule)");
+  const size_t num_known = known_out.size() - s.num_residuals;
+  unknown_in.insert(unknown_in.end(), known_out.begin() + static_cast<std::ptrdiff_t>(num_known), known_out.end());
+  for (size_t i = 0; i < in.size(); ++i)
+    if (unknowns[i]) unknown_in.push_back(in[i]);
+  size_t num_unknown = 0;
+  for (bool u : s.out_unknowns) num_unknown += u;
+  std::vector<Array> unknown_out;
+  if (num_unknown > 0) unknown_out = stage(*s.unknown, unknown_in, s.unknown_params);
+  if (unknown_out.size() != num_unknown || num_known + num_unknown != s.out_unknowns.size())
+    fail(p.name(), "partial_eval rule split ", s.out_unknowns.size(), " outputs into ", num_known, " known and ",
+         unknown_out.size(), " unknown ones (a bug in the rule)");
+  std::vector<Array> outs;
+  outs.reserve(s.out_unknowns.size());
+  for (size_t i = 0, k = 0, u = 0; i < s.out_unknowns.size(); ++i)
+    outs.push_back(s.out_unknowns[i] ? std::move(unknown_out[u++]) : std::move(known_out[k++]));
   return outs;
 }
 

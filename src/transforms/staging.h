@@ -1,9 +1,13 @@
 // Staging: the interpreter that records primitives into a Jaxpr instead of running them.
-// Used fully by make_jaxpr (and later jit), and as partial evaluation by linearize: with
-// `forward_known`, an operation none of whose operands are this trace's tracers is
-// "known" and runs one level down; only operations touching the staged inputs are
-// recorded (JAX's JaxprTrace). Constants an equation needs become literals (concrete
-// 0-d values) or constvars (everything else, deduplicated by identity).
+// Used fully by make_jaxpr and jit, and as partial evaluation (JAX's JaxprTrace), the
+// ONE implementation of it: with `forward_known`, an operation none of whose operands
+// are this trace's tracers is "known" and runs one level down; operations touching the
+// staged (unknown) values are recorded, and a primitive with a partial_eval rule (a call
+// of a sub-program) splits into a known call run below and an unknown call recorded.
+// linearize runs it online (the primal work runs now); partial_eval_jaxpr runs it over a
+// program with the known inputs staged by an outer full staging trace. Constants an
+// equation needs become literals (concrete 0-d values) or constvars (everything else,
+// deduplicated by identity): under partial evaluation these are the residuals.
 #pragma once
 
 #include <memory>
@@ -51,6 +55,11 @@ class StagingTrace final : public Trace {
   ClosedJaxpr finish(std::span<const Array> outs);
 
  private:
+  // Records one equation of p applied to `in`; its outputs are new tracers.
+  std::vector<Array> stage(const Primitive& p, std::span<const Array> in, const Params& params);
+  // p's partial_eval rule applied to operands of which those flagged are unknown.
+  std::vector<Array> split(const Primitive& p, std::span<const Array> in, const Params& params,
+                           const std::vector<bool>& unknowns);
   // `op` names the operation reading x, for the leaked-tracer error.
   Atom atom_for(const Array& x, std::string_view op);
   Var fresh_var(const Aval& aval);

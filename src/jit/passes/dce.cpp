@@ -1,55 +1,29 @@
-// One backward sweep: a variable is live if an output or a kept equation reads it. An
-// equation with several outputs stays whole while any of them is live. Sub-programs are
-// left as they are (they are someone else's body: a call's, a fusion's).
+// The pass is dce_jaxpr (src/transforms/jaxpr_transforms.h) over the whole program, with
+// every output used and every input kept; sub-programs are pruned by their primitives'
+// dce rules as it goes.
 #include "jit/passes/dce.h"
 
-#include <unordered_set>
+#include "transforms/jaxpr_transforms.h"
 
 namespace jx::compiler {
 
 bool eliminate_dead_code(ClosedJaxpr& program, PassContext& ctx) {
   Jaxpr& j = program.jaxpr;
-  std::unordered_set<int64_t> live;
-  auto use = [&](const Atom& a) {
-    if (a.is_var()) live.insert(a.var().id);
-  };
-  for (const Atom& a : j.outvars) use(a);
-
-  std::vector<bool> keep(j.eqns.size(), false);
-  for (size_t n = j.eqns.size(); n-- > 0;) {
-    const Equation& e = j.eqns[n];
-    bool needed = e.primitive && e.primitive->has(kSideEffects);
-    for (const Var& v : e.outputs) needed = needed || live.count(v.id) > 0;
-    if (!needed) continue;
-    keep[n] = true;
-    for (const Atom& a : e.inputs) use(a);
-  }
-
-  bool changed = false;
-  std::vector<Equation> kept;
-  kept.reserve(j.eqns.size());
-  for (size_t n = 0; n < j.eqns.size(); ++n) {
-    if (keep[n]) kept.push_back(std::move(j.eqns[n]));
-    else changed = true;
-  }
-  j.eqns = std::move(kept);
-
+  detail::DcedJaxpr d = detail::dce_jaxpr(j, std::vector<bool>(j.outvars.size(), true),
+                                          std::vector<bool>(j.invars.size(), true));
+  if (!d.changed) return false;
   // Constvars go only together with their values, so the ClosedJaxpr stays aligned; a
   // program whose consts are not aligned (not closed) keeps its constvars.
   if (program.consts.size() == j.constvars.size()) {
-    std::vector<Var> constvars;
     std::vector<Array> consts;
-    for (size_t i = 0; i < j.constvars.size(); ++i) {
-      if (live.count(j.constvars[i].id)) {
-        constvars.push_back(j.constvars[i]);
-        consts.push_back(program.consts[i]);
-      } else {
-        changed = true;
-      }
-    }
-    j.constvars = std::move(constvars);
+    for (size_t i = 0; i < j.constvars.size(); ++i)
+      if (d.used_constvars[i]) consts.push_back(std::move(program.consts[i]));
     program.consts = std::move(consts);
+  } else {
+    d.jaxpr.constvars = j.constvars;
   }
+  const bool changed = d.equations_changed || d.jaxpr.constvars.size() != j.constvars.size();
+  j = std::move(d.jaxpr);
   (void)ctx;
   return changed;
 }
