@@ -74,7 +74,7 @@ TEST(JvpJaxpr, MatchesFiniteDifferencesAndJvpOfTheProgram) {
     std::vector<Array> out = run(j.jaxpr, {a, b, v});
     ASSERT_EQ(out.size(), 5u);  // 3 primal outputs, 2 nonzero tangents
     // Oracle 1: jx::jvp of evaluating the original program.
-    FlatFn f = [&](std::span<const Array> xs) { return eval_jaxpr(p, xs); };
+    detail::FlatFn f = [&](std::span<const Array> xs) { return eval_jaxpr(p, xs); };
     auto [po, to] = detail::jvp_flat(f, std::vector<Array>{a, b}, std::vector<Array>{v, Array()}, "jvp");
     for (int i = 0; i < 3; ++i) EXPECT_ALLCLOSE(out[i], po[i], 1e-12, 1e-12);
     EXPECT_ALLCLOSE(out[3], to[0], 1e-12, 1e-12);

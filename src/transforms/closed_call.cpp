@@ -5,6 +5,7 @@
 #include "jx/error.h"
 #include "jx/transforms.h"
 #include "transforms/call_rules.h"
+#include "transforms/jaxpr_transforms.h"
 
 namespace jx {
 

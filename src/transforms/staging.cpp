@@ -52,14 +52,17 @@ Atom StagingTrace::atom_for(const Array& x, std::string_view op) {
 std::vector<Array> StagingTrace::process(const Primitive& p, std::span<const Array> in, const Params& params) {
   if (!alive()) fail(p.name(), "was applied to a value staged by a ", name_, " trace that has already finished");
   if (forward_known_) {
-    std::vector<bool> unknowns(in.size());
     size_t num_unknown = 0;
-    for (size_t i = 0; i < in.size(); ++i) num_unknown += (unknowns[i] = owns(in[i]));
+    for (const Array& x : in) num_unknown += owns(x);
     if (num_unknown == 0) {
       TraceScope below(parent());
       return jx::bind(p, in, params);
     }
-    if (num_unknown < in.size() && p.rules().partial_eval) return split(p, in, params, unknowns);
+    if (num_unknown < in.size() && p.rules().partial_eval) {
+      std::vector<bool> unknowns(in.size());
+      for (size_t i = 0; i < in.size(); ++i) unknowns[i] = owns(in[i]);
+      return split(p, in, params, unknowns);
+    }
   }
   return stage(p, in, params);
 }
