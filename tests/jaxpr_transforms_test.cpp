@@ -210,7 +210,7 @@ TEST(PartialEvalJaxpr, ClosedCallSplitsIntoTwoCalls) {
 TEST(TransposeJaxpr, SatisfiesTheInnerProductIdentity) {
   ClosedJaxpr p = program(R"({ lambda ; m:f64[2,3] x:f64[3] y:f64[2]. let
       a:f64[2] = dot_general[lhs_batch_dimensions=() lhs_contracting_dimensions=(1,) rhs_batch_dimensions=() rhs_contracting_dimensions=(0,)] m x
-      b:f64[2] = mul a 3.0:f64[]
+      b:f64[2] = neg a
       c:f64[2] = linear_jit[jaxpr={ lambda ; m:f64[2,3] y:f64[2]. let
           d:f64[2] = reduce_sum[axes=(1,)] m
           e:f64[2] = mul y d

@@ -188,10 +188,10 @@ TEST(Dce, KeepsACallWhileAnyOfItsOutputsIsUsedAndPrunesItsBody) {
       in (b, c) } name='two'] a
   in (c,) })",
                  R"({ lambda ; a:f32[3]. let
-    c:f32[3] = closed_call[jaxpr={ lambda ; a:f32[3]. let
-        c:f32[3] = cos a
-      in (c,) } name='two'] a
-  in (c,) })");
+    b:f32[3] = closed_call[jaxpr={ lambda ; a:f32[3]. let
+        b:f32[3] = cos a
+      in (b,) } name='two'] a
+  in (b,) })");
 }
 
 TEST(Dce, DoesNotFireWhenEverythingIsUsed) {
