@@ -263,6 +263,34 @@ TEST(DceJaxpr, PrunesInsideCallBodies) {
   EXPECT_EQ(same.jaxpr.eqns[0].params.get_jaxpr("jaxpr"), j.eqns[0].params.get_jaxpr("jaxpr"));
 }
 
+// ---- the call primitives' rules on the layer ----
+
+// closed_call's batching rule is a call of batch_jaxpr(body): vmap keeps the call.
+TEST(CallRules, ClosedCallUnderVmapStaysOneCall) {
+  auto g = named_call([](const Array& x) { return jnp::sin(x) * 2.0; }, "g");
+  Array x = randn({4, 3}, DType::Float32, 20);
+  ClosedJaxpr j = make_jaxpr(vmap(g))(x);
+  EXPECT_EQ(eqn_names(j.jaxpr), "closed_call") << j.str();
+  EXPECT_ALLCLOSE(vmap(g)(x), jnp::sin(x) * 2.0, 1e-6, 1e-6);
+}
+
+// grad(jit(f)): the jvp jit is split by jit's partial_eval rule; both halves and the
+// transpose are compiled calls, and a second trace reuses every transformed body.
+TEST(CallRules, GradOfJitReusesTheTransformedBodies) {
+  auto f = jit([](const Array& x) { return jnp::sum(jnp::sin(x) * x); });
+  Array x = randn({5}, DType::Float32, 21);
+  ClosedJaxpr a = make_jaxpr(grad(f))(x), b = make_jaxpr(grad(f))(x);
+  ASSERT_EQ(a.jaxpr.eqns.size(), b.jaxpr.eqns.size());
+  size_t calls = 0;
+  for (size_t i = 0; i < a.jaxpr.eqns.size(); ++i) {
+    if (!a.jaxpr.eqns[i].params.has("jaxpr")) continue;
+    ++calls;
+    EXPECT_EQ(a.jaxpr.eqns[i].params.get_jaxpr("jaxpr"), b.jaxpr.eqns[i].params.get_jaxpr("jaxpr")) << a.str();
+  }
+  EXPECT_EQ(calls, 2u) << a.str();  // the known jit and the transposed linear_jit
+  EXPECT_ALLCLOSE(grad(f)(x), jnp::cos(x) * x + jnp::sin(x), 1e-5, 1e-6);
+}
+
 // ---- errors ----
 
 TEST(JaxprTransforms, WrongNumberOfFlagsNamesTheFunction) {
