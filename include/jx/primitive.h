@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "jx/array.h"
+#include "jx/lowering.h"
 
 namespace jx {
 
@@ -64,6 +65,7 @@ enum Trait : uint32_t {
   kReduction = 1u << 4,     // reduces over `axes`
   kShapeOnly = 1u << 5,     // moves or views data without arithmetic (reshape, slice...)
   kNotDifferentiable = 1u << 6,  // output carries no tangent (comparisons, argmax)
+  kCallsSubprogram = 1u << 7,    // holds sub-programs in its params: passes recurse into them, inline_calls inlines it
 };
 
 class Primitive;
@@ -128,6 +130,8 @@ class Primitive {
     JvpRule jvp;              // unset only when kNotDifferentiable
     TransposeRule transpose;  // set exactly when kLinear
     BatchRule batch;
+    // How native kernels compute it (jx/lowering.h); empty: a runtime call of impl.
+    lowering::Lowering lowering;
   };
 
   Primitive(std::string name, Rules rules);  // registers itself
