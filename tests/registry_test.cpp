@@ -14,8 +14,8 @@ const char* kRequired[] = {
     "cbrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
     "logistic", "erf", "erfc", "erf_inv", "lgamma", "digamma", "is_finite", "not", "real", "imag", "conj",
     // elementwise binary
-    "add", "sub", "mul", "div", "rem", "pow", "integer_pow", "max", "min", "atan2", "nextafter", "and", "or",
-    "xor", "shift_left", "shift_right_arithmetic", "shift_right_logical", "eq", "ne", "lt", "le", "gt", "ge",
+    "add", "sub", "mul", "div", "rem", "pow", "integer_pow", "max", "min", "atan2", "nextafter", "polygamma", "zeta",
+    "and", "or", "xor", "shift_left", "shift_right_arithmetic", "shift_right_logical", "eq", "ne", "lt", "le", "gt", "ge",
     // the rest
     "select_n", "clamp", "convert_element_type", "bitcast_convert_type", "iota", "broadcast_in_dim", "reshape",
     "transpose", "squeeze", "expand_dims", "rev", "slice", "dynamic_slice", "dynamic_update_slice", "pad",
@@ -53,6 +53,36 @@ TEST(Registry, TraitsAreConsistent) {
   EXPECT_TRUE(find_primitive("lt")->has(kNotDifferentiable));
   EXPECT_TRUE(find_primitive("argmax")->has(kNotDifferentiable));
   EXPECT_FALSE(find_primitive("sin")->has(kLinear));
+}
+
+// The lowering slot (jx/lowering.h) is filled where passes rely on it: reductions with a
+// monoid have a reducer, index maps belong to data-movement ops, and the call primitives
+// that hold sub-programs say so with kCallsSubprogram.
+TEST(Registry, LoweringsAreConsistent) {
+  for (const Primitive* p : all_primitives()) {
+    const lowering::Lowering& l = p->rules().lowering;
+    if (l.reducer) {
+      EXPECT_TRUE(p->has(kReduction)) << p->name();
+      EXPECT_TRUE(static_cast<bool>(l.reducer.identity) && static_cast<bool>(l.reducer.native)) << p->name();
+    }
+    if (l.index_map) EXPECT_FALSE(l.elemental) << p->name() << " is both an index map and elementwise";
+    if (l.row_major_read || l.index_is_value) EXPECT_TRUE(static_cast<bool>(l.index_map)) << p->name();
+    EXPECT_GE(l.cost, 0) << p->name();
+  }
+  for (const char* r : {"reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and", "reduce_or"})
+    EXPECT_TRUE(static_cast<bool>(find_primitive(r)->rules().lowering.reducer)) << r;
+  for (const char* m : {"broadcast_in_dim", "transpose", "slice", "rev", "squeeze", "expand_dims", "reshape", "iota"})
+    EXPECT_TRUE(static_cast<bool>(find_primitive(m)->rules().lowering.index_map)) << m;
+  EXPECT_TRUE(find_primitive("fusion") == nullptr || find_primitive("fusion")->has(kCallsSubprogram));
+  // One identity for eager and native kernels: the reducer's is the eager kernel's result
+  // on an empty operand.
+  for (const char* r : {"reduce_sum", "reduce_prod", "reduce_max", "reduce_min"})
+    for (DType d : {DType::Int32, DType::UInt8, DType::Float32, DType::Float64}) {
+      const Primitive& p = *find_primitive(r);
+      Array empty = lax::convert_element_type(lax::reshape(Array(std::vector<double>{}), {0}), d);
+      Array eager = jx::bind(p, std::vector<Array>{empty}, Params{{"axes", std::vector<int64_t>{0}}})[0];
+      EXPECT_ALLCLOSE(p.rules().lowering.reducer.identity(d), eager, 0, 0) << r << " " << dtype_name(d);
+    }
 }
 
 TEST(Registry, UnknownNameIsNull) { EXPECT_EQ(find_primitive("no_such_primitive"), nullptr); }

@@ -64,6 +64,11 @@ Array max(const Array& x, const Array& y);  // NaN-propagating
 Array min(const Array& x, const Array& y);
 Array atan2(const Array& x, const Array& y);
 Array nextafter(const Array& x, const Array& y);
+// lax.polygamma: the m-th derivative of digamma at x (m integer-valued >= 0, else NaN);
+// float32/float64, m and x of one dtype and shape.
+Array polygamma(const Array& m, const Array& x);
+// lax.zeta: the Hurwitz zeta function sum_k (q + k)^-x (x > 1, else NaN; x = 1 is inf).
+Array zeta(const Array& x, const Array& q);
 Array bitwise_and(const Array& x, const Array& y);  // lax.and_
 Array bitwise_or(const Array& x, const Array& y);
 Array bitwise_xor(const Array& x, const Array& y);

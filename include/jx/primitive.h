@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "jx/array.h"
+#include "jx/lowering.h"
 
 namespace jx {
 
@@ -159,6 +160,8 @@ class Primitive {
     JvpRule jvp;              // unset only when kNotDifferentiable
     TransposeRule transpose;  // set exactly when kLinear
     BatchRule batch;
+    // How native kernels compute it (jx/lowering.h); empty: a runtime call of impl.
+    lowering::Lowering lowering;
     // Rules of primitives that hold sub-programs (kCallsSubprogram), built on the jaxpr
     // transformation layer (src/transforms/jaxpr_transforms.h). Unset: partial evaluation
     // stages the whole application when any operand is unknown; dce keeps the equation

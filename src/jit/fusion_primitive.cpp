@@ -18,7 +18,7 @@ std::vector<Aval> fusion_rule(std::span<const Aval> in, const Params& params) {
 // transform: their rules are the transformations applied to the body.
 const Primitive fusion_p(
     "fusion",
-    {.traits = 0,
+    {.traits = kCallsSubprogram,
      .num_outputs = -1,
      .abstract_eval = fusion_rule,
      .impl = [](std::span<const Array> in, const Params& params,

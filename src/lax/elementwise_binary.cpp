@@ -12,7 +12,9 @@
 #include "jx/lax.h"
 #include "lax/ad_rules.h"
 #include "lax/batch_rules.h"
+#include "lax/elemental.h"
 #include "lax/rules.h"
+#include "math/scalar_functions.h"
 #include "transforms/ad_util.h"
 
 namespace jx::lax {
@@ -21,6 +23,12 @@ namespace {
 using cpu::VecOp2;
 
 using namespace cpu::kinds;
+
+using elemental::ElementalArgs;
+using elemental::ScalarBuilder;
+using lowering::Cmp;
+using LValue = lowering::Value;
+constexpr int kTranscendental = 8;  // lowering cost of a math-library call
 
 // ---- arithmetic ----
 
@@ -172,6 +180,19 @@ struct Clamp {  // min(max(x, lo), hi), as XLA
   template <class C>
   C operator()(C lo, C x, C hi) const { return Min{}(Max{}(x, lo), hi); }
 };
+
+// A binary function of the scalar math library (src/math/scalar_functions.h), the one
+// native kernels call too: computed in float64, rounded once.
+struct ScalarMathBinary {
+  double (*fn)(double, double);
+  template <Real C>
+  C operator()(C a, C b) const { return static_cast<C>(fn(static_cast<double>(a), static_cast<double>(b))); }
+};
+ImplRule scalar_math_impl(const char* name) {
+  const math::ScalarFunction* f = math::find_scalar_function(name);
+  if (!f || f->arity != 2) detail::fail(name, "is not a binary function of the scalar math library");
+  return cpu::binary_impl(name, ScalarMathBinary{f->binary});
+}
 
 struct Atan2 {
   static constexpr VecOp2 vec2 = VecOp2::Atan2;
@@ -452,7 +473,8 @@ const Primitive add_p("add", {.traits = kElementwise | kLinear | kCommutative,
                                   [](auto&, auto&, auto&, const Array& t) { return t; }),
                               .transpose = [](std::span<const Array> cts, std::span<const TransposeOperand>,
                                               const Params&) { return std::vector<Array>{cts[0], cts[0]}; },
-                              .batch = batch_rules::elementwise(add_p)});
+                              .batch = batch_rules::elementwise(add_p),
+                              .lowering = {.elemental = elemental::add()}});
 const Primitive sub_p("sub", {.traits = kElementwise | kLinear,
                               .abstract_eval = rules::binary("sub", kNumberTypes),
                               .impl = cpu::binary_impl<Sub>("sub"),
@@ -461,7 +483,8 @@ const Primitive sub_p("sub", {.traits = kElementwise | kLinear,
                                   [](auto&, auto&, auto&, const Array& t) { return neg(t); }),
                               .transpose = [](std::span<const Array> cts, std::span<const TransposeOperand>,
                                               const Params&) { return std::vector<Array>{cts[0], neg(cts[0])}; },
-                              .batch = batch_rules::elementwise(sub_p)});
+                              .batch = batch_rules::elementwise(sub_p),
+                              .lowering = {.elemental = elemental::sub()}});
 // mul and div are linear in one operand at a time (JAX's bilinear transpose rules).
 const Primitive mul_p("mul", {.traits = kElementwise | kLinear | kCommutative,
                               .abstract_eval = rules::binary("mul", kNumberTypes),
@@ -477,7 +500,8 @@ const Primitive mul_p("mul", {.traits = kElementwise | kLinear | kCommutative,
                                     if (ops[0].is_linear()) return std::vector<Array>{mul(cts[0], ops[1].value), Array()};
                                     return std::vector<Array>{Array(), mul(ops[0].value, cts[0])};
                                   },
-                              .batch = batch_rules::elementwise(mul_p)});
+                              .batch = batch_rules::elementwise(mul_p),
+                              .lowering = {.elemental = elemental::mul()}});
 const Primitive div_p("div", {.traits = kElementwise | kLinear,
                               .abstract_eval = rules::binary("div", kNumberTypes),
                               .impl = cpu::binary_impl<Div>("div"),
@@ -495,8 +519,10 @@ const Primitive div_p("div", {.traits = kElementwise | kLinear,
                                                    ops[1].aval.str(), " depends on the tangent");
                                     return std::vector<Array>{div(cts[0], ops[1].value), Array()};
                                   },
-                              .batch = batch_rules::elementwise(div_p)});
-extern const Primitive rem_p, pow_p, integer_pow_p, max_p, min_p, atan2_p, nextafter_p, and_p, or_p, xor_p,
+                              .batch = batch_rules::elementwise(div_p),
+                              .lowering = {.elemental = elemental::div(), .cost = 2}});
+extern const Primitive rem_p, pow_p, integer_pow_p, max_p, min_p, atan2_p, nextafter_p, polygamma_p, zeta_p, and_p,
+    or_p, xor_p,
     shift_left_p, shift_right_arithmetic_p, shift_right_logical_p, eq_p, ne_p, lt_p, le_p, gt_p, ge_p, clamp_p;
 
 // vmap: elementwise batching, which broadcasts 0-d bounds to x's shape. The operands
@@ -520,12 +546,19 @@ const Primitive rem_p("rem", {.traits = kElementwise,
                               .impl = cpu::binary_impl<Rem>("rem"),
                               .jvp = ad_rules::binary(
                                   rem_p, [](auto&, auto&, auto&, const Array& t) { return t; }, rem_dy),
-                              .batch = batch_rules::elementwise(rem_p)});
+                              .batch = batch_rules::elementwise(rem_p),
+                              .lowering = {.elemental = elemental::rem(), .cost = 2}});
 const Primitive pow_p("pow", {.traits = kElementwise,
                               .abstract_eval = pow_rule,
                               .impl = pow_impl,
                               .jvp = ad_rules::binary(pow_p, pow_dx, pow_dy),
-                              .batch = batch_rules::elementwise(pow_p)});
+                              .batch = batch_rules::elementwise(pow_p),
+                              .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) {
+                                if (x.dtypes[1] == x.in()) return b.math("pow", x.in(), x.x);
+                                // An integer exponent array: eager's exact repeated squaring (runtime "powi").
+                                LValue* args[] = {x[0], b.convert(x[1], x.dtypes[1], DType::Int64)};
+                                return b.math("powi", x.in(), args);
+                              }, .cost = kTranscendental}});
 // d x^n = n x^(n-1) dx; x^0 is constant (a symbolic zero tangent).
 const Primitive integer_pow_p("integer_pow",
                               {.traits = kElementwise,
@@ -541,7 +574,10 @@ const Primitive integer_pow_p("integer_pow",
                                      Array jac = mul(full_like(x, static_cast<double>(y)), integer_pow(x, y - 1));
                                      return JvpResult{{out}, {mul(tangents[0], jac)}};
                                    },
-                               .batch = batch_rules::elementwise(integer_pow_p)});
+                               .batch = batch_rules::elementwise(integer_pow_p),
+                               .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) {
+                                 return elemental::integer_pow(b, x.in(), x[0], x.params.get_int("y"));
+                               }}});
 const Primitive max_p("max", {.traits = kElementwise | kCommutative,
                               .abstract_eval = rules::binary("max", kAnyTypes),
                               .impl = cpu::binary_impl<Max>("max"),
@@ -553,7 +589,8 @@ const Primitive max_p("max", {.traits = kElementwise | kCommutative,
                                   [](const Array& x, const Array& y, const Array& out, const Array& t) {
                                     return mul(t, balanced_share(y, out, x));
                                   }),
-                              .batch = batch_rules::elementwise(max_p)});
+                              .batch = batch_rules::elementwise(max_p),
+                              .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) { return elemental::max(b, x.in(), x[0], x[1]); }}});
 const Primitive min_p("min", {.traits = kElementwise | kCommutative,
                               .abstract_eval = rules::binary("min", kAnyTypes),
                               .impl = cpu::binary_impl<Min>("min"),
@@ -565,72 +602,122 @@ const Primitive min_p("min", {.traits = kElementwise | kCommutative,
                                   [](const Array& x, const Array& y, const Array& out, const Array& t) {
                                     return mul(t, balanced_share(y, out, x));
                                   }),
-                              .batch = batch_rules::elementwise(min_p)});
+                              .batch = batch_rules::elementwise(min_p),
+                              .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) { return elemental::min(b, x.in(), x[0], x[1]); }}});
 const Primitive atan2_p("atan2", {.traits = kElementwise,
                                   .abstract_eval = rules::binary("atan2", kInexactTypes),
                                   .impl = cpu::binary_impl<Atan2>("atan2"),
                                   .jvp = ad_rules::binary(atan2_p, atan2_dx, atan2_dy),
-                                  .batch = batch_rules::elementwise(atan2_p)});
+                                  .batch = batch_rules::elementwise(atan2_p),
+                                  .lowering = {.elemental = elemental::math_binary("atan2"), .cost = kTranscendental}});
 const Primitive nextafter_p("nextafter", {.traits = kFlat,
                                           .abstract_eval = rules::binary("nextafter", kFloatTypes),
                                           .impl = nextafter_impl,
-                                          .batch = batch_rules::elementwise(nextafter_p)});
+                                          .batch = batch_rules::elementwise(nextafter_p),
+                                          .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) { return elemental::nextafter(b, x.in(), x[0], x[1]); }}});
+// JAX's polygamma and zeta: differentiable in x (polygamma) and q (zeta) only.
+const Primitive polygamma_p(
+    "polygamma", {.traits = kElementwise,
+                  .abstract_eval = rules::binary("polygamma", kFloatTypes),
+                  .impl = scalar_math_impl("polygamma"),
+                  .jvp = ad_rules::binary(
+                      polygamma_p,
+                      [](const Array& m, auto&, auto&, auto&) -> Array {
+                        detail::fail("polygamma", "is not differentiable with respect to m (", m.aval().str(),
+                                     "), only x");
+                      },
+                      [](const Array& m, const Array& x, auto&, const Array& t) {
+                        return mul(t, polygamma(add(m, full_like(m, 1.0)), x));
+                      }),
+                  .batch = batch_rules::elementwise(polygamma_p),
+                  .lowering = {.elemental = elemental::math_binary("polygamma"), .cost = kTranscendental}});
+const Primitive zeta_p(
+    "zeta", {.traits = kElementwise,
+             .abstract_eval = rules::binary("zeta", kFloatTypes),
+             .impl = scalar_math_impl("zeta"),
+             .jvp = ad_rules::binary(
+                 zeta_p,
+                 [](const Array& x, auto&, auto&, auto&) -> Array {
+                   detail::fail("zeta", "is not differentiable with respect to x (", x.aval().str(), "), only q");
+                 },
+                 // d/dq zeta(x, q) = -x zeta(x + 1, q).
+                 [](const Array& x, const Array& q, auto&, const Array& t) {
+                   return mul(t, mul(neg(x), zeta(add(x, full_like(x, 1.0)), q)));
+                 }),
+             .batch = batch_rules::elementwise(zeta_p),
+             .lowering = {.elemental = elemental::math_binary("zeta"), .cost = kTranscendental}});
 const Primitive and_p("and", {.traits = kFlat | kCommutative,
                               .abstract_eval = rules::binary("and", kBitTypes),
                               .impl = cpu::binary_impl<And>("and"),
-                              .batch = batch_rules::elementwise(and_p)});
+                              .batch = batch_rules::elementwise(and_p),
+                              .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) { return b.bit_and(x[0], x[1]); }}});
 const Primitive or_p("or", {.traits = kFlat | kCommutative,
                             .abstract_eval = rules::binary("or", kBitTypes),
                             .impl = cpu::binary_impl<Or>("or"),
-                            .batch = batch_rules::elementwise(or_p)});
+                            .batch = batch_rules::elementwise(or_p),
+                            .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) { return b.bit_or(x[0], x[1]); }}});
 const Primitive xor_p("xor", {.traits = kFlat | kCommutative,
                               .abstract_eval = rules::binary("xor", kBitTypes),
                               .impl = cpu::binary_impl<Xor>("xor"),
-                              .batch = batch_rules::elementwise(xor_p)});
+                              .batch = batch_rules::elementwise(xor_p),
+                              .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) { return b.bit_xor(x[0], x[1]); }}});
 const Primitive shift_left_p("shift_left", {.traits = kFlat,
                                             .abstract_eval = rules::binary("shift_left", kIntTypes),
                                             .impl = cpu::binary_impl<ShiftLeft>("shift_left"),
-                                            .batch = batch_rules::elementwise(shift_left_p)});
+                                            .batch = batch_rules::elementwise(shift_left_p),
+                                            .lowering = {.elemental = elemental::shift(elemental::Shift::kLeft)}});
 const Primitive shift_right_arithmetic_p(
     "shift_right_arithmetic", {.traits = kFlat,
                                .abstract_eval = rules::binary("shift_right_arithmetic", kIntTypes),
                                .impl = cpu::binary_impl<ShiftRightArithmetic>("shift_right_arithmetic"),
-                               .batch = batch_rules::elementwise(shift_right_arithmetic_p)});
+                               .batch = batch_rules::elementwise(shift_right_arithmetic_p),
+                               .lowering = {.elemental = elemental::shift(elemental::Shift::kRightArithmetic)}});
 const Primitive shift_right_logical_p(
     "shift_right_logical", {.traits = kFlat,
                             .abstract_eval = rules::binary("shift_right_logical", kIntTypes),
                             .impl = cpu::binary_impl<ShiftRightLogical>("shift_right_logical"),
-                            .batch = batch_rules::elementwise(shift_right_logical_p)});
+                            .batch = batch_rules::elementwise(shift_right_logical_p),
+                            .lowering = {.elemental = elemental::shift(elemental::Shift::kRightLogical)}});
 const Primitive eq_p("eq", {.traits = kFlat | kCommutative,
                             .abstract_eval = rules::binary_to("eq", kAnyTypes, DType::Bool),
                             .impl = cpu::binary_impl<Eq>("eq"),
-                            .batch = batch_rules::elementwise(eq_p)});
+                            .batch = batch_rules::elementwise(eq_p),
+                            .lowering = {.elemental = elemental::compare(Cmp::kEq)}});
 const Primitive ne_p("ne", {.traits = kFlat | kCommutative,
                             .abstract_eval = rules::binary_to("ne", kAnyTypes, DType::Bool),
                             .impl = cpu::binary_impl<Ne>("ne"),
-                            .batch = batch_rules::elementwise(ne_p)});
+                            .batch = batch_rules::elementwise(ne_p),
+                            .lowering = {.elemental = elemental::compare(Cmp::kNe)}});
 const Primitive lt_p("lt", {.traits = kFlat,
                             .abstract_eval = rules::binary_to("lt", kBoolTypes | kRealTypes, DType::Bool),
                             .impl = cpu::binary_impl<Lt>("lt"),
-                            .batch = batch_rules::elementwise(lt_p)});
+                            .batch = batch_rules::elementwise(lt_p),
+                            .lowering = {.elemental = elemental::compare(Cmp::kLt)}});
 const Primitive le_p("le", {.traits = kFlat,
                             .abstract_eval = rules::binary_to("le", kBoolTypes | kRealTypes, DType::Bool),
                             .impl = cpu::binary_impl<Le>("le"),
-                            .batch = batch_rules::elementwise(le_p)});
+                            .batch = batch_rules::elementwise(le_p),
+                            .lowering = {.elemental = elemental::compare(Cmp::kLe)}});
 const Primitive gt_p("gt", {.traits = kFlat,
                             .abstract_eval = rules::binary_to("gt", kBoolTypes | kRealTypes, DType::Bool),
                             .impl = cpu::binary_impl<Gt>("gt"),
-                            .batch = batch_rules::elementwise(gt_p)});
+                            .batch = batch_rules::elementwise(gt_p),
+                            .lowering = {.elemental = elemental::compare(Cmp::kGt)}});
 const Primitive ge_p("ge", {.traits = kFlat,
                             .abstract_eval = rules::binary_to("ge", kBoolTypes | kRealTypes, DType::Bool),
                             .impl = cpu::binary_impl<Ge>("ge"),
-                            .batch = batch_rules::elementwise(ge_p)});
+                            .batch = batch_rules::elementwise(ge_p),
+                            .lowering = {.elemental = elemental::compare(Cmp::kGe)}});
 // lo and hi may be 0-d, so operands need not share one shape: not kElementwise.
 const Primitive clamp_p("clamp", {.traits = 0,
                                   .abstract_eval = clamp_rule,
                                   .impl = clamp_impl,
                                   .jvp = clamp_jvp,
-                                  .batch = clamp_batch});
+                                  .batch = clamp_batch,
+                                  .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) {  // min(max(x, lo), hi), as XLA and eager
+                                    const DType d = x.dtypes[1];
+                                    return elemental::min(b, d, elemental::max(b, d, x[1], x[0]), x[2]);
+                                  }}});
 
 Array add(const Array& x, const Array& y) { return bind1(add_p, {x, y}); }
 Array sub(const Array& x, const Array& y) { return bind1(sub_p, {x, y}); }
@@ -643,6 +730,8 @@ Array max(const Array& x, const Array& y) { return bind1(max_p, {x, y}); }
 Array min(const Array& x, const Array& y) { return bind1(min_p, {x, y}); }
 Array atan2(const Array& x, const Array& y) { return bind1(atan2_p, {x, y}); }
 Array nextafter(const Array& x, const Array& y) { return bind1(nextafter_p, {x, y}); }
+Array polygamma(const Array& m, const Array& x) { return bind1(polygamma_p, {m, x}); }
+Array zeta(const Array& x, const Array& q) { return bind1(zeta_p, {x, q}); }
 Array bitwise_and(const Array& x, const Array& y) { return bind1(and_p, {x, y}); }
 Array bitwise_or(const Array& x, const Array& y) { return bind1(or_p, {x, y}); }
 Array bitwise_xor(const Array& x, const Array& y) { return bind1(xor_p, {x, y}); }

@@ -7,6 +7,7 @@
 #include "jx/transforms.h"
 #include "lax/ad_rules.h"
 #include "lax/batch_rules.h"
+#include "lax/elemental.h"
 #include "lax/rules.h"
 #include "transforms/ad_util.h"
 
@@ -285,14 +286,20 @@ const Primitive select_n_p("select_n", {.traits = kLinear, .num_outputs = 1,
                                                         std::span<const TransposeOperand> ops, const Params& params) {
                                           return select_n_transpose(select_n_p, cts, ops, params);
                                         },
-                                        .batch = select_n_batch(select_n_p)});
+                                        .batch = select_n_batch(select_n_p),
+                                        .lowering = {.elemental = [](lowering::ScalarBuilder& b, const lowering::ElementalArgs& x) {
+                                          return elemental::select_n(b, x[0], x.dtypes[0], x.x.subspan(1));
+                                        }}});
 const Primitive convert_element_type_p("convert_element_type",
                                        {.traits = kElementwise | kLinear,
                                         .abstract_eval = convert_element_type_rule,
                                         .impl = convert_element_type_impl,
                                         .jvp = convert_element_type_jvp(convert_element_type_p),
                                         .transpose = convert_element_type_transpose,
-                                        .batch = batch_rules::elementwise(convert_element_type_p)});
+                                        .batch = batch_rules::elementwise(convert_element_type_p),
+                                        .lowering = {.elemental = [](lowering::ScalarBuilder& b, const lowering::ElementalArgs& x) {
+                                          return b.convert(x[0], x.in(), x.out);
+                                        }, .cost = 0}});
 const Primitive bitcast_convert_type_p("bitcast_convert_type",
                                        {.traits = kNotDifferentiable,
                                         .abstract_eval = bitcast_convert_type_rule,
@@ -309,7 +316,8 @@ const Primitive stop_gradient_p("stop_gradient",
                                            const Params& params) {
                                    return JvpResult{jx::bind(stop_gradient_p, primals, params), {Array()}};
                                  },
-                                 .batch = batch_rules::elementwise(stop_gradient_p)});
+                                 .batch = batch_rules::elementwise(stop_gradient_p),
+                                 .lowering = {.elemental = [](lowering::ScalarBuilder&, const lowering::ElementalArgs& x) { return x[0]; }}});
 
 Array select_n(const Array& which, const std::vector<Array>& cases) {
   std::vector<Array> operands;

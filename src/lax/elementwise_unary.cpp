@@ -3,6 +3,7 @@
 // bfloat16 compute in float32; complex inputs use std::complex (glibc's c* functions).
 #include <cmath>
 #include <complex>
+#include <limits>
 #include <numbers>
 
 #include "core/array_internal.h"
@@ -11,6 +12,7 @@
 #include "jx/lax.h"
 #include "lax/ad_rules.h"
 #include "lax/batch_rules.h"
+#include "lax/elemental.h"
 #include "lax/rules.h"
 #include "transforms/ad_util.h"
 
@@ -20,6 +22,12 @@ namespace {
 using cpu::VecOp;
 
 using namespace cpu::kinds;
+
+using elemental::ElementalArgs;
+using elemental::ScalarBuilder;
+using lowering::Cmp;
+using LValue = lowering::Value;
+constexpr int kTranscendental = 8;  // lowering cost of a math-library call
 
 // ---- complex helpers std::complex lacks ----
 
@@ -273,213 +281,266 @@ const Primitive neg_p("neg", {.traits = kElementwise | kLinear,
                               .impl = cpu::unary_impl<Neg>("neg"),
                               .jvp = ad_rules::linear(neg_p),
                               .transpose = ad_rules::unary_transpose([](const Array& ct, auto&, auto&) { return neg(ct); }),
-                              .batch = batch_rules::elementwise(neg_p)});
+                              .batch = batch_rules::elementwise(neg_p),
+                              .lowering = {.elemental = elemental::neg(), .cost = 0}});
 const Primitive abs_p("abs", {.traits = kElementwise,
                               .abstract_eval = rules::unary_to_real("abs", kSignedTypes | kInexactTypes),
                               .impl = cpu::unary_impl<Abs>("abs"),
                               .jvp = ad_rules::unary(abs_p, [](auto& x, auto& y, auto& t) {
                                 return abs_tangent(x, y, t);
                               }),
-                              .batch = batch_rules::elementwise(abs_p)});
+                              .batch = batch_rules::elementwise(abs_p),
+                              .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) { return b.abs(x.in(), x[0]); }}});
 const Primitive sign_p("sign", {.traits = kFlat,
                                 .abstract_eval = rules::unary("sign", kNumberTypes),
                                 .impl = cpu::unary_impl<Sign>("sign"),
-                                .batch = batch_rules::elementwise(sign_p)});
+                                .batch = batch_rules::elementwise(sign_p),
+                                .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) -> LValue* {
+                                  const DType d = x.in();
+                                  if (is_floating(d)) {  // keeps ±0 and NaN
+                                    LValue* r = b.select(b.compare(Cmp::kLt, d, x[0], b.float_constant(d, 0.0)), b.float_constant(d, -1.0), x[0]);
+                                    return b.select(b.compare(Cmp::kGt, d, x[0], b.float_constant(d, 0.0)), b.float_constant(d, 1.0), r);
+                                  }
+                                  if (is_unsigned(d)) return b.convert(b.compare(Cmp::kNe, d, x[0], b.int_constant(d, 0)), DType::Bool, d);
+                                  return b.sub(d, b.convert(b.compare(Cmp::kGt, d, x[0], b.int_constant(d, 0)), DType::Bool, d),
+                                               b.convert(b.compare(Cmp::kLt, d, x[0], b.int_constant(d, 0)), DType::Bool, d));
+                                }}});
 const Primitive floor_p("floor", {.traits = kFlat,
                                   .abstract_eval = rules::unary("floor", kFloatTypes),
                                   .impl = cpu::unary_impl<Floor>("floor"),
-                                  .batch = batch_rules::elementwise(floor_p)});
+                                  .batch = batch_rules::elementwise(floor_p),
+                                  .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) { return b.floor(x[0]); }}});
 const Primitive ceil_p("ceil", {.traits = kFlat,
                                 .abstract_eval = rules::unary("ceil", kFloatTypes),
                                 .impl = cpu::unary_impl<Ceil>("ceil"),
-                                .batch = batch_rules::elementwise(ceil_p)});
+                                .batch = batch_rules::elementwise(ceil_p),
+                                .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) { return b.ceil(x[0]); }}});
 const Primitive round_p("round", {.traits = kFlat, .abstract_eval = round_rule, .impl = round_impl,
-                                  .batch = batch_rules::elementwise(round_p)});
+                                  .batch = batch_rules::elementwise(round_p),
+                                  .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) {
+                                    return b.round(x[0], /*half_to_even=*/x.params.get_int("rounding_method") == 1);
+                                  }}});
 const Primitive exp_p("exp", {.traits = kElementwise,
                               .abstract_eval = rules::unary("exp", kInexactTypes),
                               .impl = cpu::unary_impl<Exp>("exp"),
                               .jvp = ad_rules::unary(exp_p, [](auto& x, auto& y, auto& t) { return mul(t, y); }),
-                              .batch = batch_rules::elementwise(exp_p)});
+                              .batch = batch_rules::elementwise(exp_p),
+                              .lowering = {.elemental = elemental::math_unary("exp"), .cost = kTranscendental}});
 const Primitive exp2_p("exp2", {.traits = kElementwise,
                                 .abstract_eval = rules::unary("exp2", kInexactTypes),
                                 .impl = cpu::unary_impl<Exp2>("exp2"),
                                 .jvp = ad_rules::unary(exp2_p, [](auto& x, auto& y, auto& t) {
                                   return mul(t, mul(y, full_like(y, std::numbers::ln2)));
                                 }),
-                                .batch = batch_rules::elementwise(exp2_p)});
+                                .batch = batch_rules::elementwise(exp2_p),
+                                .lowering = {.elemental = elemental::math_unary("exp2"), .cost = kTranscendental}});
 const Primitive log_p("log", {.traits = kElementwise,
                               .abstract_eval = rules::unary("log", kInexactTypes),
                               .impl = cpu::unary_impl<Log>("log"),
                               .jvp = ad_rules::unary(log_p, [](auto& x, auto& y, auto& t) { return div(t, x); }),
-                              .batch = batch_rules::elementwise(log_p)});
+                              .batch = batch_rules::elementwise(log_p),
+                              .lowering = {.elemental = elemental::math_unary("log"), .cost = kTranscendental}});
 const Primitive log1p_p("log1p", {.traits = kElementwise,
                                   .abstract_eval = rules::unary("log1p", kInexactTypes),
                                   .impl = cpu::unary_impl<Log1p>("log1p"),
                                   .jvp = ad_rules::unary(log1p_p, [](auto& x, auto& y, auto& t) {
                                     return div(t, add(x, full_like(x, 1.0)));
                                   }),
-                                  .batch = batch_rules::elementwise(log1p_p)});
+                                  .batch = batch_rules::elementwise(log1p_p),
+                                  .lowering = {.elemental = elemental::math_unary("log1p"), .cost = kTranscendental}});
 const Primitive expm1_p("expm1", {.traits = kElementwise,
                                   .abstract_eval = rules::unary("expm1", kInexactTypes),
                                   .impl = cpu::unary_impl<Expm1>("expm1"),
                                   .jvp = ad_rules::unary(expm1_p, [](auto& x, auto& y, auto& t) {
                                     return mul(t, add(y, full_like(y, 1.0)));
                                   }),
-                                  .batch = batch_rules::elementwise(expm1_p)});
+                                  .batch = batch_rules::elementwise(expm1_p),
+                                  .lowering = {.elemental = elemental::math_unary("expm1"), .cost = kTranscendental}});
 const Primitive sqrt_p("sqrt", {.traits = kElementwise,
                                 .abstract_eval = rules::unary("sqrt", kInexactTypes),
                                 .impl = cpu::unary_impl<Sqrt>("sqrt"),
                                 .jvp = ad_rules::unary(sqrt_p, [](auto& x, auto& y, auto& t) {
                                   return mul(t, div(full_like(y, 0.5), y));
                                 }),
-                                .batch = batch_rules::elementwise(sqrt_p)});
+                                .batch = batch_rules::elementwise(sqrt_p),
+                                .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) { return b.sqrt(x[0]); }, .cost = 2}});
 const Primitive rsqrt_p("rsqrt", {.traits = kElementwise,
                                   .abstract_eval = rules::unary("rsqrt", kInexactTypes),
                                   .impl = cpu::unary_impl<Rsqrt>("rsqrt"),
                                   .jvp = ad_rules::unary(rsqrt_p, [](auto& x, auto& y, auto& t) {
                                     return mul(t, mul(full_like(x, -0.5), div(y, x)));
                                   }),
-                                  .batch = batch_rules::elementwise(rsqrt_p)});
+                                  .batch = batch_rules::elementwise(rsqrt_p),
+                                  .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) {  // two correctly rounded steps, as eager
+                                    return b.div(x.in(), b.float_constant(x.in(), 1.0), b.sqrt(x[0]));
+                                  }, .cost = 2}});
 const Primitive cbrt_p("cbrt", {.traits = kElementwise,
                                 .abstract_eval = rules::unary("cbrt", kFloatTypes),
                                 .impl = cpu::unary_impl<Cbrt>("cbrt"),
                                 .jvp = ad_rules::unary(cbrt_p, [](auto& x, auto& y, auto& t) {
                                   return mul(t, div(full_like(y, 1.0 / 3.0), square(y)));
                                 }),
-                                .batch = batch_rules::elementwise(cbrt_p)});
+                                .batch = batch_rules::elementwise(cbrt_p),
+                                .lowering = {.elemental = elemental::math_unary("cbrt"), .cost = kTranscendental}});
 const Primitive sin_p("sin", {.traits = kElementwise,
                               .abstract_eval = rules::unary("sin", kInexactTypes),
                               .impl = cpu::unary_impl<Sin>("sin"),
                               .jvp = ad_rules::unary(sin_p, [](const Array& x, auto&, const Array& t) { return mul(t, cos(x)); }),
-                              .batch = batch_rules::elementwise(sin_p)});
+                              .batch = batch_rules::elementwise(sin_p),
+                              .lowering = {.elemental = elemental::math_unary("sin"), .cost = kTranscendental}});
 const Primitive cos_p("cos", {.traits = kElementwise,
                               .abstract_eval = rules::unary("cos", kInexactTypes),
                               .impl = cpu::unary_impl<Cos>("cos"),
                               .jvp = ad_rules::unary(cos_p, [](const Array& x, auto&, const Array& t) { return neg(mul(t, sin(x))); }),
-                              .batch = batch_rules::elementwise(cos_p)});
+                              .batch = batch_rules::elementwise(cos_p),
+                              .lowering = {.elemental = elemental::math_unary("cos"), .cost = kTranscendental}});
 const Primitive tan_p("tan", {.traits = kElementwise,
                               .abstract_eval = rules::unary("tan", kInexactTypes),
                               .impl = cpu::unary_impl<Tan>("tan"),
                               .jvp = ad_rules::unary(tan_p, [](auto& x, auto& y, auto& t) {
                                 return mul(t, add(full_like(y, 1.0), square(y)));
                               }),
-                              .batch = batch_rules::elementwise(tan_p)});
+                              .batch = batch_rules::elementwise(tan_p),
+                              .lowering = {.elemental = elemental::math_unary("tan"), .cost = kTranscendental}});
 const Primitive asin_p("asin", {.traits = kElementwise,
                                 .abstract_eval = rules::unary("asin", kInexactTypes),
                                 .impl = cpu::unary_impl<Asin>("asin"),
                                 .jvp = ad_rules::unary(asin_p, [](auto& x, auto& y, auto& t) {
                                   return mul(t, rsqrt(one_minus_square(x)));
                                 }),
-                                .batch = batch_rules::elementwise(asin_p)});
+                                .batch = batch_rules::elementwise(asin_p),
+                                .lowering = {.elemental = elemental::math_unary("asin"), .cost = kTranscendental}});
 const Primitive acos_p("acos", {.traits = kElementwise,
                                 .abstract_eval = rules::unary("acos", kInexactTypes),
                                 .impl = cpu::unary_impl<Acos>("acos"),
                                 .jvp = ad_rules::unary(acos_p, [](auto& x, auto& y, auto& t) {
                                   return neg(mul(t, rsqrt(one_minus_square(x))));
                                 }),
-                                .batch = batch_rules::elementwise(acos_p)});
+                                .batch = batch_rules::elementwise(acos_p),
+                                .lowering = {.elemental = elemental::math_unary("acos"), .cost = kTranscendental}});
 const Primitive atan_p("atan", {.traits = kElementwise,
                                 .abstract_eval = rules::unary("atan", kInexactTypes),
                                 .impl = cpu::unary_impl<Atan>("atan"),
                                 .jvp = ad_rules::unary(atan_p, [](auto& x, auto& y, auto& t) {
                                   return div(t, add(full_like(x, 1.0), square(x)));
                                 }),
-                                .batch = batch_rules::elementwise(atan_p)});
+                                .batch = batch_rules::elementwise(atan_p),
+                                .lowering = {.elemental = elemental::math_unary("atan"), .cost = kTranscendental}});
 const Primitive sinh_p("sinh", {.traits = kElementwise,
                                 .abstract_eval = rules::unary("sinh", kInexactTypes),
                                 .impl = cpu::unary_impl<Sinh>("sinh"),
                                 .jvp = ad_rules::unary(sinh_p, [](auto& x, auto& y, auto& t) {
                                   return mul(t, cosh(x));
                                 }),
-                                .batch = batch_rules::elementwise(sinh_p)});
+                                .batch = batch_rules::elementwise(sinh_p),
+                                .lowering = {.elemental = elemental::math_unary("sinh"), .cost = kTranscendental}});
 const Primitive cosh_p("cosh", {.traits = kElementwise,
                                 .abstract_eval = rules::unary("cosh", kInexactTypes),
                                 .impl = cpu::unary_impl<Cosh>("cosh"),
                                 .jvp = ad_rules::unary(cosh_p, [](auto& x, auto& y, auto& t) {
                                   return mul(t, sinh(x));
                                 }),
-                                .batch = batch_rules::elementwise(cosh_p)});
+                                .batch = batch_rules::elementwise(cosh_p),
+                                .lowering = {.elemental = elemental::math_unary("cosh"), .cost = kTranscendental}});
 const Primitive tanh_p("tanh", {.traits = kElementwise,
                                 .abstract_eval = rules::unary("tanh", kInexactTypes),
                                 .impl = cpu::unary_impl<Tanh>("tanh"),
                                 .jvp = ad_rules::unary(tanh_p, [](auto& x, auto& y, auto& t) {
                                   return mul(t, one_minus_square(y));
                                 }),
-                                .batch = batch_rules::elementwise(tanh_p)});
+                                .batch = batch_rules::elementwise(tanh_p),
+                                .lowering = {.elemental = elemental::math_unary("tanh"), .cost = kTranscendental}});
 const Primitive asinh_p("asinh", {.traits = kElementwise,
                                   .abstract_eval = rules::unary("asinh", kInexactTypes),
                                   .impl = cpu::unary_impl<Asinh>("asinh"),
                                   .jvp = ad_rules::unary(asinh_p, [](auto& x, auto& y, auto& t) {
                                     return mul(t, rsqrt(add(square(x), full_like(x, 1.0))));
                                   }),
-                                  .batch = batch_rules::elementwise(asinh_p)});
+                                  .batch = batch_rules::elementwise(asinh_p),
+                                  .lowering = {.elemental = elemental::math_unary("asinh"), .cost = kTranscendental}});
 const Primitive acosh_p("acosh", {.traits = kElementwise,
                                   .abstract_eval = rules::unary("acosh", kInexactTypes),
                                   .impl = cpu::unary_impl<Acosh>("acosh"),
                                   .jvp = ad_rules::unary(acosh_p, [](auto& x, auto& y, auto& t) {
                                     return mul(t, rsqrt(mul(sub(x, full_like(x, 1.0)), add(x, full_like(x, 1.0)))));
                                   }),
-                                  .batch = batch_rules::elementwise(acosh_p)});
+                                  .batch = batch_rules::elementwise(acosh_p),
+                                  .lowering = {.elemental = elemental::math_unary("acosh"), .cost = kTranscendental}});
 const Primitive atanh_p("atanh", {.traits = kElementwise,
                                   .abstract_eval = rules::unary("atanh", kInexactTypes),
                                   .impl = cpu::unary_impl<Atanh>("atanh"),
                                   .jvp = ad_rules::unary(atanh_p, [](auto& x, auto& y, auto& t) {
                                     return div(t, one_minus_square(x));
                                   }),
-                                  .batch = batch_rules::elementwise(atanh_p)});
+                                  .batch = batch_rules::elementwise(atanh_p),
+                                  .lowering = {.elemental = elemental::math_unary("atanh"), .cost = kTranscendental}});
 const Primitive logistic_p("logistic", {.traits = kElementwise,
                                         .abstract_eval = rules::unary("logistic", kInexactTypes),
                                         .impl = cpu::unary_impl<Logistic>("logistic"),
                                         .jvp = ad_rules::unary(logistic_p, [](auto& x, auto& y, auto& t) {
                                           return mul(t, mul(y, sub(full_like(y, 1.0), y)));
                                         }),
-                                        .batch = batch_rules::elementwise(logistic_p)});
+                                        .batch = batch_rules::elementwise(logistic_p),
+                                        .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) {  // 1 / (1 + exp(-x)), eager's composition
+                                          const DType d = x.in();
+                                          LValue* minus_x[] = {b.neg(d, x[0])};
+                                          LValue* e = b.math("exp", d, minus_x);
+                                          return b.div(d, b.float_constant(d, 1.0), b.add(d, b.float_constant(d, 1.0), e));
+                                        }, .cost = kTranscendental}});
 const Primitive erf_p("erf", {.traits = kElementwise,
                               .abstract_eval = rules::unary("erf", kFloatTypes),
                               .impl = cpu::unary_impl<Erf>("erf"),
                               .jvp = ad_rules::unary(erf_p, [](auto& x, auto& y, auto& t) {
                                 return mul(t, mul(full_like(x, kTwoOverSqrtPi), exp(neg(square(x)))));
                               }),
-                              .batch = batch_rules::elementwise(erf_p)});
+                              .batch = batch_rules::elementwise(erf_p),
+                              .lowering = {.elemental = elemental::math_unary("erf"), .cost = kTranscendental}});
 const Primitive erfc_p("erfc", {.traits = kElementwise,
                                 .abstract_eval = rules::unary("erfc", kFloatTypes),
                                 .impl = cpu::unary_impl<Erfc>("erfc"),
                                 .jvp = ad_rules::unary(erfc_p, [](auto& x, auto& y, auto& t) {
                                   return mul(t, mul(full_like(x, -kTwoOverSqrtPi), exp(neg(square(x)))));
                                 }),
-                                .batch = batch_rules::elementwise(erfc_p)});
+                                .batch = batch_rules::elementwise(erfc_p),
+                                .lowering = {.elemental = elemental::math_unary("erfc"), .cost = kTranscendental}});
 const Primitive erf_inv_p("erf_inv", {.traits = kElementwise,
                                       .abstract_eval = rules::unary("erf_inv", kFloatTypes),
                                       .impl = cpu::unary_impl<ErfInv>("erf_inv"),
                                       .jvp = ad_rules::unary(erf_inv_p, [](auto& x, auto& y, auto& t) {
                                         return mul(t, mul(full_like(y, 1 / kTwoOverSqrtPi), exp(square(y))));
                                       }),
-                                      .batch = batch_rules::elementwise(erf_inv_p)});
+                                      .batch = batch_rules::elementwise(erf_inv_p),
+                                      .lowering = {.elemental = elemental::math_unary("erf_inv"), .cost = kTranscendental}});
 const Primitive lgamma_p("lgamma", {.traits = kElementwise,
                                     .abstract_eval = rules::unary("lgamma", kFloatTypes),
                                     .impl = cpu::unary_impl<Lgamma>("lgamma"),
                                     .jvp = ad_rules::unary(lgamma_p, [](auto& x, auto& y, auto& t) {
                                       return mul(t, digamma(x));
                                     }),
-                                    .batch = batch_rules::elementwise(lgamma_p)});
+                                    .batch = batch_rules::elementwise(lgamma_p),
+                                    .lowering = {.elemental = elemental::math_unary("lgamma"), .cost = kTranscendental}});
 const Primitive digamma_p("digamma", {.traits = kElementwise,
                                       .abstract_eval = rules::unary("digamma", kFloatTypes),
                                       .impl = cpu::unary_impl<Digamma>("digamma"),
-                                      // JAX differentiates digamma with polygamma(1, x), a primitive jx lacks.
-                                      .jvp = [](std::span<const Array>, std::span<const Array>,
-                                                const Params&) -> JvpResult {
-                                        detail::fail("digamma",
-                                                     "differentiation needs polygamma, which jx does not have yet");
-                                      },
-                                      .batch = batch_rules::elementwise(digamma_p)});
+                                      // JAX's rule: digamma' = polygamma(1, x).
+                                      .jvp = ad_rules::unary(digamma_p, [](auto& x, auto& y, auto& t) {
+                                        return mul(t, polygamma(full_like(x, 1.0), x));
+                                      }),
+                                      .batch = batch_rules::elementwise(digamma_p),
+                                      .lowering = {.elemental = elemental::math_unary("digamma"), .cost = kTranscendental}});
 const Primitive is_finite_p("is_finite", {.traits = kFlat,
                                           .abstract_eval = rules::unary_to("is_finite", kFloatTypes, DType::Bool),
                                           .impl = cpu::unary_impl<IsFinite>("is_finite"),
-                                          .batch = batch_rules::elementwise(is_finite_p)});
+                                          .batch = batch_rules::elementwise(is_finite_p),
+                                          .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) {
+                                            return b.compare(Cmp::kLt, x.in(), b.abs(x.in(), x[0]),
+                                                             b.float_constant(x.in(), std::numeric_limits<double>::infinity()));
+                                          }}});
 const Primitive not_p("not", {.traits = kFlat,
                               .abstract_eval = rules::unary("not", kBitTypes),
                               .impl = cpu::unary_impl<Not>("not"),
-                              .batch = batch_rules::elementwise(not_p)});
+                              .batch = batch_rules::elementwise(not_p),
+                              .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) { return b.bit_not(x[0]); }, .cost = 0}});
 const Primitive real_p("real", {.traits = kElementwise | kLinear,
                                 .abstract_eval = rules::unary_to_real("real", kComplexTypes),
                                 .impl = cpu::unary_impl<RealPart>("real"),

@@ -16,6 +16,7 @@
 #include "lax/reduction_ops.h"
 #include "lax/ad_rules.h"
 #include "lax/batch_rules.h"
+#include "lax/elemental.h"
 #include "lax/rules.h"
 #include "core/array_internal.h"
 #include "transforms/ad_util.h"
@@ -419,6 +420,33 @@ ImplRule argminmax_impl(std::string op) {
   };
 }
 
+// ---- native kernels' form of the monoids (jx/lowering.h) ----
+
+// The reducer of monoid Op (reduction_ops.h): native kernels start from the same
+// identity eager's kernels do, Op<T>::identity(), and combine with `combine`.
+template <template <class> class Op>
+lowering::Reducer reducer(lowering::Monoid monoid, uint32_t native_dtypes, bool widen_float32,
+                          std::function<lowering::Value*(lowering::ScalarBuilder&, DType, lowering::Value*,
+                                                         lowering::Value*)> combine) {
+  lowering::Reducer r;
+  r.monoid = monoid;
+  r.native = [native_dtypes](DType d) { return rules::dtype_in(d, native_dtypes); };
+  r.widen_float32 = widen_float32;
+  r.identity = [](DType d) {
+    return dispatch_dtype(d, [&]<class T>() -> Array {
+      if constexpr (Op<T>::kSupported) return detail::scalar<T>(Op<T>::store(Op<T>::identity()));
+      else fail("reduce", "no identity for ", dtype_name(d));
+    });
+  };
+  r.combine = std::move(combine);
+  return r;
+}
+
+using lowering::Monoid;
+using lowering::ScalarBuilder;
+using LValue = lowering::Value;
+constexpr uint32_t kNativeArithmetic = rules::kIntTypes | rules::kFloatTypes;
+
 // ---- primitives ----
 
 extern const Primitive reduce_sum_p, reduce_prod_p, reduce_max_p, reduce_min_p, reduce_and_p, reduce_or_p, argmax_p,
@@ -510,31 +538,53 @@ const Primitive reduce_sum_p("reduce_sum", {.traits = kReduction | kLinear,
                                                 [](const Array& ct, const Aval& x, const Params& params) {
                                                   return broadcast_back(ct, x, params.get_ints("axes"));
                                                 }),
-                                            .batch = batch_rules::reduction(reduce_sum_p)});
+                                            .batch = batch_rules::reduction(reduce_sum_p),
+                                            .lowering = {.reducer = reducer<SumOp>(Monoid::kSum, kNativeArithmetic, /*widen_float32=*/true,
+                                                                       [](ScalarBuilder& b, DType d, LValue* acc, LValue* x) {
+                                                                         return b.add(d, acc, x, /*reassociate=*/true);
+                                                                       })}});
 const Primitive reduce_prod_p("reduce_prod", {.traits = kReduction,
                                               .abstract_eval = reduce_rule("reduce_prod", rules::kNumberTypes, true),
                                               .impl = reduce_impl<ProdOp>("reduce_prod"),
                                               .jvp = reduce_prod_jvp,
-                                              .batch = batch_rules::reduction(reduce_prod_p)});
+                                              .batch = batch_rules::reduction(reduce_prod_p),
+                                              .lowering = {.reducer = reducer<ProdOp>(Monoid::kProd, kNativeArithmetic, false,
+                                                                          [](ScalarBuilder& b, DType d, LValue* acc, LValue* x) {
+                                                                            return b.mul(d, acc, x, /*reassociate=*/true);
+                                                                          })}});
 const Primitive reduce_max_p("reduce_max", {.traits = kReduction,
                                             .abstract_eval = reduce_rule("reduce_max", rules::kAnyTypes, true),
                                             .impl = reduce_impl<MaxOp>("reduce_max"),
                                             .jvp = chooser_jvp(reduce_max_p),
-                                            .batch = batch_rules::reduction(reduce_max_p)});
+                                            .batch = batch_rules::reduction(reduce_max_p),
+                                            .lowering = {.reducer = reducer<MaxOp>(Monoid::kMax, kNativeArithmetic, false,
+                                                                       [](ScalarBuilder& b, DType d, LValue* acc, LValue* x) {
+                                                                         // NaN wins wherever it is; IEEE maximum takes +0 over -0, where
+                                                                         // eager's choice depends on the order.
+                                                                         return is_floating(d) ? b.float_maximum(acc, x) : elemental::max(b, d, acc, x);
+                                                                       })}});
 const Primitive reduce_min_p("reduce_min", {.traits = kReduction,
                                             .abstract_eval = reduce_rule("reduce_min", rules::kAnyTypes, true),
                                             .impl = reduce_impl<MinOp>("reduce_min"),
                                             .jvp = chooser_jvp(reduce_min_p),
-                                            .batch = batch_rules::reduction(reduce_min_p)});
+                                            .batch = batch_rules::reduction(reduce_min_p),
+                                            .lowering = {.reducer = reducer<MinOp>(Monoid::kMin, kNativeArithmetic, false,
+                                                                       [](ScalarBuilder& b, DType d, LValue* acc, LValue* x) {
+                                                                         return is_floating(d) ? b.float_minimum(acc, x) : elemental::min(b, d, acc, x);
+                                                                       })}});
 // Bool or integer results carry no tangent.
 const Primitive reduce_and_p("reduce_and", {.traits = kReduction | kNotDifferentiable,
                                             .abstract_eval = reduce_rule("reduce_and", rules::kBitTypes, false),
                                             .impl = reduce_impl<AndOp>("reduce_and"),
-                                            .batch = batch_rules::reduction(reduce_and_p)});
+                                            .batch = batch_rules::reduction(reduce_and_p),
+                                            .lowering = {.reducer = reducer<AndOp>(Monoid::kAnd, rules::kBitTypes, false,
+                                                                       [](ScalarBuilder& b, DType, LValue* acc, LValue* x) { return b.bit_and(acc, x); })}});
 const Primitive reduce_or_p("reduce_or", {.traits = kReduction | kNotDifferentiable,
                                           .abstract_eval = reduce_rule("reduce_or", rules::kBitTypes, false),
                                           .impl = reduce_impl<OrOp>("reduce_or"),
-                                          .batch = batch_rules::reduction(reduce_or_p)});
+                                          .batch = batch_rules::reduction(reduce_or_p),
+                                          .lowering = {.reducer = reducer<OrOp>(Monoid::kOr, rules::kBitTypes, false,
+                                                                    [](ScalarBuilder& b, DType, LValue* acc, LValue* x) { return b.bit_or(acc, x); })}});
 // argmax/argmin reduce over axes=(axis,) too, so batching treats them as reducers: the
 // one axis is renumbered around the batch axis and index_dtype passes through.
 const Primitive argmax_p("argmax", {.traits = kReduction | kNotDifferentiable,

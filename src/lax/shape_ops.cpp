@@ -9,6 +9,7 @@
 #include "lax/data_movement.h"
 #include "lax/ad_rules.h"
 #include "lax/batch_rules.h"
+#include "lax/elemental.h"
 #include "lax/rules.h"
 
 namespace jx::lax {
@@ -16,6 +17,9 @@ namespace {
 
 using jx::detail::fail;
 using jx::detail::shape_str;
+using lowering::IndexMapResult;
+using elemental::sorted_dims;
+using elemental::zero_map;
 
 // Shape-only primitives that are linear in their single operand.
 constexpr uint32_t kLinearShapeOp = kShapeOnly | kLinear;
@@ -66,7 +70,14 @@ const Primitive iota_p("iota", {.traits = kNotDifferentiable,
                                 .impl = iota_impl,
                                 .jvp = {},
                                 .transpose = {},
-                                .batch = iota_batch});
+                                .batch = iota_batch,
+                                .lowering = {.index_map =
+                                     [](std::span<const Aval>, const Aval& out, const Params& params) {
+                                       IndexMapResult r{zero_map(1, out.shape.size())};  // the value is the index along `dimension`
+                                       r.map.coef[0][static_cast<size_t>(params.get_int("dimension"))] = 1;
+                                       return r;
+                                     },
+                                 .index_is_value = true}});
 
 BatchResult iota_batch(std::span<const Array>, std::span<const int64_t>, const Params& params, const BatchAxis&) {
   return {jx::bind(iota_p, {}, params), {kNotMapped}};
@@ -140,13 +151,26 @@ BatchResult broadcast_in_dim_batch(std::span<const Array> args, std::span<const 
   return {{broadcast_in_dim(x, shape, bdims)}, {0}};
 }
 
+}  // namespace
+
+// Outside the anonymous namespace: passes match it by identity (lax/primitives.h).
 extern const Primitive broadcast_in_dim_p;
 const Primitive broadcast_in_dim_p("broadcast_in_dim", {.traits = kLinearShapeOp,
                                                         .abstract_eval = broadcast_in_dim_rule,
                                                         .impl = broadcast_in_dim_impl,
                                                         .jvp = ad_rules::linear(broadcast_in_dim_p),
                                                         .transpose = ad_rules::unary_transpose(broadcast_in_dim_transpose),
-                                                        .batch = broadcast_in_dim_batch});
+                                                        .batch = broadcast_in_dim_batch,
+                                                        .lowering = {.index_map = [](std::span<const Aval> in, const Aval& out, const Params& params) {
+                                                           const Shape& xs = in[0].shape;
+                                                           const auto& bdims = params.get_ints("broadcast_dimensions");
+                                                           IndexMapResult r{zero_map(xs.size(), out.shape.size())};
+                                                           for (size_t k = 0; k < xs.size(); ++k)
+                                                             if (xs[k] != 1) r.map.coef[k][static_cast<size_t>(bdims[k])] = 1;  // size 1: always index 0
+                                                           return r;
+                                                         }}});
+
+namespace {
 
 // ---- reshape ----
 
@@ -181,6 +205,9 @@ BatchResult reshape_batch(std::span<const Array> args, std::span<const int64_t> 
   return {{reshape(x, shape)}, {0}};
 }
 
+}  // namespace
+
+// Outside the anonymous namespace: passes match it by identity (lax/primitives.h).
 extern const Primitive reshape_p;
 const Primitive reshape_p("reshape", {.traits = kLinearShapeOp,
                                       .abstract_eval = reshape_rule,
@@ -190,7 +217,36 @@ const Primitive reshape_p("reshape", {.traits = kLinearShapeOp,
                                           [](const Array& ct, const Aval& x, const Params&) {
                                             return reshape(ct, x.shape);
                                           }),
-                                      .batch = reshape_batch});
+                                      .batch = reshape_batch,
+                                      .lowering = {.index_map =
+                                           [](std::span<const Aval> in, const Aval& out, const Params&) {
+                                             // Affine when it only splits dims (and adds or drops size-1 dims): each operand dim
+                                             // is a group of consecutive result dims, read with the group's row-major strides.
+                                             const Shape& xs = in[0].shape;
+                                             const Shape& os = out.shape;
+                                             IndexMapResult r{zero_map(xs.size(), os.size())};
+                                             if (shape_size(xs) == 0) return r;  // nothing is ever read
+                                             size_t j = 0;
+                                             for (size_t k = 0; k < xs.size(); ++k) {
+                                               if (xs[k] == 1) continue;
+                                               while (j < os.size() && os[j] == 1) ++j;
+                                               const size_t first = j;
+                                               int64_t product = 1;
+                                               while (j < os.size() && product < xs[k]) product *= os[j++];
+                                               if (product != xs[k] || first == j) {
+                                                 r.why_not = "a reshape of a computed value " + shape_str(xs) + " -> " + shape_str(os) +
+                                                             " that merges dims is not an affine index map (only reshapes of kernel inputs are)";
+                                                 return r;
+                                               }
+                                               const std::vector<int64_t> strides =
+                                                   jx::detail::contiguous_strides(Shape(os.begin() + static_cast<long>(first), os.begin() + static_cast<long>(j)));
+                                               for (size_t g = first; g < j; ++g) r.map.coef[k][g] = strides[g - first];
+                                             }
+                                             return r;
+                                           },
+                                       .row_major_read = true}});
+
+namespace {
 
 // ---- transpose ----
 
@@ -235,13 +291,24 @@ BatchResult transpose_batch(std::span<const Array> args, std::span<const int64_t
   return {{transpose(args[0], perm)}, {0}};
 }
 
+}  // namespace
+
+// Outside the anonymous namespace: passes match it by identity (lax/primitives.h).
 extern const Primitive transpose_p;
 const Primitive transpose_p("transpose", {.traits = kLinearShapeOp,
                                           .abstract_eval = transpose_rule,
                                           .impl = transpose_impl,
                                           .jvp = ad_rules::linear(transpose_p),
                                           .transpose = ad_rules::unary_transpose(transpose_transpose),
-                                          .batch = transpose_batch});
+                                          .batch = transpose_batch,
+                                          .lowering = {.index_map = [](std::span<const Aval> in, const Aval& out, const Params& params) {
+                                             const auto& perm = params.get_ints("permutation");
+                                             IndexMapResult r{zero_map(in[0].shape.size(), out.shape.size())};
+                                             for (size_t k = 0; k < perm.size(); ++k) r.map.coef[static_cast<size_t>(perm[k])][k] = 1;
+                                             return r;
+                                           }}});
+
+namespace {
 
 // ---- squeeze ----
 
@@ -286,6 +353,9 @@ BatchResult squeeze_batch(std::span<const Array> args, std::span<const int64_t> 
   return {{squeeze(args[0], sq)}, {b - before}};
 }
 
+}  // namespace
+
+// Outside the anonymous namespace: passes match it by identity (lax/primitives.h).
 extern const Primitive squeeze_p;
 const Primitive squeeze_p("squeeze", {.traits = kLinearShapeOp,
                                       .abstract_eval = squeeze_rule,
@@ -295,7 +365,18 @@ const Primitive squeeze_p("squeeze", {.traits = kLinearShapeOp,
                                           [](const Array& ct, const Aval& x, const Params&) {
                                             return reshape(ct, x.shape);
                                           }),
-                                      .batch = squeeze_batch});
+                                      .batch = squeeze_batch,
+                                      .lowering = {.index_map = [](std::span<const Aval> in, const Aval& out, const Params& params) {
+                                         const Shape& xs = in[0].shape;
+                                         const std::vector<int64_t> dims = sorted_dims(params.get_ints("dimensions"), static_cast<int64_t>(xs.size()));
+                                         IndexMapResult r{zero_map(xs.size(), out.shape.size())};
+                                         size_t src = 0;
+                                         for (size_t k = 0; k < xs.size(); ++k)
+                                           if (!std::binary_search(dims.begin(), dims.end(), static_cast<int64_t>(k))) r.map.coef[k][src++] = 1;
+                                         return r;
+                                       }}});
+
+namespace {
 
 // ---- expand_dims ----
 
@@ -347,6 +428,9 @@ BatchResult expand_dims_batch(std::span<const Array> args, std::span<const int64
   return {{expand_dims(x, positions)}, {0}};
 }
 
+}  // namespace
+
+// Outside the anonymous namespace: passes match it by identity (lax/primitives.h).
 extern const Primitive expand_dims_p;
 const Primitive expand_dims_p("expand_dims", {.traits = kLinearShapeOp,
                                               .abstract_eval = expand_dims_rule,
@@ -356,7 +440,18 @@ const Primitive expand_dims_p("expand_dims", {.traits = kLinearShapeOp,
                                                   [](const Array& ct, const Aval&, const Params& params) {
                                                     return squeeze(ct, params.get_ints("dimensions"));
                                                   }),
-                                              .batch = expand_dims_batch});
+                                              .batch = expand_dims_batch,
+                                              .lowering = {.index_map = [](std::span<const Aval> in, const Aval& out, const Params& params) {
+                                                 const Shape& os = out.shape;
+                                                 const std::vector<int64_t> pos = sorted_dims(params.get_ints("dimensions"), static_cast<int64_t>(os.size()));
+                                                 IndexMapResult r{zero_map(in[0].shape.size(), os.size())};
+                                                 size_t dst = 0;
+                                                 for (size_t k = 0; k < os.size(); ++k)
+                                                   if (!std::binary_search(pos.begin(), pos.end(), static_cast<int64_t>(k))) r.map.coef[dst++][k] = 1;
+                                                 return r;
+                                               }}});
+
+namespace {
 
 // ---- rev ----
 
@@ -394,7 +489,18 @@ const Primitive rev_p("rev", {.traits = kLinearShapeOp,
                                   [](const Array& ct, const Aval&, const Params& params) {
                                     return rev(ct, params.get_ints("dimensions"));
                                   }),
-                              .batch = rev_batch});
+                              .batch = rev_batch,
+                              .lowering = {.index_map = [](std::span<const Aval> in, const Aval& out, const Params& params) {
+                                 const Shape& xs = in[0].shape;
+                                 const std::vector<int64_t> dims = sorted_dims(params.get_ints("dimensions"), static_cast<int64_t>(xs.size()));
+                                 IndexMapResult r{zero_map(xs.size(), out.shape.size())};
+                                 for (size_t k = 0; k < xs.size(); ++k) {
+                                   const bool reversed = std::binary_search(dims.begin(), dims.end(), static_cast<int64_t>(k));
+                                   r.map.coef[k][k] = reversed ? -1 : 1;
+                                   if (reversed) r.map.offset[k] = xs[k] - 1;
+                                 }
+                                 return r;
+                               }}});
 
 std::vector<int64_t> canonical(std::string_view op, const std::vector<int64_t>& axes, const Array& x) {
   return rules::canonical_axes(op, axes, x.shape());

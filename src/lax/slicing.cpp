@@ -6,6 +6,7 @@
 #include "jx/lax.h"
 #include "lax/ad_rules.h"
 #include "lax/batch_rules.h"
+#include "lax/elemental.h"
 #include "lax/data_movement.h"
 #include "lax/rules.h"
 
@@ -131,7 +132,17 @@ const Primitive slice_p("slice", {.traits = kLinearShapeOp,
                                   .impl = slice_impl,
                                   .jvp = ad_rules::linear(slice_p),
                                   .transpose = ad_rules::unary_transpose(slice_transpose),
-                                  .batch = slice_batch});
+                                  .batch = slice_batch,
+                                  .lowering = {.index_map = [](std::span<const Aval> in, const Aval& out, const Params& params) {
+                                     const auto& start = params.get_ints("start_indices");
+                                     const auto& steps = params.get_ints("strides");
+                                     lowering::IndexMapResult r{elemental::zero_map(in[0].shape.size(), out.shape.size())};
+                                     for (size_t k = 0; k < start.size(); ++k) {
+                                       r.map.coef[k][k] = steps[k];
+                                       r.map.offset[k] = start[k];
+                                     }
+                                     return r;
+                                   }}});
 
 // ---- dynamic_slice / dynamic_update_slice ----
 

@@ -8,6 +8,7 @@
 #include "cpu/thread_pool.h"
 #include "jit/codegen/loop_kernel.h"
 #include "jx/error.h"
+#include "lax/primitives.h"
 
 namespace jx::compiler::codegen {
 namespace {
@@ -75,7 +76,7 @@ int input_index(const Jaxpr& fused, const Atom& a) {
 std::unique_ptr<Kernel> compile_dot_kernel(const Jaxpr& fused, const KernelOptions& options) {
   const Equation* dot = nullptr;
   for (const Equation& e : fused.eqns)
-    if (e.primitive->name() == "dot_general") {
+    if (e.primitive == &lax::dot_general_p) {
       if (dot) fail("jit", "a dot fusion must hold exactly one dot_general, found more");
       dot = &e;
     }

@@ -153,24 +153,24 @@ class Planner {
   }
 
   int equation(const Equation& e, const IndexMap& map) {
-    const std::string& name = e.primitive->name();
     const Aval& out = e.outputs[0].aval;
+    const lowering::Lowering& lowering = e.primitive->rules().lowering;
     if (is_index_op(*e.primitive)) {
       std::string why;
       if (!index_op_supported(e, &why)) refuse(e, why);
-      if (name == "iota") {
+      if (lowering.index_is_value) {  // iota: the value is the mapped index
         PlanNode n;
         n.kind = PlanNode::Kind::Iota;
         n.dtype = out.dtype;
-        n.index = map[static_cast<size_t>(e.params.get_int("dimension"))];
+        n.index = compose(e, map)[0];
         return add(std::move(n));
       }
       const Atom& x = e.inputs[0];
-      if (name == "reshape" && x.is_var() && inputs_.count(x.var().id))
+      if (lowering.row_major_read && x.is_var() && inputs_.count(x.var().id))
         // The operand is a contiguous input: the reshaped index's row-major address is
         // the element's address, whatever the shapes.
         return load(inputs_.at(x.var().id), x.aval(), combine(map, jx::detail::contiguous_strides(out.shape), n_));
-      return value(x, operand_map(e, map));
+      return value(x, compose(e, map));
     }
     if (e.primitive->has(kReduction)) refuse(e, "a reduction can only end a reduction kernel");
     std::string why;
@@ -193,75 +193,19 @@ class Planner {
     return add(std::move(n));
   }
 
-  // The operand's index map of an index op whose result is read through `map`.
-  IndexMap operand_map(const Equation& e, const IndexMap& map) {
-    const std::string& name = e.primitive->name();
-    const Shape& xs = e.inputs[0].aval().shape;
-    const Shape& os = e.outputs[0].aval.shape;
-    const auto xn = static_cast<int64_t>(xs.size());
-    IndexMap rows(xs.size(), zero_affine(n_));
-    if (name == "broadcast_in_dim") {
-      const auto& bdims = e.params.get_ints("broadcast_dimensions");
-      for (size_t k = 0; k < xs.size(); ++k)
-        if (xs[k] != 1) rows[k] = map[static_cast<size_t>(bdims[k])];  // size 1: always index 0
-    } else if (name == "transpose") {
-      const auto& perm = e.params.get_ints("permutation");
-      for (size_t k = 0; k < perm.size(); ++k) rows[static_cast<size_t>(perm[k])] = map[k];
-    } else if (name == "slice") {
-      const auto& start = e.params.get_ints("start_indices");
-      const auto& steps = e.params.get_ints("strides");
-      for (size_t k = 0; k < xs.size(); ++k) {
-        rows[k] = map[k];
-        for (int64_t& c : rows[k].coef) c *= steps[k];
-        rows[k].offset = rows[k].offset * steps[k] + start[k];
-      }
-    } else if (name == "rev") {
-      std::vector<int64_t> dims = canonical_dims(e.params.get_ints("dimensions"), xn);
-      for (size_t k = 0; k < xs.size(); ++k) {
-        rows[k] = map[k];
-        if (contains(dims, static_cast<int64_t>(k))) {
-          for (int64_t& c : rows[k].coef) c = -c;
-          rows[k].offset = xs[k] - 1 - rows[k].offset;
-        }
-      }
-    } else if (name == "squeeze") {
-      std::vector<int64_t> dims = canonical_dims(e.params.get_ints("dimensions"), xn);
-      size_t src = 0;
-      for (size_t k = 0; k < xs.size(); ++k)
-        if (!contains(dims, static_cast<int64_t>(k))) rows[k] = map[src++];
-    } else if (name == "expand_dims") {
-      std::vector<int64_t> pos = canonical_dims(e.params.get_ints("dimensions"), static_cast<int64_t>(os.size()));
-      size_t dst = 0;
-      for (size_t k = 0; k < os.size(); ++k)
-        if (!contains(pos, static_cast<int64_t>(k))) rows[dst++] = map[k];
-    } else if (name == "reshape") {
-      rows = split_reshape_map(e, map);
-    } else {
-      refuse(e, "not an index map");
-    }
-    return rows;
-  }
-
-  // A reshape of a computed value stays affine when it only splits dims (and adds or
-  // drops size-1 dims): each operand dim is a group of consecutive result dims.
-  IndexMap split_reshape_map(const Equation& e, const IndexMap& map) {
-    const Shape& xs = e.inputs[0].aval().shape;
-    const Shape& os = e.outputs[0].aval.shape;
-    IndexMap rows(xs.size(), zero_affine(n_));
-    if (shape_size(xs) == 0) return rows;  // nothing is ever read
-    size_t j = 0;
-    for (size_t k = 0; k < xs.size(); ++k) {
-      if (xs[k] == 1) continue;
-      while (j < os.size() && os[j] == 1) ++j;
-      size_t first = j;
-      int64_t product = 1;
-      while (j < os.size() && product < xs[k]) product *= os[j++];
-      if (product != xs[k] || first == j)
-        refuse(e, "a reshape of a computed value " + shape_str(xs) + " -> " + shape_str(os) +
-                      " that merges dims is not an affine index map (only reshapes of kernel inputs are)");
-      IndexMap group(map.begin() + static_cast<long>(first), map.begin() + static_cast<long>(j));
-      Shape group_shape(os.begin() + static_cast<long>(first), os.begin() + static_cast<long>(j));
-      rows[k] = combine(group, jx::detail::contiguous_strides(group_shape), n_);
+  // The operand's index map (for iota: the value's) of an index op whose result is read
+  // through `map`: the primitive's affine map (its lowering) composed with `map`.
+  IndexMap compose(const Equation& e, const IndexMap& map) {
+    std::vector<Aval> in;
+    for (const Atom& a : e.inputs) in.push_back(a.aval());
+    lowering::IndexMapResult r = e.primitive->rules().lowering.index_map(in, e.outputs[0].aval, e.params);
+    if (!r.why_not.empty()) refuse(e, r.why_not);
+    const lowering::AffineMap& m = r.map;
+    IndexMap rows(m.coef.size(), zero_affine(n_));
+    for (size_t k = 0; k < m.coef.size(); ++k) {
+      if (m.coef[k].size() != map.size()) refuse(e, "its index map does not match the result's rank");
+      rows[k] = combine(map, m.coef[k], n_);
+      rows[k].offset += m.offset[k];
     }
     return rows;
   }
@@ -378,23 +322,9 @@ LoopSchedule schedule(const KernelPlan& plan) {
 
 }  // namespace
 
-bool is_index_op(const Primitive& p) {
-  static const char* const kNames[] = {"broadcast_in_dim", "transpose", "slice", "rev",
-                                       "squeeze",          "expand_dims", "iota", "reshape"};
-  return std::any_of(std::begin(kNames), std::end(kNames), [&](const char* n) { return p.name() == n; });
-}
+bool is_index_op(const Primitive& p) { return static_cast<bool>(p.rules().lowering.index_map); }
 
-int op_cost(const Primitive& p) {
-  static const char* const kTranscendental[] = {
-      "exp",  "exp2", "log",   "log1p", "expm1", "sin",   "cos",      "tan",     "asin",  "acos",
-      "atan", "sinh", "cosh",  "tanh",  "asinh", "acosh", "atanh",    "logistic", "erf",  "erfc",
-      "erf_inv", "lgamma", "digamma", "pow", "atan2", "cbrt"};
-  const std::string& n = p.name();
-  if (std::any_of(std::begin(kTranscendental), std::end(kTranscendental), [&](const char* t) { return n == t; }))
-    return 8;
-  if (n == "div" || n == "rem" || n == "sqrt" || n == "rsqrt") return 2;
-  return 1;
-}
+int op_cost(const Primitive& p) { return std::max(1, p.rules().lowering.cost); }
 
 KernelPlan plan_kernel(const Jaxpr& fused, std::string_view kind) {
   if (!fused.constvars.empty()) fail("jit", "a fused program must have no constvars");

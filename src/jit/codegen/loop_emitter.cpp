@@ -39,7 +39,7 @@ constexpr int64_t kWideColumnRows = 8;  // the same for float32 sums (column_red
 // partial rows over 8 reduced rows (column_reduce). Other reductions and dtypes
 // accumulate in their own dtype (float64 sums in blocks, as before).
 DType accumulator_dtype(const PlanOutput& o) {
-  if (o.dtype == DType::Float32 && o.reduce && o.reduce->name() == "reduce_sum") return DType::Float64;
+  if (o.dtype == DType::Float32 && o.reduce && o.reduce->rules().lowering.reducer.widen_float32) return DType::Float64;
   return o.dtype;
 }
 

@@ -198,17 +198,14 @@ bool index_op_supported(const Equation& eqn, std::string* why_not) {
 
 bool reduction_supported(const Equation& eqn, std::string* why_not) {
   const std::string& name = eqn.primitive->name();
-  static const char* const kReductions[] = {"reduce_sum", "reduce_prod", "reduce_max",
-                                            "reduce_min", "reduce_and",  "reduce_or"};
-  if (std::none_of(std::begin(kReductions), std::end(kReductions), [&](const char* r) { return name == r; }))
-    return codegen::refuse(why_not, name + " is not a reduction a loop kernel can end in");
+  const lowering::Reducer& reducer = eqn.primitive->rules().lowering.reducer;
+  if (!reducer) return codegen::refuse(why_not, name + " is not a reduction a loop kernel can end in");
   if (eqn.inputs.size() != 1 || eqn.outputs.size() != 1) return codegen::refuse(why_not, name + " takes one operand");
   const DType dtype = eqn.inputs[0].aval().dtype;
   if (!native_kernel_dtype(dtype) || eqn.outputs[0].aval.dtype != dtype)
     return codegen::refuse(why_not, "loop kernels do not reduce dtype " + std::string(dtype_name(dtype)));
-  const bool bitwise = name == "reduce_and" || name == "reduce_or";
-  if (dtype == DType::Bool && !bitwise) return codegen::refuse(why_not, name + " of bool runs eagerly");
-  if (bitwise && is_floating(dtype)) return codegen::refuse(why_not, name + " needs bool or integer operands");
+  if (!reducer.native(dtype))
+    return codegen::refuse(why_not, name + " of " + std::string(dtype_name(dtype)) + " runs eagerly");
   return true;
 }
 

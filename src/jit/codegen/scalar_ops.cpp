@@ -1,9 +1,10 @@
-// Scalar emitters with eager jx's semantics (src/lax/elementwise_*.cpp, src/core/convert.h,
-// src/lax/reduction_ops.h). Integer ops wrap and guard every case LLVM leaves undefined
-// (division by zero, INT_MIN / -1, shifts by the bit width or more) with eager's defined
-// result; float ops are the IEEE operations eager's C++ compiles to (no fast-math), and
-// transcendentals call jx_vm_<fn>_<dtype>_<isa> (runtime_math.cpp), declared memory(none)
-// so the loop vectorizer widens them to the libmvec variant eager runs for that ISA
+// The CPU ScalarBuilder: the primitives' elemental emitters (their blocks in
+// src/lax/elementwise_*.cpp, families in src/lax/elemental.cpp) become LLVM IR here.
+// Integer ops wrap; the emitters guard every case LLVM leaves undefined (division by
+// zero, INT_MIN / -1, shifts by the bit width or more) with eager's defined result; float
+// ops are the IEEE operations eager's C++ compiles to (no fast-math), and
+// transcendentals (ScalarBuilder::math) call jx_vm_<fn>_<dtype>_<isa> (runtime_math.cpp),
+// declared memory(none) so the loop vectorizer widens them to the libmvec variant eager runs for that ISA
 // (vector_math_library()), while elements left scalar (remainders) go through that same
 // variant one lane at a time: kernels give eager's bits at every position. Except exp
 // (f32, f64), tanh (f32), erf (f32) and logistic (f32, f64, 1 / (1 + exp(-x)) with the
@@ -78,6 +79,8 @@
 #include "cpu/vector_math.h"
 #include "jit/kernel_support.h"
 #include "jx/error.h"
+#include "jx/lowering.h"
+#include "math/scalar_functions.h"
 
 extern "C" {
 double jx_rt_erf_inv_f64(double);
@@ -137,314 +140,173 @@ Value* call_intrinsic(llvm::IRBuilder<>& b, llvm::Intrinsic::ID id, llvm::ArrayR
   return b.CreateIntrinsic(id, {args[0]->getType()}, args);
 }
 
-// A float64 runtime helper applied to a float32 or float64 value (eager computes these
+// A float64 runtime helper applied to float32 or float64 values (eager computes these
 // in double and rounds once).
-Value* call_runtime_f64(llvm::IRBuilder<>& b, std::string_view name, Value* x, DType dtype) {
+Value* call_runtime_f64(llvm::IRBuilder<>& b, std::string_view name, llvm::ArrayRef<Value*> args, DType dtype) {
   llvm::Type* f64 = b.getDoubleTy();
-  Value* wide = dtype == DType::Float32 ? b.CreateFPExt(x, f64) : x;
-  Value* r = b.CreateCall(pure_function(b, name, f64, {f64}), {wide});
-  return dtype == DType::Float32 ? b.CreateFPTrunc(r, x->getType()) : r;
+  std::vector<Value*> wide;
+  for (Value* x : args) wide.push_back(dtype == DType::Float32 ? b.CreateFPExt(x, f64) : x);
+  std::vector<llvm::Type*> params(args.size(), f64);
+  Value* r = b.CreateCall(pure_function(b, name, f64, params), wide);
+  return dtype == DType::Float32 ? b.CreateFPTrunc(r, args[0]->getType()) : r;
 }
+
+// The runtime symbol of a scalar math library function (runtime_math_symbols()).
+std::string scalar_function_symbol(std::string_view name) { return detail::cat("jx_math_", name, "_f64"); }
 
 Value* float_const(llvm::Type* t, double v) { return llvm::ConstantFP::get(t, v); }
 Value* int_const(llvm::Type* t, int64_t v) { return llvm::ConstantInt::get(t, static_cast<uint64_t>(v), true); }
 
-// ---- the operations, by family ----
+// ---- the CPU backend's ScalarBuilder (jx/lowering.h) on an LLVM IRBuilder ----
 
-struct Op {
-  llvm::IRBuilder<>& b;
-  const Equation& eqn;
-  std::span<Value* const> x;  // operand values
-  DType in;                   // dtype of the first operand (of the cases, for select_n)
-  DType out;
-  Value* arg(size_t i) const { return x[i]; }
-  llvm::Type* type() const { return x[0]->getType(); }
+Value* as_llvm(lowering::Value* v) { return reinterpret_cast<Value*>(v); }
+lowering::Value* as_jx(Value* v) { return reinterpret_cast<lowering::Value*>(v); }
+
+// Is `fn` one of eager's libmvec functions (cpu/vector_math.h)?
+bool is_vector_math_function(std::string_view fn) {
+  static constexpr std::string_view kNames[] = {
+#define JX_MATH_NAME(Name, fn) #fn,
+      JX_VEC_UNARY_OPS(JX_MATH_NAME) JX_VEC_BINARY_OPS(JX_MATH_NAME)
+#undef JX_MATH_NAME
+  };
+  for (std::string_view n : kNames)
+    if (n == fn) return true;
+  return false;
+}
+
+class LlvmScalarBuilder final : public lowering::ScalarBuilder {
+ public:
+  explicit LlvmScalarBuilder(llvm::IRBuilder<>& b) : b_(b) {}
+  using V = lowering::Value;
+
+  V* float_constant(DType d, double v) override { return as_jx(llvm::ConstantFP::get(type(d), v)); }
+  V* int_constant(DType d, int64_t v) override {
+    return as_jx(llvm::ConstantInt::get(type(d), static_cast<uint64_t>(v), true));
+  }
+  V* literal(const Array& scalar) override { return as_jx(emit_literal(b_, scalar)); }
+
+  V* neg(DType d, V* a) override { return as_jx(is_floating(d) ? b_.CreateFNeg(as_llvm(a)) : b_.CreateNeg(as_llvm(a))); }
+  V* add(DType d, V* a, V* c, bool reassociate) override {
+    if (!is_floating(d)) return as_jx(b_.CreateAdd(as_llvm(a), as_llvm(c)));
+    return reassociable(b_.CreateFAdd(as_llvm(a), as_llvm(c)), reassociate);
+  }
+  V* sub(DType d, V* a, V* c) override {
+    return as_jx(is_floating(d) ? b_.CreateFSub(as_llvm(a), as_llvm(c)) : b_.CreateSub(as_llvm(a), as_llvm(c)));
+  }
+  V* mul(DType d, V* a, V* c, bool reassociate) override {
+    if (!is_floating(d)) return as_jx(b_.CreateMul(as_llvm(a), as_llvm(c)));
+    return reassociable(b_.CreateFMul(as_llvm(a), as_llvm(c)), reassociate);
+  }
+  V* div(DType d, V* a, V* c) override {
+    if (is_floating(d)) return as_jx(b_.CreateFDiv(as_llvm(a), as_llvm(c)));
+    return as_jx(is_unsigned(d) ? b_.CreateUDiv(as_llvm(a), as_llvm(c)) : b_.CreateSDiv(as_llvm(a), as_llvm(c)));
+  }
+  V* rem(DType d, V* a, V* c) override {
+    if (is_floating(d)) return as_jx(b_.CreateFRem(as_llvm(a), as_llvm(c)));  // C's fmod: exact
+    return as_jx(is_unsigned(d) ? b_.CreateURem(as_llvm(a), as_llvm(c)) : b_.CreateSRem(as_llvm(a), as_llvm(c)));
+  }
+  V* abs(DType d, V* a) override {
+    if (is_floating(d)) return intrinsic(llvm::Intrinsic::fabs, {as_llvm(a)});
+    return as_jx(b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, as_llvm(a), b_.getFalse()));
+  }
+  V* int_max(DType d, V* a, V* c) override {
+    return intrinsic(is_unsigned(d) ? llvm::Intrinsic::umax : llvm::Intrinsic::smax, {as_llvm(a), as_llvm(c)});
+  }
+  V* int_min(DType d, V* a, V* c) override {
+    return intrinsic(is_unsigned(d) ? llvm::Intrinsic::umin : llvm::Intrinsic::smin, {as_llvm(a), as_llvm(c)});
+  }
+  V* float_maximum(V* a, V* c) override { return intrinsic(llvm::Intrinsic::maximum, {as_llvm(a), as_llvm(c)}); }
+  V* float_minimum(V* a, V* c) override { return intrinsic(llvm::Intrinsic::minimum, {as_llvm(a), as_llvm(c)}); }
+  V* floor(V* a) override { return intrinsic(llvm::Intrinsic::floor, {as_llvm(a)}); }
+  V* ceil(V* a) override { return intrinsic(llvm::Intrinsic::ceil, {as_llvm(a)}); }
+  V* round(V* a, bool half_to_even) override {
+    return intrinsic(half_to_even ? llvm::Intrinsic::roundeven : llvm::Intrinsic::round, {as_llvm(a)});
+  }
+  V* sqrt(V* a) override { return intrinsic(llvm::Intrinsic::sqrt, {as_llvm(a)}); }
+
+  V* compare(lowering::Cmp cmp, DType d, V* a, V* c) override {
+    using P = llvm::CmpInst::Predicate;
+    static constexpr P kFloat[] = {P::FCMP_OEQ, P::FCMP_UNE, P::FCMP_OLT, P::FCMP_OLE, P::FCMP_OGT, P::FCMP_OGE};
+    static constexpr P kSigned[] = {P::ICMP_EQ, P::ICMP_NE, P::ICMP_SLT, P::ICMP_SLE, P::ICMP_SGT, P::ICMP_SGE};
+    const auto i = static_cast<size_t>(cmp);
+    if (is_floating(d)) return as_jx(b_.CreateFCmp(kFloat[i], as_llvm(a), as_llvm(c)));
+    // bool orders false < true, as unsigned.
+    if (is_signed_int(d)) return as_jx(b_.CreateICmp(kSigned[i], as_llvm(a), as_llvm(c)));
+    return compare_unsigned(cmp, a, c);
+  }
+  V* compare_unsigned(lowering::Cmp cmp, V* a, V* c) override {
+    using P = llvm::CmpInst::Predicate;
+    static constexpr P kUnsigned[] = {P::ICMP_EQ, P::ICMP_NE, P::ICMP_ULT, P::ICMP_ULE, P::ICMP_UGT, P::ICMP_UGE};
+    return as_jx(b_.CreateICmp(kUnsigned[static_cast<size_t>(cmp)], as_llvm(a), as_llvm(c)));
+  }
+  V* unordered(V* a, V* c) override { return as_jx(b_.CreateFCmpUNO(as_llvm(a), as_llvm(c))); }
+  V* select(V* cond, V* t, V* f) override { return as_jx(b_.CreateSelect(as_llvm(cond), as_llvm(t), as_llvm(f))); }
+
+  V* bit_and(V* a, V* c) override { return as_jx(b_.CreateAnd(as_llvm(a), as_llvm(c))); }
+  V* bit_or(V* a, V* c) override { return as_jx(b_.CreateOr(as_llvm(a), as_llvm(c))); }
+  V* bit_xor(V* a, V* c) override { return as_jx(b_.CreateXor(as_llvm(a), as_llvm(c))); }
+  V* bit_not(V* a) override { return as_jx(b_.CreateNot(as_llvm(a))); }
+  V* shift_left(V* a, V* n) override { return as_jx(b_.CreateShl(as_llvm(a), as_llvm(n))); }
+  V* shift_right_logical(V* a, V* n) override { return as_jx(b_.CreateLShr(as_llvm(a), as_llvm(n))); }
+  V* shift_right_arithmetic(V* a, V* n) override { return as_jx(b_.CreateAShr(as_llvm(a), as_llvm(n))); }
+
+  V* convert(V* a, DType from, DType to) override { return as_jx(emit_convert(b_, as_llvm(a), from, to)); }
+  V* bitcast(V* a, DType to) override { return as_jx(b_.CreateBitCast(as_llvm(a), type(to))); }
+
+  // The CPU math library: inline polynomials where they measured faster than libmvec
+  // (fast_math.h), eager's libmvec variants (jx_vm_*), jx's runtime helpers, and the
+  // scalar math library (src/math/scalar_functions.h) as float64 runtime calls.
+  V* math(std::string_view fn, DType d, std::span<V* const> jx_args) override {
+    if (d != DType::Float32 && d != DType::Float64)
+      detail::fail("jit", "math function ", fn, " has no native form for ", dtype_name(d));
+    std::vector<Value*> args;
+    for (V* a : jx_args) args.push_back(as_llvm(a));
+    const bool f32 = d == DType::Float32;
+    auto arity = [&](size_t n) {
+      if (args.size() != n) detail::fail("jit", "math function ", fn, " takes ", n, " arguments, got ", args.size());
+    };
+    if (fn == "exp") return arity(1), as_jx(f32 ? emit_exp_f32(b_, args[0]) : emit_exp_f64(b_, args[0]));
+    if (fn == "tanh" && f32) return arity(1), as_jx(emit_tanh_f32(b_, args[0]));
+    if (fn == "erf" && f32) return arity(1), as_jx(emit_erf_f32(b_, args[0]));
+    if (is_vector_math_function(fn)) return as_jx(call_libm(b_, fn, d, args));
+    if (fn == "lgamma") {  // lgammaf for float32, as eager (not lgamma rounded)
+      arity(1);
+      llvm::Type* t = args[0]->getType();
+      return as_jx(b_.CreateCall(pure_function(b_, f32 ? "jx_rt_lgamma_f32" : "jx_rt_lgamma_f64", t, {t}), {args[0]}));
+    }
+    if (fn == "powi") {  // x^n for an int64 n: eager's exact repeated squaring
+      arity(2);
+      llvm::Type* t = args[0]->getType();
+      return as_jx(b_.CreateCall(pure_function(b_, f32 ? "jx_rt_powi_f32" : "jx_rt_powi_f64", t, {t, b_.getInt64Ty()}),
+                                 {args[0], args[1]}));
+    }
+    if (fn == "erf_inv" || fn == "digamma")
+      return arity(1), as_jx(call_runtime_f64(b_, detail::cat("jx_rt_", fn, "_f64"), args, d));
+    if (const math::ScalarFunction* f = math::find_scalar_function(fn)) {
+      arity(static_cast<size_t>(f->arity));
+      return as_jx(call_runtime_f64(b_, scalar_function_symbol(f->name), args, d));
+    }
+    detail::fail("jit", "the CPU backend has no math function '", fn, "'");
+  }
+
+ private:
+  llvm::Type* type(DType d) { return value_type(b_.getContext(), d); }
+  V* intrinsic(llvm::Intrinsic::ID id, llvm::ArrayRef<Value*> args) { return as_jx(call_intrinsic(b_, id, args)); }
+  V* reassociable(Value* v, bool reassociate) {
+    if (reassociate) {
+      llvm::FastMathFlags flags;
+      flags.setAllowReassoc();
+      llvm::cast<llvm::Instruction>(v)->setFastMathFlags(flags);
+    }
+    return as_jx(v);
+  }
+  llvm::IRBuilder<>& b_;
 };
 
-using Emitter = std::function<Value*(const Op&)>;
-
-// Max/min exactly as eager's functors: `(a > b || isnan(a)) ? a : b` for floats (NaN
-// propagates, ties keep b, so max(+0, -0) is -0), comparisons for integers, or/and on bool.
-Value* emit_max(llvm::IRBuilder<>& b, Value* a, Value* c, DType d) {
-  if (d == DType::Bool) return b.CreateOr(a, c);
-  if (is_integer(d)) return call_intrinsic(b, is_unsigned(d) ? llvm::Intrinsic::umax : llvm::Intrinsic::smax, {a, c});
-  Value* take_a = b.CreateOr(b.CreateFCmpOGT(a, c), b.CreateFCmpUNO(a, a));
-  return b.CreateSelect(take_a, a, c);
-}
-Value* emit_min(llvm::IRBuilder<>& b, Value* a, Value* c, DType d) {
-  if (d == DType::Bool) return b.CreateAnd(a, c);
-  if (is_integer(d)) return call_intrinsic(b, is_unsigned(d) ? llvm::Intrinsic::umin : llvm::Intrinsic::smin, {a, c});
-  Value* take_a = b.CreateOr(b.CreateFCmpOLT(a, c), b.CreateFCmpUNO(a, a));
-  return b.CreateSelect(take_a, a, c);
-}
-
-// Integer division rounding toward zero; x / 0 = -1 (all bits set), INT_MIN / -1 = INT_MIN.
-Value* emit_int_div(llvm::IRBuilder<>& b, Value* a, Value* c, DType d) {
-  llvm::Type* t = a->getType();
-  Value* zero = b.CreateICmpEQ(c, int_const(t, 0));
-  if (is_unsigned(d)) {
-    Value* q = b.CreateUDiv(a, b.CreateSelect(zero, int_const(t, 1), c));
-    return b.CreateSelect(zero, int_const(t, -1), q);
-  }
-  Value* minus_one = b.CreateICmpEQ(c, int_const(t, -1));
-  Value* safe = b.CreateSelect(b.CreateOr(zero, minus_one), int_const(t, 1), c);
-  Value* q = b.CreateSDiv(a, safe);
-  q = b.CreateSelect(minus_one, b.CreateNeg(a), q);
-  return b.CreateSelect(zero, int_const(t, -1), q);
-}
-
-// Remainder with the dividend's sign; x % 0 = x, INT_MIN % -1 = 0.
-Value* emit_int_rem(llvm::IRBuilder<>& b, Value* a, Value* c, DType d) {
-  llvm::Type* t = a->getType();
-  Value* zero = b.CreateICmpEQ(c, int_const(t, 0));
-  if (is_unsigned(d)) {
-    Value* r = b.CreateURem(a, b.CreateSelect(zero, int_const(t, 1), c));
-    return b.CreateSelect(zero, a, r);
-  }
-  Value* minus_one = b.CreateICmpEQ(c, int_const(t, -1));
-  Value* r = b.CreateSRem(a, b.CreateSelect(b.CreateOr(zero, minus_one), int_const(t, 1), c));
-  r = b.CreateSelect(minus_one, int_const(t, 0), r);
-  return b.CreateSelect(zero, a, r);
-}
-
-// Shift amounts read as unsigned; shifting by the width or more gives 0 (left, logical
-// right) or the sign (arithmetic right), never LLVM's poison.
-enum class Shift { Left, RightLogical, RightArithmetic };
-Value* emit_shift(llvm::IRBuilder<>& b, Value* a, Value* n, Shift kind) {
-  llvm::Type* t = a->getType();
-  const int64_t bits = static_cast<int64_t>(t->getIntegerBitWidth());
-  Value* in_range = b.CreateICmpULT(n, int_const(t, bits));
-  if (kind == Shift::RightArithmetic)
-    return b.CreateAShr(a, b.CreateSelect(in_range, n, int_const(t, bits - 1)));
-  Value* safe = b.CreateSelect(in_range, n, int_const(t, 0));
-  Value* shifted = kind == Shift::Left ? b.CreateShl(a, safe) : b.CreateLShr(a, safe);
-  return b.CreateSelect(in_range, shifted, int_const(t, 0));
-}
-
-// x^y for a constant y by binary exponentiation, the multiplications in eager's order
-// (integer_pow's block kernel); y < 0 (floats only) is 1 / x^|y|, y = 0 gives 1.
-Value* emit_integer_pow(llvm::IRBuilder<>& b, Value* x, int64_t y, DType d) {
-  llvm::Type* t = x->getType();
-  const bool is_float = is_floating(d);
-  auto mul = [&](Value* p, Value* q) { return is_float ? b.CreateFMul(p, q) : b.CreateMul(p, q); };
-  uint64_t e = y < 0 ? uint64_t{0} - static_cast<uint64_t>(y) : static_cast<uint64_t>(y);
-  if (e == 0) return is_float ? float_const(t, 1.0) : int_const(t, 1);
-  Value* acc = nullptr;
-  Value* base = x;
-  while (e) {
-    if (e & 1) acc = acc ? mul(acc, base) : base;
-    e >>= 1;
-    if (e) base = mul(base, base);
-  }
-  if (is_float && y < 0) acc = b.CreateFDiv(float_const(t, 1.0), acc);
-  return acc;
-}
-
-// select_n: which is bool (cases[which]) or an integer clamped into [0, n) as eager's
-// case_index does (<= 0 picks the first case, >= n the last).
-Value* emit_select_n(llvm::IRBuilder<>& b, Value* which, DType which_dtype, std::span<Value* const> cases) {
-  const size_t n = cases.size();
-  if (n == 1) return cases[0];
-  if (which_dtype == DType::Bool) return b.CreateSelect(which, cases[1], cases[0]);
-  llvm::Type* t = which->getType();
-  const unsigned bits = t->getIntegerBitWidth();
-  const bool is_signed = !is_unsigned(which_dtype);
-  const uint64_t max_index = is_signed ? (uint64_t{1} << (bits - 1)) - 1
-                                       : (bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1);
-  Value* result = cases[0];
-  for (size_t k = 1; k < n; ++k) {
-    if (k > max_index) break;  // which cannot hold k: the cases beyond are never picked
-    Value* hit;
-    if (k == n - 1) {  // the last case also takes every index past the end
-      Value* kc = llvm::ConstantInt::get(t, k);
-      hit = is_signed ? b.CreateICmpSGE(which, kc) : b.CreateICmpUGE(which, kc);
-    } else {
-      hit = b.CreateICmpEQ(which, llvm::ConstantInt::get(t, k));
-    }
-    result = b.CreateSelect(hit, cases[k], result);
-  }
-  return result;
-}
-
-// nextafter(x, y) on the bit pattern, as glibc's: x + y if either is NaN, y if x == y,
-// the smallest subnormal with y's sign from ±0, else x's bits stepped one toward y.
-// Written out (not a libm call) so loops with it still vectorize.
-Value* emit_nextafter(llvm::IRBuilder<>& b, Value* x, Value* y) {
-  llvm::Type* t = x->getType();
-  const unsigned bits = t->getPrimitiveSizeInBits().getFixedValue();
-  llvm::Type* it = b.getIntNTy(bits);
-  Value* ix = b.CreateBitCast(x, it);
-  Value* zero = float_const(t, 0.0);
-  Value* away_from_zero = b.CreateICmpEQ(b.CreateFCmpOLT(x, y), b.CreateFCmpOGT(x, zero));
-  Value* stepped = b.CreateSelect(away_from_zero, b.CreateAdd(ix, int_const(it, 1)), b.CreateSub(ix, int_const(it, 1)));
-  Value* sign_of_y = b.CreateAnd(b.CreateBitCast(y, it), llvm::ConstantInt::get(it, llvm::APInt::getSignMask(bits)));
-  Value* from_zero = b.CreateOr(sign_of_y, int_const(it, 1));
-  Value* r = b.CreateBitCast(b.CreateSelect(b.CreateFCmpOEQ(x, zero), from_zero, stepped), t);
-  r = b.CreateSelect(b.CreateFCmpOEQ(x, y), y, r);
-  return b.CreateSelect(b.CreateFCmpUNO(x, y), b.CreateFAdd(x, y), r);
-}
-
-Value* emit_compare(llvm::IRBuilder<>& b, Value* a, Value* c, DType d, llvm::CmpInst::Predicate float_pred,
-                    llvm::CmpInst::Predicate signed_pred, llvm::CmpInst::Predicate unsigned_pred) {
-  if (is_floating(d)) return b.CreateFCmp(float_pred, a, c);
-  // bool orders false < true, as unsigned.
-  return b.CreateICmp(is_signed_int(d) ? signed_pred : unsigned_pred, a, c);
-}
-
-// Unary math through libm ("sin" -> sinf / sin).
-Emitter libm_unary(std::string_view base) {
-  return [base](const Op& op) { return call_libm(op.b, base, op.in, {op.arg(0)}); };
-}
-Emitter libm_binary(std::string_view base) {
-  return [base](const Op& op) { return call_libm(op.b, base, op.in, {op.arg(0), op.arg(1)}); };
-}
-Emitter intrinsic_unary(llvm::Intrinsic::ID id) {
-  return [id](const Op& op) { return call_intrinsic(op.b, id, {op.arg(0)}); };
-}
-
-Value* emit_pow(const Op& op) {
-  const DType exponent = op.eqn.inputs[1].aval().dtype;
-  if (exponent == op.in) return call_libm(op.b, "pow", op.in, {op.arg(0), op.arg(1)});
-  // An integer exponent array: eager's exact repeated squaring, in the runtime helper.
-  llvm::IRBuilder<>& b = op.b;
-  Value* n = is_unsigned(exponent) || exponent == DType::Bool ? b.CreateZExt(op.arg(1), b.getInt64Ty())
-                                                              : b.CreateSExt(op.arg(1), b.getInt64Ty());
-  const char* name = op.in == DType::Float32 ? "jx_rt_powi_f32" : "jx_rt_powi_f64";
-  return b.CreateCall(pure_function(b, name, op.type(), {op.type(), b.getInt64Ty()}), {op.arg(0), n});
-}
-
-const std::unordered_map<std::string_view, Emitter>& emitters() {
-  using llvm::CmpInst;
-  static const std::unordered_map<std::string_view, Emitter> table = {
-      // ---- arithmetic (integers wrap) ----
-      {"neg", [](const Op& op) { return is_floating(op.in) ? op.b.CreateFNeg(op.arg(0)) : op.b.CreateNeg(op.arg(0)); }},
-      {"add", [](const Op& op) { return is_floating(op.in) ? op.b.CreateFAdd(op.arg(0), op.arg(1)) : op.b.CreateAdd(op.arg(0), op.arg(1)); }},
-      {"sub", [](const Op& op) { return is_floating(op.in) ? op.b.CreateFSub(op.arg(0), op.arg(1)) : op.b.CreateSub(op.arg(0), op.arg(1)); }},
-      {"mul", [](const Op& op) { return is_floating(op.in) ? op.b.CreateFMul(op.arg(0), op.arg(1)) : op.b.CreateMul(op.arg(0), op.arg(1)); }},
-      {"div", [](const Op& op) { return is_floating(op.in) ? op.b.CreateFDiv(op.arg(0), op.arg(1)) : emit_int_div(op.b, op.arg(0), op.arg(1), op.in); }},
-      // frem is C's fmod: exact, the dividend's sign.
-      {"rem", [](const Op& op) { return is_floating(op.in) ? op.b.CreateFRem(op.arg(0), op.arg(1)) : emit_int_rem(op.b, op.arg(0), op.arg(1), op.in); }},
-      {"abs", [](const Op& op) {  // abs(INT_MIN) wraps to INT_MIN, as eager
-         if (is_floating(op.in)) return call_intrinsic(op.b, llvm::Intrinsic::fabs, {op.arg(0)});
-         return op.b.CreateBinaryIntrinsic(llvm::Intrinsic::abs, op.arg(0), op.b.getFalse());
-       }},
-      {"sign", [](const Op& op) -> Value* {
-         llvm::IRBuilder<>& b = op.b;
-         Value* x = op.arg(0);
-         llvm::Type* t = op.type();
-         if (is_floating(op.in)) {  // keeps ±0 and NaN
-           Value* r = b.CreateSelect(b.CreateFCmpOLT(x, float_const(t, 0.0)), float_const(t, -1.0), x);
-           return b.CreateSelect(b.CreateFCmpOGT(x, float_const(t, 0.0)), float_const(t, 1.0), r);
-         }
-         if (is_unsigned(op.in)) return b.CreateZExt(b.CreateICmpNE(x, int_const(t, 0)), t);
-         return b.CreateSub(b.CreateZExt(b.CreateICmpSGT(x, int_const(t, 0)), t),
-                            b.CreateZExt(b.CreateICmpSLT(x, int_const(t, 0)), t));
-       }},
-      {"integer_pow", [](const Op& op) { return emit_integer_pow(op.b, op.arg(0), op.eqn.params.get_int("y"), op.in); }},
-      {"pow", emit_pow},
-      {"max", [](const Op& op) { return emit_max(op.b, op.arg(0), op.arg(1), op.in); }},
-      {"min", [](const Op& op) { return emit_min(op.b, op.arg(0), op.arg(1), op.in); }},
-      // clamp(lo, x, hi) = min(max(x, lo), hi), as XLA and eager.
-      {"clamp", [](const Op& op) {
-         DType d = op.eqn.inputs[1].aval().dtype;
-         return emit_min(op.b, emit_max(op.b, op.arg(1), op.arg(0), d), op.arg(2), d);
-       }},
-      {"nextafter", [](const Op& op) { return emit_nextafter(op.b, op.arg(0), op.arg(1)); }},
-      // ---- rounding, roots ----
-      {"floor", intrinsic_unary(llvm::Intrinsic::floor)},
-      {"ceil", intrinsic_unary(llvm::Intrinsic::ceil)},
-      {"round", [](const Op& op) {  // 0: half away from zero (std::round); 1: half to even (nearbyint)
-         auto id = op.eqn.params.get_int("rounding_method") == 0 ? llvm::Intrinsic::round : llvm::Intrinsic::roundeven;
-         return call_intrinsic(op.b, id, {op.arg(0)});
-       }},
-      {"sqrt", intrinsic_unary(llvm::Intrinsic::sqrt)},
-      {"rsqrt", [](const Op& op) {  // 1 / sqrt(x), two correctly rounded steps as eager
-         return op.b.CreateFDiv(float_const(op.type(), 1.0), call_intrinsic(op.b, llvm::Intrinsic::sqrt, {op.arg(0)}));
-       }},
-      {"cbrt", libm_unary("cbrt")},
-      // ---- exponentials and logarithms ----
-      // exp (f32, f64), tanh and erf (f32) are inline polynomials (fast_math.h): no call,
-      // so they vectorize by themselves and measure faster than libmvec's variants.
-      {"exp", [](const Op& op) {
-         return op.in == DType::Float32 ? emit_exp_f32(op.b, op.arg(0)) : emit_exp_f64(op.b, op.arg(0));
-       }},
-      {"exp2", libm_unary("exp2")},
-      {"expm1", libm_unary("expm1")},
-      {"log", libm_unary("log")},
-      {"log1p", libm_unary("log1p")},
-      {"logistic", [](const Op& op) {  // 1 / (1 + exp(-x)), eager's composition
-         llvm::IRBuilder<>& b = op.b;
-         llvm::Type* t = op.type();
-         Value* minus_x = b.CreateFNeg(op.arg(0));
-         Value* e = op.in == DType::Float32 ? emit_exp_f32(b, minus_x) : emit_exp_f64(b, minus_x);
-         return b.CreateFDiv(float_const(t, 1.0), b.CreateFAdd(float_const(t, 1.0), e));
-       }},
-      // ---- trigonometric and hyperbolic ----
-      {"sin", libm_unary("sin")},
-      {"cos", libm_unary("cos")},
-      {"tan", libm_unary("tan")},
-      {"asin", libm_unary("asin")},
-      {"acos", libm_unary("acos")},
-      {"atan", libm_unary("atan")},
-      {"atan2", libm_binary("atan2")},
-      {"sinh", libm_unary("sinh")},
-      {"cosh", libm_unary("cosh")},
-      {"tanh", [](const Op& op) {
-         return op.in == DType::Float32 ? emit_tanh_f32(op.b, op.arg(0)) : call_libm(op.b, "tanh", op.in, {op.arg(0)});
-       }},
-      {"asinh", libm_unary("asinh")},
-      {"acosh", libm_unary("acosh")},
-      {"atanh", libm_unary("atanh")},
-      // ---- special functions ----
-      {"erf", [](const Op& op) {
-         return op.in == DType::Float32 ? emit_erf_f32(op.b, op.arg(0)) : call_libm(op.b, "erf", op.in, {op.arg(0)});
-       }},
-      {"erfc", libm_unary("erfc")},
-      {"erf_inv", [](const Op& op) { return call_runtime_f64(op.b, "jx_rt_erf_inv_f64", op.arg(0), op.in); }},
-      {"digamma", [](const Op& op) { return call_runtime_f64(op.b, "jx_rt_digamma_f64", op.arg(0), op.in); }},
-      {"lgamma", [](const Op& op) {  // lgammaf for float32, as eager (not lgamma rounded)
-         const char* name = op.in == DType::Float32 ? "jx_rt_lgamma_f32" : "jx_rt_lgamma_f64";
-         return op.b.CreateCall(pure_function(op.b, name, op.type(), {op.type()}), {op.arg(0)});
-       }},
-      // ---- predicates and comparisons (float ne is unordered: NaN != NaN) ----
-      {"is_finite", [](const Op& op) {
-         Value* a = call_intrinsic(op.b, llvm::Intrinsic::fabs, {op.arg(0)});
-         return op.b.CreateFCmpOLT(a, float_const(op.type(), std::numeric_limits<double>::infinity()));
-       }},
-      {"eq", [](const Op& op) { return emit_compare(op.b, op.arg(0), op.arg(1), op.in, CmpInst::FCMP_OEQ, CmpInst::ICMP_EQ, CmpInst::ICMP_EQ); }},
-      {"ne", [](const Op& op) { return emit_compare(op.b, op.arg(0), op.arg(1), op.in, CmpInst::FCMP_UNE, CmpInst::ICMP_NE, CmpInst::ICMP_NE); }},
-      {"lt", [](const Op& op) { return emit_compare(op.b, op.arg(0), op.arg(1), op.in, CmpInst::FCMP_OLT, CmpInst::ICMP_SLT, CmpInst::ICMP_ULT); }},
-      {"le", [](const Op& op) { return emit_compare(op.b, op.arg(0), op.arg(1), op.in, CmpInst::FCMP_OLE, CmpInst::ICMP_SLE, CmpInst::ICMP_ULE); }},
-      {"gt", [](const Op& op) { return emit_compare(op.b, op.arg(0), op.arg(1), op.in, CmpInst::FCMP_OGT, CmpInst::ICMP_SGT, CmpInst::ICMP_UGT); }},
-      {"ge", [](const Op& op) { return emit_compare(op.b, op.arg(0), op.arg(1), op.in, CmpInst::FCMP_OGE, CmpInst::ICMP_SGE, CmpInst::ICMP_UGE); }},
-      // ---- bits: logical on bool (i1), bitwise on integers ----
-      {"not", [](const Op& op) { return op.b.CreateNot(op.arg(0)); }},
-      {"and", [](const Op& op) { return op.b.CreateAnd(op.arg(0), op.arg(1)); }},
-      {"or", [](const Op& op) { return op.b.CreateOr(op.arg(0), op.arg(1)); }},
-      {"xor", [](const Op& op) { return op.b.CreateXor(op.arg(0), op.arg(1)); }},
-      {"shift_left", [](const Op& op) { return emit_shift(op.b, op.arg(0), op.arg(1), Shift::Left); }},
-      {"shift_right_logical", [](const Op& op) { return emit_shift(op.b, op.arg(0), op.arg(1), Shift::RightLogical); }},
-      {"shift_right_arithmetic", [](const Op& op) { return emit_shift(op.b, op.arg(0), op.arg(1), Shift::RightArithmetic); }},
-      // ---- types and selection ----
-      {"convert_element_type", [](const Op& op) { return emit_convert(op.b, op.arg(0), op.in, op.out); }},
-      {"stop_gradient", [](const Op& op) { return op.arg(0); }},
-      {"select_n", [](const Op& op) {
-         return emit_select_n(op.b, op.arg(0), op.eqn.inputs[0].aval().dtype, op.x.subspan(1));
-       }},
-  };
-  return table;
-}
-
-// Every emitter handles every native dtype its primitive's shape rule accepts, so support
-// is a question of the primitive and the dtypes alone (scalar_op_supported).
-bool has_emitter(std::string_view name) { return emitters().count(name) != 0; }
-
-// The dtype an equation's "input" dtype is for emitters: select_n's cases, clamp's x.
-DType operand_dtype(const Equation& eqn) {
-  const std::string& name = eqn.primitive->name();
-  if (name == "select_n") return eqn.inputs[1].aval().dtype;
-  if (name == "clamp") return eqn.inputs[1].aval().dtype;
-  return eqn.inputs[0].aval().dtype;
+const lowering::Reducer& reducer_of(const Primitive& reduction, DType dtype) {
+  const lowering::Reducer& r = reduction.rules().lowering.reducer;
+  if (!r) detail::fail("jit", reduction.name(), " of ", dtype_name(dtype), " has no native reduction");
+  return r;
 }
 
 // ---- the vector-function table ----
@@ -576,64 +438,27 @@ llvm::Value* emit_scalar_op(llvm::IRBuilder<>& b, const Equation& eqn, std::span
   if (operands.size() != eqn.inputs.size())
     detail::fail("jit", eqn.primitive->name(), ": expected ", eqn.inputs.size(), " operand values, got ",
                  operands.size());
-  Op op{b, eqn, operands, operand_dtype(eqn), eqn.outputs[0].aval.dtype};
-  return emitters().at(eqn.primitive->name())(op);
+  std::vector<DType> dtypes;
+  for (const Atom& in : eqn.inputs) dtypes.push_back(in.aval().dtype);
+  std::vector<lowering::Value*> values;
+  for (Value* v : operands) values.push_back(as_jx(v));
+  LlvmScalarBuilder builder(b);
+  const lowering::ElementalArgs args{values, dtypes, eqn.outputs[0].aval.dtype, eqn.params};
+  return as_llvm(eqn.primitive->rules().lowering.elemental(builder, args));
 }
 
 // ---- reductions ----
 
 llvm::Value* reduction_identity(llvm::IRBuilder<>& b, const Primitive& reduction, DType dtype) {
-  llvm::Type* t = value_type(b.getContext(), dtype);
-  const std::string& name = reduction.name();
-  const bool is_float = is_floating(dtype);
-  const unsigned bits = t->getPrimitiveSizeInBits();
-  const double inf = std::numeric_limits<double>::infinity();
-  if (name == "reduce_sum" && dtype != DType::Bool) return is_float ? float_const(t, 0.0) : int_const(t, 0);
-  if (name == "reduce_prod" && dtype != DType::Bool) return is_float ? float_const(t, 1.0) : int_const(t, 1);
-  if (name == "reduce_max") {  // the lowest value: -inf, INT_MIN, 0, false
-    if (is_float) return float_const(t, -inf);
-    if (is_signed_int(dtype)) return llvm::ConstantInt::get(t, llvm::APInt::getSignedMinValue(bits));
-    return llvm::ConstantInt::get(t, 0);
-  }
-  if (name == "reduce_min") {  // the highest: inf, INT_MAX, UINT_MAX, true
-    if (is_float) return float_const(t, inf);
-    if (is_signed_int(dtype)) return llvm::ConstantInt::get(t, llvm::APInt::getSignedMaxValue(bits));
-    return llvm::ConstantInt::get(t, llvm::APInt::getAllOnes(bits));
-  }
-  if (name == "reduce_and" && !is_float) return llvm::ConstantInt::get(t, llvm::APInt::getAllOnes(bits));
-  if (name == "reduce_or" && !is_float) return llvm::ConstantInt::get(t, 0);
-  detail::fail("jit", name, " of ", dtype_name(dtype), " has no native reduction");
+  (void)value_type(b.getContext(), dtype);
+  return emit_literal(b, reducer_of(reduction, dtype).identity(dtype));
 }
 
 llvm::Value* emit_reduce_combine(llvm::IRBuilder<>& b, const Primitive& reduction, llvm::Value* acc, llvm::Value* x,
                                  DType dtype) {
   (void)value_type(b.getContext(), dtype);
-  const std::string& name = reduction.name();
-  const bool is_float = is_floating(dtype);
-  llvm::FastMathFlags reassoc;
-  reassoc.setAllowReassoc();
-  if (name == "reduce_sum" && dtype != DType::Bool) {
-    if (!is_float) return b.CreateAdd(acc, x);
-    auto* r = llvm::cast<llvm::Instruction>(b.CreateFAdd(acc, x));
-    r->setFastMathFlags(reassoc);
-    return r;
-  }
-  if (name == "reduce_prod" && dtype != DType::Bool) {
-    if (!is_float) return b.CreateMul(acc, x);
-    auto* r = llvm::cast<llvm::Instruction>(b.CreateFMul(acc, x));
-    r->setFastMathFlags(reassoc);
-    return r;
-  }
-  // Float max/min: NaN wins wherever it is (llvm.maximum/minimum, which the vectorizer
-  // reduces in vector registers). Eager's order-dependent choice between +0 and -0 is
-  // the one difference: llvm.maximum takes +0 over -0.
-  if (name == "reduce_max")
-    return is_float ? call_intrinsic(b, llvm::Intrinsic::maximum, {acc, x}) : emit_max(b, acc, x, dtype);
-  if (name == "reduce_min")
-    return is_float ? call_intrinsic(b, llvm::Intrinsic::minimum, {acc, x}) : emit_min(b, acc, x, dtype);
-  if (name == "reduce_and" && !is_float) return b.CreateAnd(acc, x);
-  if (name == "reduce_or" && !is_float) return b.CreateOr(acc, x);
-  detail::fail("jit", name, " of ", dtype_name(dtype), " has no native reduction");
+  LlvmScalarBuilder builder(b);
+  return as_llvm(reducer_of(reduction, dtype).combine(builder, dtype, as_jx(acc), as_jx(x)));
 }
 
 // ---- vector math ----
@@ -653,6 +478,9 @@ std::vector<std::pair<std::string, void*>> runtime_math_symbols() {
       {"jx_rt_powi_f32", reinterpret_cast<void*>(&jx_rt_powi_f32)},
       {"jx_rt_powi_f64", reinterpret_cast<void*>(&jx_rt_powi_f64)},
   });
+  for (const math::ScalarFunction& f : math::scalar_functions())
+    symbols.emplace_back(scalar_function_symbol(f.name),
+                         f.arity == 1 ? reinterpret_cast<void*>(f.unary) : reinterpret_cast<void*>(f.binary));
   return symbols;
 }
 
@@ -685,9 +513,10 @@ bool scalar_op_supported(const Equation& eqn, std::string* why_not) {
   const std::string& name = eqn.primitive->name();
   if (eqn.outputs.size() != 1)
     return refuse(name, " has ", eqn.outputs.size(), " outputs; native kernels compute one value per equation");
-  if (!codegen::has_emitter(name)) {
-    if (name == "real" || name == "imag" || name == "conj")
-      return refuse(name, " works on complex numbers, which native kernels do not support");
+  if (!eqn.primitive->rules().lowering.elemental) {
+    for (const Atom& in : eqn.inputs)
+      if (is_complex(in.aval().dtype))
+        return refuse(name, " works on complex numbers, which native kernels do not support");
     return refuse(name, " has no native implementation");
   }
   for (const Atom& in : eqn.inputs)

@@ -1,8 +1,11 @@
-// Scalar emitters: one elementwise equation (or one reduction step) as LLVM IR on scalar
-// values, with eager jx's semantics to the bit for integer and bool ops and for the
-// exactly rounded float ops, and eager's libmvec functions for the transcendentals.
-// The loop emitter (loop_kernel.cpp) calls these inside its loops; LLVM's loop
-// vectorizer then widens the math calls through vector_math_library().
+// The CPU backend of the primitives' lowerings (jx/lowering.h): one elementwise equation
+// (or one reduction step) as LLVM IR on scalar values, by running the primitive's own
+// elemental emitter (or reducer) on an LLVM implementation of lowering::ScalarBuilder,
+// whose math() is the CPU math library (inline polynomials, eager's libmvec variants,
+// runtime functions). Eager jx's semantics to the bit for integer and bool ops and for
+// the exactly rounded float ops. The loop emitter (loop_kernel.cpp) calls these inside
+// its loops; LLVM's loop vectorizer then widens the math calls through
+// vector_math_library().
 //
 // Values: bool is i1, integers iN (signedness lives in the DType, not the LLVM type),
 // float32/float64 are float/double. In memory bool is one byte (i8, 0 or 1).
@@ -36,14 +39,16 @@ llvm::Value* emit_literal(llvm::IRBuilder<>& b, const Array& scalar);
 llvm::Value* emit_convert(llvm::IRBuilder<>& b, llvm::Value* value, DType from, DType to);
 
 // One elementwise equation on scalar values (one per equation input, each of its input's
-// value_type); the result has the value_type of the output's dtype. Only equations
-// scalar_op_supported accepts (kernel_support.h); anything else raises jx::Error.
+// value_type): its primitive's `rules().lowering.elemental`; the result has the
+// value_type of the output's dtype. Only equations scalar_op_supported accepts
+// (kernel_support.h); anything else raises jx::Error.
 llvm::Value* emit_scalar_op(llvm::IRBuilder<>& b, const Equation& eqn, std::span<llvm::Value* const> operands);
 
-// Reductions (reduce_sum, reduce_prod, reduce_max, reduce_min, reduce_and, reduce_or):
-// the accumulator's start value and one step acc' = combine(acc, x). Float max/min
-// propagate NaN (llvm.maximum/minimum); float sum/prod carry only the `reassoc` flag, so
-// the loop vectorizer may reorder them as eager's pairwise sums do.
+// Reductions with a reducer in their lowering (reduce_sum, _prod, _max, _min, _and, _or):
+// the accumulator's start value (the eager kernels' identity) and one step
+// acc' = combine(acc, x). Float max/min propagate NaN (llvm.maximum/minimum); float
+// sum/prod carry only the `reassoc` flag, so the loop vectorizer may reorder them as
+// eager's pairwise sums do.
 llvm::Value* reduction_identity(llvm::IRBuilder<>& b, const Primitive& reduction, DType dtype);
 llvm::Value* emit_reduce_combine(llvm::IRBuilder<>& b, const Primitive& reduction, llvm::Value* acc, llvm::Value* x,
                                  DType dtype);

@@ -28,6 +28,7 @@
 #include "jit/fusion_primitive.h"
 #include "jit/kernel_support.h"
 #include "jit/passes/rewrite.h"
+#include "lax/primitives.h"
 
 namespace jx::compiler {
 namespace {
@@ -55,7 +56,8 @@ std::vector<int64_t> sorted_axes(const Equation& e) {
   return axes;
 }
 
-bool is_reshape(const Equation& e) { return e.primitive->name() == "reshape"; }
+// A row-major read (reshape): an index map only of a kernel input (jx/lowering.h).
+bool is_reshape(const Equation& e) { return e.primitive->rules().lowering.row_major_read; }
 
 // Cheap enough to recompute in every consumer instead of materializing it once: index
 // maps (a broadcast or iota read through costs nothing) and the trivial unary ops. Other
@@ -63,8 +65,7 @@ bool is_reshape(const Equation& e) { return e.primitive->name() == "reshape"; }
 // all their inputs, which costs about what writing and re-reading the result does.
 bool cheap_to_duplicate(const Equation& e, Role role) {
   if (role == Role::kIndex) return true;
-  const std::string& n = e.primitive->name();
-  return role == Role::kScalar && (n == "convert_element_type" || n == "neg" || n == "not");
+  return role == Role::kScalar && e.primitive->rules().lowering.cost == 0;
 }
 
 struct Group {
@@ -165,7 +166,7 @@ class Fuser {
       const Equation& e = eqns_[i];
       const Primitive& p = *e.primitive;
       if (&p == &fusion_primitive()) continue;  // fused before: left as it is
-      if (p.name() == "dot_general") {
+      if (&p == &lax::dot_general_p) {
         classify_dot(i);
         continue;
       }
@@ -663,7 +664,7 @@ class Fuser {
       Group& G = groups_[g];
       if (!G.alive || G.kind != "loop") continue;
       bool views = true;
-      for (size_t m : G.members) views = views && roles_[m] == Role::kIndex && eqns_[m].primitive->name() != "iota";
+      for (size_t m : G.members) views = views && roles_[m] == Role::kIndex && !eqns_[m].primitive->rules().lowering.index_is_value;
       if (!views) continue;
       refuse("refused: " + labels(G) + " only moves data: kept as a runtime call (the eager op returns a view, no copy)");
       std::vector<size_t> members = std::move(G.members);

@@ -1,7 +1,7 @@
-// The call primitives are found by name: "jit" is registered by src/jit/jit.cpp, and a
-// build without it still inlines closed_call. custom_jvp_call (jnp's functions with JAX's
-// derivative rules, src/transforms/custom_jvp.cpp) is inlined too: by the time a program
-// is optimized every derivative has been taken, so only its `jaxpr` (the function) runs.
+// A call is any primitive with the trait kCallsSubprogram (closed_call, jit, linear_jit,
+// custom_jvp_call, fusion): its `jaxpr` param is the body that runs. custom_jvp_call (jnp's
+// functions with JAX's derivative rules) is inlined too: by the time a program is
+// optimized every derivative has been taken, so only its `jaxpr` (the function) runs.
 //
 // A body may share ids with its caller (it was traced on its own), so every variable it
 // defines gets a fresh id from the PassContext. The call's rule compares operand and
@@ -15,6 +15,7 @@
 
 #include "jit/passes/rewrite.h"
 #include "jx/error.h"
+#include "lax/primitives.h"
 
 namespace jx::compiler {
 namespace {
@@ -24,13 +25,10 @@ class Inliner {
   Inliner(ClosedJaxpr& program, PassContext& ctx)
       : program_(program),
         ctx_(ctx),
-        closed_call_(find_primitive("closed_call")),
-        jit_(find_primitive("jit")),
-        custom_jvp_call_(find_primitive("custom_jvp_call")),
-        convert_(find_primitive("convert_element_type")) {}
+        convert_(&lax::convert_element_type_p) {}
 
   bool is_call(const Equation& e) const {
-    return e.primitive && (e.primitive == closed_call_ || e.primitive == jit_ || e.primitive == custom_jvp_call_) && e.params.has("jaxpr") &&
+    return e.primitive && calls_subprogram(*e.primitive, e.params) && e.params.has("jaxpr") &&
            e.params.get_jaxpr("jaxpr") != nullptr;
   }
 
@@ -104,14 +102,18 @@ class Inliner {
 
   ClosedJaxpr& program_;
   PassContext& ctx_;
-  const Primitive* closed_call_;
-  const Primitive* jit_;
-  const Primitive* custom_jvp_call_;
   const Primitive* convert_;
   int inlined_ = 0;
 };
 
 }  // namespace
+
+bool calls_subprogram(const Primitive& p, const Params& params) {
+  if (p.has(kCallsSubprogram)) return true;
+  // Until every call primitive carries the trait (closed_call, custom_jvp_call, jit and
+  // linear_jit get it with the transformation layer), a `jaxpr` param marks a call.
+  return params.has("jaxpr") && std::holds_alternative<JaxprRef>(params.get("jaxpr"));
+}
 
 bool inline_calls(ClosedJaxpr& program, PassContext& ctx) {
   Jaxpr& j = program.jaxpr;

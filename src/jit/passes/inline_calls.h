@@ -1,4 +1,4 @@
-// Call inlining: closed_call and jit equations are replaced by their bodies' equations
+// Call inlining: call equations (kCallsSubprogram) are replaced by their bodies' equations
 // (fresh variables, the body's inputs bound to the call's operands), nested calls too, so
 // the later passes and fusion see one flat program.
 #pragma once
@@ -8,6 +8,8 @@
 namespace jx::compiler {
 
 bool inline_calls(ClosedJaxpr& program, PassContext& ctx);
+// Does this equation call a sub-program (kCallsSubprogram)?
+bool calls_subprogram(const Primitive& p, const Params& params);
 extern const Pass kInlineCallsPass;  // "inline_calls"
 
 }  // namespace jx::compiler

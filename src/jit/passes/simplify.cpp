@@ -26,6 +26,7 @@
 
 #include "jit/passes/rewrite.h"
 #include "jx/error.h"
+#include "lax/primitives.h"
 
 namespace jx::compiler {
 namespace {
@@ -52,15 +53,16 @@ class Producers {
   std::unordered_map<int64_t, size_t> by_var_;
 };
 
-bool is(const Equation& e, std::string_view name) { return e.primitive && e.primitive->name() == name; }
-bool is(const Equation* e, std::string_view name) { return e && is(*e, name); }
+// Patterns match primitives by identity (lax/primitives.h), never by name.
+bool is(const Equation& e, const Primitive& p) { return e.primitive == &p; }
+bool is(const Equation* e, const Primitive& p) { return e && is(*e, p); }
 
 // The scalar every element of `a` equals, when that is known from the text: a literal,
 // or a broadcast_in_dim of one (how lax writes `x * 1.0` for an array x).
 std::optional<Array> splat_value(const Atom& a, const Producers& producers) {
   if (!a.is_var()) return a.literal().value;
   const Equation* p = producers.of(a);
-  if (is(p, "broadcast_in_dim")) return splat_value(p->inputs.at(0), producers);
+  if (is(p, lax::broadcast_in_dim_p)) return splat_value(p->inputs.at(0), producers);
   return std::nullopt;
 }
 
@@ -102,32 +104,32 @@ std::optional<Rewrite> forward_if_other_is(const Equation& e, size_t keep, const
 }
 
 std::optional<Rewrite> multiply_by_one(const Equation& e, const Producers& producers) {
-  if (!is(e, "mul") || e.inputs.size() != 2) return std::nullopt;
+  if (!is(e, lax::mul_p) || e.inputs.size() != 2) return std::nullopt;
   if (auto r = forward_if_other_is(e, 0, producers, is_one)) return r;
   return forward_if_other_is(e, 1, producers, is_one);
 }
 
 std::optional<Rewrite> divide_by_one(const Equation& e, const Producers& producers) {
-  if (!is(e, "div") || e.inputs.size() != 2) return std::nullopt;
+  if (!is(e, lax::div_p) || e.inputs.size() != 2) return std::nullopt;
   return forward_if_other_is(e, 0, producers, is_one);
 }
 
 std::optional<Rewrite> add_zero(const Equation& e, const Producers& producers) {
-  if (!is(e, "add") || e.inputs.size() != 2) return std::nullopt;
+  if (!is(e, lax::add_p) || e.inputs.size() != 2) return std::nullopt;
   auto negative_zero = [](const Array& v) { return is_signed_zero(v, /*negative=*/true); };
   if (auto r = forward_if_other_is(e, 0, producers, negative_zero)) return r;
   return forward_if_other_is(e, 1, producers, negative_zero);
 }
 
 std::optional<Rewrite> subtract_zero(const Equation& e, const Producers& producers) {
-  if (!is(e, "sub") || e.inputs.size() != 2) return std::nullopt;
+  if (!is(e, lax::sub_p) || e.inputs.size() != 2) return std::nullopt;
   return forward_if_other_is(e, 0, producers, [](const Array& v) { return is_signed_zero(v, false); });
 }
 
 std::optional<Rewrite> double_negation(const Equation& e, const Producers& producers) {
-  if (!is(e, "neg")) return std::nullopt;
+  if (!is(e, lax::neg_p)) return std::nullopt;
   const Equation* p = producers.of(e.inputs.at(0));
-  if (!is(p, "neg")) return std::nullopt;
+  if (!is(p, lax::neg_p)) return std::nullopt;
   return forward(e, p->inputs.at(0));
 }
 
@@ -137,16 +139,16 @@ std::optional<Rewrite> double_negation(const Equation& e, const Producers& produ
 // identity when the output type is the operand's (a same-rank broadcast_in_dim has
 // increasing dimensions, so the identity map; a same-type convert changes nothing).
 std::optional<Rewrite> no_op_shape_or_type_change(const Equation& e, const Producers&) {
-  if (!(is(e, "reshape") || is(e, "squeeze") || is(e, "expand_dims") || is(e, "broadcast_in_dim") ||
-        is(e, "convert_element_type")))
+  if (!(is(e, lax::reshape_p) || is(e, lax::squeeze_p) || is(e, lax::expand_dims_p) || is(e, lax::broadcast_in_dim_p) ||
+        is(e, lax::convert_element_type_p)))
     return std::nullopt;
   return forward(e, e.inputs.at(0));
 }
 
 std::optional<Rewrite> reshape_of_reshape(const Equation& e, const Producers& producers) {
-  if (!is(e, "reshape")) return std::nullopt;
+  if (!is(e, lax::reshape_p)) return std::nullopt;
   const Equation* p = producers.of(e.inputs.at(0));
-  if (!(is(p, "reshape") || is(p, "squeeze") || is(p, "expand_dims"))) return std::nullopt;
+  if (!(is(p, lax::reshape_p) || is(p, lax::squeeze_p) || is(p, lax::expand_dims_p))) return std::nullopt;
   Equation merged = e;
   merged.inputs = {p->inputs.at(0)};
   return Rewrite{std::move(merged)};
@@ -159,16 +161,16 @@ bool is_identity_permutation(const std::vector<int64_t>& perm) {
 }
 
 std::optional<Rewrite> identity_transpose(const Equation& e, const Producers&) {
-  if (!is(e, "transpose") || !is_identity_permutation(e.params.get_ints("permutation"))) return std::nullopt;
+  if (!is(e, lax::transpose_p) || !is_identity_permutation(e.params.get_ints("permutation"))) return std::nullopt;
   return forward(e, e.inputs.at(0));
 }
 
 // out = transpose(y, p2), y = transpose(x, p1): out's axis k is y's axis p2[k], which is
 // x's axis p1[p2[k]].
 std::optional<Rewrite> transpose_of_transpose(const Equation& e, const Producers& producers) {
-  if (!is(e, "transpose")) return std::nullopt;
+  if (!is(e, lax::transpose_p)) return std::nullopt;
   const Equation* p = producers.of(e.inputs.at(0));
-  if (!is(p, "transpose")) return std::nullopt;
+  if (!is(p, lax::transpose_p)) return std::nullopt;
   const auto& p1 = p->params.get_ints("permutation");
   const auto& p2 = e.params.get_ints("permutation");
   std::vector<int64_t> composed;
@@ -182,9 +184,9 @@ std::optional<Rewrite> transpose_of_transpose(const Equation& e, const Producers
 // out = bid(y, s2, d2), y = bid(x, s1, d1): x's axis i lands on y's axis d1[i], which
 // lands on out's axis d2[d1[i]]; a size-1 axis of x stretches either way.
 std::optional<Rewrite> broadcast_of_broadcast(const Equation& e, const Producers& producers) {
-  if (!is(e, "broadcast_in_dim")) return std::nullopt;
+  if (!is(e, lax::broadcast_in_dim_p)) return std::nullopt;
   const Equation* p = producers.of(e.inputs.at(0));
-  if (!is(p, "broadcast_in_dim")) return std::nullopt;
+  if (!is(p, lax::broadcast_in_dim_p)) return std::nullopt;
   const auto& d1 = p->params.get_ints("broadcast_dimensions");
   const auto& d2 = e.params.get_ints("broadcast_dimensions");
   std::vector<int64_t> composed;
@@ -199,7 +201,7 @@ std::optional<Rewrite> broadcast_of_broadcast(const Equation& e, const Producers
 
 // A literal predicate selects one case everywhere (integers clamp as select_n does).
 std::optional<Rewrite> select_with_literal_predicate(const Equation& e, const Producers&) {
-  if (!is(e, "select_n") || e.inputs.size() < 2 || e.inputs[0].is_var()) return std::nullopt;
+  if (!is(e, lax::select_n_p) || e.inputs.size() < 2 || e.inputs[0].is_var()) return std::nullopt;
   const Array& which = e.inputs[0].literal().value;
   const auto num_cases = static_cast<int64_t>(e.inputs.size() - 1);
   int64_t k = 0;
@@ -215,7 +217,7 @@ std::optional<Rewrite> select_with_literal_predicate(const Equation& e, const Pr
 }
 
 std::optional<Rewrite> select_between_equal_cases(const Equation& e, const Producers&) {
-  if (!is(e, "select_n") || e.inputs.size() < 2) return std::nullopt;
+  if (!is(e, lax::select_n_p) || e.inputs.size() < 2) return std::nullopt;
   for (size_t i = 2; i < e.inputs.size(); ++i)
     if (!same_atom(e.inputs[i], e.inputs[1])) return std::nullopt;
   return forward(e, e.inputs[1]);
