@@ -163,10 +163,11 @@ TEST(Config, VectorIsaSetterSwitchesEagerAndJit) {
   config::set_vector_isa("scalar");
   EXPECT_EQ(config::get().vector_isa, "scalar");
   EXPECT_EQ(cpu::vector_isa(), cpu::VectorIsa::Scalar);
-  // Eager and jit agree bit for bit under the configured ISA (scalar libm here).
+  // Eager and jit agree bit for bit under the configured ISA (scalar libm here; exp,
+  // tanh and erf are inline polynomials in jit whatever the ISA, so they are left out).
   Array x = jnp::linspace(-3.0, 3.0, 999).astype(DType::Float32);
-  auto f = jit([](const Array& v) { return jnp::sin(v) + jnp::exp(v * 0.5); });
-  EXPECT_EQ(f(x).to_vector<float>(), (jnp::sin(x) + jnp::exp(x * 0.5)).to_vector<float>());
+  auto f = jit([](const Array& v) { return jnp::sin(v) + jnp::log1p(v * v); });
+  EXPECT_EQ(f(x).to_vector<float>(), (jnp::sin(x) + jnp::log1p(x * x)).to_vector<float>());
   config::set_vector_isa("AUTO");  // names are case-insensitive
   EXPECT_EQ(cpu::vector_isa(), cpu::best_vector_isa());
   cpu::set_vector_isa(saved);
