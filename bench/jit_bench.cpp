@@ -462,6 +462,9 @@ int main(int argc, char** argv) {
     std::perror("jit_bench: mkdtemp");
     return 1;
   }
+  jx::config::set_cache_dir(cache_dir.data());
+  jx::config::set_disk_cache(true);
+  // The compile children read their configuration from the environment at startup.
   setenv("JX_CACHE_DIR", cache_dir.data(), 1);
   unsetenv("JX_DISABLE_DISK_CACHE");
   double bandwidth = measure_bandwidth(quick);

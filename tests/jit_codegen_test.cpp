@@ -810,16 +810,10 @@ class DiskCache : public ::testing::Test {
   void SetUp() override {
     dir_ = fs::temp_directory_path() / ("jx_codegen_cache_" + std::to_string(::getpid()));
     fs::remove_all(dir_);
-    setenv("JX_CACHE_DIR", dir_.c_str(), 1);
-    unsetenv("JX_DISABLE_DISK_CACHE");
   }
-  void TearDown() override {
-    unsetenv("JX_CACHE_DIR");
-    unsetenv("JX_DISABLE_DISK_CACHE");
-    fs::remove_all(dir_);
-  }
+  void TearDown() override { fs::remove_all(dir_); }
   // Compiles (a program no other test compiles), runs and checks it.
-  void compile_and_check() {
+  void compile_and_check(bool disk_cache = true) {
     Jaxpr j = parse_jaxpr(R"({ lambda ; a:f32[300] b:f32[300]. let
     c:f32[300] = broadcast_in_dim[broadcast_dimensions=() shape=(300,)] 1.2345:f32[]
     d:f32[300] = mul a c
@@ -828,6 +822,8 @@ class DiskCache : public ::testing::Test {
     std::vector<Array> args{random_array(j.invars[0].aval, 1), random_array(j.invars[1].aval, 2)};
     KernelOptions o;
     o.name = "cached";
+    o.cache_dir = dir_.string();
+    o.disk_cache = disk_cache;
     auto kernel = compile_kernel(j, "loop", o);
     EXPECT_ALLCLOSE(run_kernel(*kernel, j, args)[0], eval_jaxpr(j, {}, args)[0], 1e-5, 1e-6);
   }
@@ -870,7 +866,7 @@ TEST_F(DiskCache, CorruptEntriesAreRecompiledAndReplaced) {
   }
   // A well-formed entry whose payload is not an object file: loading fails, and the
   // kernel is compiled instead.
-  codegen::object_cache_store(key, "not an object file");
+  codegen::object_cache_store(dir_.string(), key, "not an object file");
   const int64_t compiles = codegen::llvm_compile_count();
   const auto before = codegen::object_cache_stats();
   compile_and_check();
@@ -883,30 +879,19 @@ TEST_F(DiskCache, CorruptEntriesAreRecompiledAndReplaced) {
 }
 
 TEST_F(DiskCache, Disabled) {
-  setenv("JX_DISABLE_DISK_CACHE", "1", 1);
-  EXPECT_EQ(codegen::object_cache_dir(), "");
-  compile_and_check();
+  compile_and_check(/*disk_cache=*/false);
   EXPECT_TRUE(cache_files(dir_).empty());
-  unsetenv("JX_DISABLE_DISK_CACHE");
+  // Without a directory there is no disk cache either.
   Jaxpr j = parse_jaxpr(R"({ lambda ; a:f32[3]. let
     b:f32[3] = logistic a
   in (b) })");
   KernelOptions o;
-  o.disk_cache = false;
+  o.disk_cache = true;
   compile_kernel(j, "loop", o);
   EXPECT_TRUE(cache_files(dir_).empty());
 }
 
-TEST(DiskCacheDir, FromEnvironment) {
-  setenv("JX_CACHE_DIR", "/tmp/a", 1);
-  EXPECT_EQ(codegen::object_cache_dir(), "/tmp/a");
-  unsetenv("JX_CACHE_DIR");
-  setenv("XDG_CACHE_HOME", "/tmp/xdg", 1);
-  EXPECT_EQ(codegen::object_cache_dir(), "/tmp/xdg/jx");
-  unsetenv("XDG_CACHE_HOME");
-  if (const char* home = std::getenv("HOME")) {
-    EXPECT_EQ(codegen::object_cache_dir(), std::string(home) + "/.cache/jx");
-  }
+TEST(DiskCacheKey, IsAHexSha256OfTheText) {
   EXPECT_EQ(codegen::object_cache_key("abc").size(), 64u);
   EXPECT_NE(codegen::object_cache_key("abc"), codegen::object_cache_key("abd"));
 }
@@ -946,8 +931,7 @@ TEST(Dumps, SinLoopIsVectorized) {
   EXPECT_NE(read_file(dir / "f.fusion1.plan").find("n1:float32 = sin"), std::string::npos);
   fs::remove_all(dir);
   if (codegen::host_target().features.find("+avx512f") == std::string::npos) GTEST_SKIP() << "no AVX-512 on this host";
-  if (const char* isa = std::getenv("JX_VECTOR_ISA"); isa && std::string(isa) != "avx512")
-    GTEST_SKIP() << "JX_VECTOR_ISA caps the vector math";
+  if (jx::config::get().vector_isa != "avx512") GTEST_SKIP() << "the configured vector ISA caps the vector math";
   EXPECT_NE(assembly.find("zmm"), std::string::npos);
   EXPECT_NE(assembly.find("_ZGVeN16v_sinf"), std::string::npos) << assembly.substr(0, 4000);
   // Anything left scalar calls the runtime function that runs that same variant on one

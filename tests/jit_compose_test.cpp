@@ -19,7 +19,7 @@ namespace {
 // Compile everything in this process: a kernel cached on disk by an older build of the
 // code generator must not stand in for the code under test.
 const bool g_no_disk_cache = [] {
-  setenv("JX_DISABLE_DISK_CACHE", "1", 1);
+  jx::config::set_disk_cache(false);
   return true;
 }();
 }  // namespace

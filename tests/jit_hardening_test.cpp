@@ -199,13 +199,8 @@ class CacheKeys : public ::testing::Test {
   void SetUp() override {
     dir_ = fs::temp_directory_path() / ("jx_hardening_cache_" + std::to_string(::getpid()));
     fs::remove_all(dir_);
-    setenv("JX_CACHE_DIR", dir_.c_str(), 1);
-    unsetenv("JX_DISABLE_DISK_CACHE");
   }
-  void TearDown() override {
-    unsetenv("JX_CACHE_DIR");
-    fs::remove_all(dir_);
-  }
+  void TearDown() override { fs::remove_all(dir_); }
 
   // Two kernels of different signatures: a small one (one input, one f32[4] output) and
   // a larger one (two inputs, two f64[257] outputs). Run with the other's code, the
@@ -223,7 +218,7 @@ class CacheKeys : public ::testing::Test {
     std::vector<Array> args;
     for (const Var& v : j.invars) args.push_back(randn(v.aval.shape, v.aval.dtype, seed++));
     const int64_t before = compiler::codegen::llvm_compile_count();
-    auto kernel = compiler::compile_kernel(j, "loop", compiler::KernelOptions{.name = "hardening"});
+    auto kernel = compiler::compile_kernel(j, "loop", compiler::KernelOptions{.name = "hardening", .cache_dir = dir_.string()});
     std::vector<Array> got = run_kernel(*kernel, j, args), want = eval_jaxpr(j, {}, args);
     for (size_t i = 0; i < got.size(); ++i) EXPECT_ALLCLOSE(got[i], want[i], 1e-6, 1e-6);
     return compiler::codegen::llvm_compile_count() - before;
@@ -264,9 +259,9 @@ TEST_F(CacheKeys, EntryCopiedOntoAnotherKeyIsRecompiled) {
 // and it is compiled afresh instead of running foreign code.
 TEST_F(CacheKeys, ForeignObjectUnderTheRightKeyDoesNotLink) {
   const fs::path small = entry_of(small_), large = entry_of(large_);
-  const std::optional<std::string> large_object = compiler::codegen::object_cache_load(key_of(large));
+  const std::optional<std::string> large_object = compiler::codegen::object_cache_load(dir_.string(), key_of(large));
   ASSERT_TRUE(large_object.has_value());
-  compiler::codegen::object_cache_store(key_of(small), *large_object);
+  compiler::codegen::object_cache_store(dir_.string(), key_of(small), *large_object);
   const auto before = compiler::codegen::object_cache_stats();
   EXPECT_EQ(compile_and_check(small_, 4), 1);
   EXPECT_EQ(compiler::codegen::object_cache_stats().rejected, before.rejected + 1);

@@ -31,7 +31,10 @@ namespace {
 namespace fs = std::filesystem;
 
 // Tests always verify after every pass in the pipeline.
-const bool kVerifyPasses = [] { return setenv("JX_VERIFY_PASSES", "1", 1) == 0; }();
+const bool kVerifyPasses = [] {
+  jx::config::set_verify_passes(true);
+  return true;
+}();
 
 // ---- test-only primitive: an effect (printing, say) that must stay where it is ----
 
@@ -706,7 +709,7 @@ TEST(Pipeline, OptimizesAndPreservesValues) {
   ClosedJaxpr p = program(kPipelineProgram);
   std::vector<Array> args = random_inputs(p.jaxpr, 7);
   std::vector<Array> expected = eval_jaxpr(p, args);
-  ClosedJaxpr optimized = optimize_program(p, PipelineOptions{}, Dump("unused", ""));
+  ClosedJaxpr optimized = optimize_program(p, PipelineOptions{.verify = true}, Dump("unused", ""));
   verify_jaxpr(optimized.jaxpr);
   std::vector<Array> got = eval_jaxpr(optimized, args);
   ASSERT_EQ(got.size(), 1u);
@@ -734,7 +737,7 @@ TEST(Pipeline, OptimizesATracedNumpyProgram) {
   };
   Array x = f32({0.5f, -1, 2, 0.25f, 3, -2}, {3, 2}), y = f32({1, 2, 3, 4}, {4});
   ClosedJaxpr p = jx::make_jaxpr(f)(x, y);
-  ClosedJaxpr optimized = optimize_program(p, PipelineOptions{}, Dump("numpy", ""));
+  ClosedJaxpr optimized = optimize_program(p, PipelineOptions{.verify = true}, Dump("numpy", ""));
   std::vector<Array> args{x, y};
   EXPECT_ALLCLOSE(eval_jaxpr(optimized, args)[0], f(x, y));
   const std::string text = optimized.str();
@@ -749,7 +752,7 @@ TEST(Pipeline, WritesTheProgramAfterEachChangingPass) {
   TempDir tmp;
   ClosedJaxpr p = program(kPipelineProgram);
   Dump dump("pipeline test", tmp.path.string());
-  ClosedJaxpr optimized = optimize_program(p, PipelineOptions{}, dump);
+  ClosedJaxpr optimized = optimize_program(p, PipelineOptions{.verify = true}, dump);
   std::vector<std::string> names = file_names(dump.dir());
   ASSERT_GE(names.size(), 4u);
   EXPECT_EQ(names[0], "00-traced.txt");
@@ -770,7 +773,7 @@ TEST(Pipeline, WithoutOptimizationOnlyInlinesAndFusesSingleEquations) {
   std::vector<Array> expected = eval_jaxpr(p, args);
   TempDir tmp;
   Dump dump("unoptimized", tmp.path.string());
-  ClosedJaxpr out = optimize_program(p, PipelineOptions{.optimize = false}, dump);
+  ClosedJaxpr out = optimize_program(p, PipelineOptions{.optimize = false, .verify = true}, dump);
   verify_jaxpr(out.jaxpr);
   EXPECT_ALLCLOSE(eval_jaxpr(out, args)[0], expected[0]);
   std::vector<std::string> names = file_names(dump.dir());
@@ -788,14 +791,13 @@ TEST(Pipeline, RejectsAnInvalidProgramNamingWhatBrokeIt) {
   ClosedJaxpr p = program("{ lambda ; a:f32[3]. let\n    b:f32[3] = sin a\n  in (b,) }");
   p.jaxpr.eqns[0].outputs[0].aval = Aval{{4}, DType::Float32};
   p.jaxpr.outvars[0] = p.jaxpr.eqns[0].outputs[0];
-  EXPECT_JX_ERROR(optimize_program(p, PipelineOptions{}, Dump("bad", "")), "[jit] the traced program is invalid:",
+  EXPECT_JX_ERROR(optimize_program(p, PipelineOptions{.verify = true}, Dump("bad", "")), "[jit] the traced program is invalid:",
                   "[verify_jaxpr] equation 0 (sin): output 0 (b) is declared f32[4]");
 }
 
 // ---- the dump directory ----
 
-TEST(Dump, IsDisabledWithoutJxDump) {
-  unsetenv("JX_DUMP");
+TEST(Dump, IsDisabledWithoutADirectory) {
   Dump dump("f");
   EXPECT_FALSE(dump.enabled());
   EXPECT_EQ(dump.dir(), "");
@@ -804,9 +806,7 @@ TEST(Dump, IsDisabledWithoutJxDump) {
 
 TEST(Dump, MakesOneNewDirectoryPerProgram) {
   TempDir tmp;
-  setenv("JX_DUMP", tmp.path.c_str(), 1);
-  Dump first("my/prog"), second("my/prog");
-  unsetenv("JX_DUMP");
+  Dump first("my/prog", tmp.path.string()), second("my/prog", tmp.path.string());
   ASSERT_TRUE(first.enabled());
   EXPECT_NE(first.dir(), second.dir());
   for (const Dump* d : {&first, &second}) {

@@ -3,10 +3,9 @@
 // arguments, captured constants, lowering/compile, the compile log, dumps, the disk cache
 // and the error messages.
 //
-// The environment jit reads once per process (JX_LOG_COMPILES, and the disk cache
-// directory) is set by a static initializer below, before any jit call: the compile log
-// then goes to stderr in every test of this binary, and compiled code is cached in a
-// fresh temporary directory instead of the user's ~/.cache/jx.
+// The configuration (jx::config) is set by a static initializer below, before any jit
+// call: the compile log then goes to stderr in every test of this binary, and compiled
+// code is cached in a fresh temporary directory instead of the user's ~/.cache/jx.
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -41,13 +40,13 @@ std::string make_temp_dir(const char* tag) {
   return pattern;
 }
 
-// Set before main(): jit reads these once per process.
+// Set before main(), whatever the environment says.
 const std::string g_cache_dir = [] {
   std::string dir = make_temp_dir("jit_test_cache");
-  setenv("JX_CACHE_DIR", dir.c_str(), 1);
-  unsetenv("JX_DISABLE_DISK_CACHE");
-  setenv("JX_LOG_COMPILES", "1", 1);
-  unsetenv("JX_DUMP");
+  jx::config::set_cache_dir(dir);
+  jx::config::set_disk_cache(true);
+  jx::config::set_log_compiles(true);
+  jx::config::set_dump_dir("");
   return dir;
 }();
 
@@ -820,11 +819,11 @@ std::string read_text(const fs::path& p) {
 TEST(JitEnvironment, DumpWritesPassesFusionDecisionsAndKernels) {
   std::string dir = make_temp_dir("jit_dump");
   ASSERT_FALSE(dir.empty());
-  setenv("JX_DUMP", dir.c_str(), 1);
+  jx::config::set_dump_dir(dir);
   auto f = jit([](const Array& x) { return jnp::sum(jnp::sin(x) * 2 + 0); }, JitOptions{.name = "dumped"});
   Array x = randn({4096}, DType::Float32, 44);
   Array got = f(x);
-  unsetenv("JX_DUMP");
+  jx::config::set_dump_dir("");
   EXPECT_ALLCLOSE(got, jnp::sum(jnp::sin(x) * 2), 1e-5, 1e-3);
   std::vector<std::string> files = files_in(dir);
   std::string listing;
@@ -860,7 +859,7 @@ TEST(JitEnvironment, DumpWritesPassesFusionDecisionsAndKernels) {
     EXPECT_TRUE(contains(assembly, "zmm")) << assembly.substr(0, 4000);
   }
   fs::remove_all(dir);
-  // Without JX_DUMP nothing is written.
+  // Without a dump directory nothing is written.
   std::string empty_dir = make_temp_dir("jit_nodump");
   auto g = jit([](const Array& x) { return x * 3; });
   (void)g(x);
@@ -871,7 +870,7 @@ TEST(JitEnvironment, DumpWritesPassesFusionDecisionsAndKernels) {
 TEST(JitEnvironment, DiskCacheIsReusedAndSurvivesCorruption) {
   using compiler::codegen::object_cache_stats;
   ASSERT_FALSE(g_cache_dir.empty());
-  EXPECT_EQ(compiler::codegen::object_cache_dir(), g_cache_dir);
+  EXPECT_EQ(jx::config::get().cache_dir, g_cache_dir);
   // A kernel nobody else in this binary compiles (its constants are unique).
   auto make = [] {
     return jit([](const Array& x) { return jnp::cos(x * 1.2345678) * 7.654321 + jnp::exp(x * 0.000123); });

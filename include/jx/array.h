@@ -1,5 +1,5 @@
 // jx::Array: an immutable n-dimensional value with cheap copies. It is either
-// concrete (a strided view of a CPU buffer) or, under a transformation, a tracer.
+// concrete (a strided view of a buffer on a device) or, under a transformation, a tracer.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +13,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "jx/device.h"
 #include "jx/dtype.h"
 #include "jx/error.h"
 
@@ -66,13 +67,19 @@ class Tracer {
   virtual const TraceState* state() const { return nullptr; }
 };
 
-// Owns an aligned allocation; views share it. Throws std::bad_alloc when the memory is
-// not there (alloc_array turns that into a jx::Error naming the operation and shape).
+// Owns an aligned allocation from its device's allocator (src/backend/backend.h), and
+// returns it there; views share it. Throws std::bad_alloc when the memory is not there
+// (alloc_array turns that into a jx::Error naming the operation and shape).
 struct Storage {
   void* data = nullptr;
   size_t nbytes = 0;
+  Device device;
+  // Placed on `device` by request (device_put, or computed from such operands), as JAX's
+  // committed arrays: operations refuse committed operands on different devices, and
+  // run uncommitted operands (made on the default device) where the committed ones are.
+  bool committed = false;
   Storage() = default;
-  explicit Storage(size_t nbytes);
+  Storage(size_t nbytes, Device device, bool committed = false);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -156,6 +163,8 @@ class Array {
   int64_t itemsize() const { return jx::itemsize(dtype()); }
   int64_t nbytes() const { return size() * itemsize(); }
   bool valid() const { return impl_ != nullptr; }
+  // The device holding the buffer (JAX's x.device). Raises jx::Error for a traced array.
+  Device device() const;
 
   // Concrete values. These raise jx::Error on a traced array, naming the transformation.
   bool is_concrete() const;

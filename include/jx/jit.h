@@ -40,8 +40,8 @@ struct JitOptions {
   // false: compile the traced program as it is, every equation its own kernel or runtime
   // call (the reference the differential tests compare the optimizer against).
   bool optimize = true;
-  // Reuse compiled kernels from, and store them in, the on-disk cache (JX_CACHE_DIR,
-  // else $XDG_CACHE_HOME/jx, else ~/.cache/jx). JX_DISABLE_DISK_CACHE=1 also turns it off.
+  // Reuse compiled kernels from, and store them in, the on-disk cache (config's
+  // cache_dir); config's disk_cache = false (JX_DISABLE_DISK_CACHE=1) also turns it off.
   bool disk_cache = true;
 };
 

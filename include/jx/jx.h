@@ -3,6 +3,8 @@
 #pragma once
 
 #include "jx/array.h"
+#include "jx/config.h"
+#include "jx/device.h"
 #include "jx/dtype.h"
 #include "jx/error.h"
 #include "jx/io.h"

@@ -156,7 +156,7 @@ class Primitive {
     // Output count; -1 when it depends on the parameters (sort with several operands).
     int num_outputs = 1;
     AbstractEvalRule abstract_eval;
-    ImplRule impl;
+    ImplRule impl;  // the "cpu" platform's impl; other platforms: register_impl (src/backend/backend.h)
     JvpRule jvp;              // unset only when kNotDifferentiable
     TransposeRule transpose;  // set exactly when kLinear
     BatchRule batch;

@@ -1,12 +1,11 @@
-#include <sys/mman.h>
 #include <sys/sysinfo.h>
 
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
+#include <limits>
 #include <sstream>
-#include <unordered_map>
 
+#include "backend/backend.h"
 #include "core/array_internal.h"
 #include "core/convert.h"
 #include "cpu/strided.h"
@@ -98,76 +97,9 @@ int64_t check_allocatable(const Shape& shape, DType dtype, std::string_view op) 
   return bytes;
 }
 
-namespace {
-
-constexpr size_t kHugePage = size_t{2} << 20;
-
-// Recently freed large blocks, kept for the next allocation of the same rounded size.
-// A fresh 100 MB block costs the kernel zeroing every page on first touch (measured:
-// 65-70% of a jitted sin(x) + cos(y) on 5000x5000 float32); a loop that makes arrays of
-// the same shape each step reuses warm pages instead. Bounded by JX_BLOCK_CACHE_MB
-// (default 1024; 0 disables). Off under AddressSanitizer, where reuse would hide
-// use-after-free.
-class LargeBlockCache {
- public:
-  void* take(size_t rounded) {
-    std::lock_guard lock(mu_);
-    auto it = free_.find(rounded);
-    if (it == free_.end() || it->second.empty()) return nullptr;
-    void* p = it->second.back();
-    it->second.pop_back();
-    held_ -= rounded;
-    return p;
-  }
-  // Keeps p if there is room; false: the caller frees it.
-  bool give(void* p, size_t rounded) {
-    std::lock_guard lock(mu_);
-    if (held_ + rounded > limit_) return false;
-    free_[rounded].push_back(p);
-    held_ += rounded;
-    return true;
-  }
-  static LargeBlockCache& get() {
-    static auto* cache = new LargeBlockCache;  // never destroyed: arrays may die after main
-    return *cache;
-  }
-
- private:
-  LargeBlockCache() {
-#if defined(__SANITIZE_ADDRESS__)
-    limit_ = 0;
-#else
-    const char* env = std::getenv("JX_BLOCK_CACHE_MB");
-    limit_ = (env && *env ? static_cast<size_t>(std::strtoull(env, nullptr, 10)) : size_t{1024}) << 20;
-#endif
-  }
-  std::mutex mu_;
-  std::unordered_map<size_t, std::vector<void*>> free_;
-  size_t held_ = 0, limit_ = 0;
-};
-
-size_t rounded_size(size_t n, bool huge) {
-  size_t align = huge ? kHugePage : 64;
-  size_t rounded = (n + align - 1) / align * align;
-  return rounded == 0 ? align : rounded;
-}
-
-}  // namespace
-
-Storage::Storage(size_t n) : nbytes(n) {
-  // Large buffers are 2 MiB aligned and marked for transparent huge pages: a fresh 100 MB
-  // array otherwise costs ~25k page faults on first touch, as much as the kernel writing it.
-  const bool huge = n >= 2 * kHugePage;
-  size_t rounded = rounded_size(n, huge);
-  if (huge && (data = LargeBlockCache::get().take(rounded))) return;
-  data = std::aligned_alloc(huge ? kHugePage : 64, rounded);
-  if (!data) throw std::bad_alloc();
-  if (huge) madvise(data, rounded, MADV_HUGEPAGE);
-}
+Storage::Storage(size_t n, Device d, bool c) : nbytes(n), device(d), committed(c) { data = device.state()->allocator->allocate(n); }
 Storage::~Storage() {
-  const bool huge = nbytes >= 2 * kHugePage;
-  if (huge && LargeBlockCache::get().give(data, rounded_size(nbytes, true))) return;
-  std::free(data);
+  if (data) device.state()->allocator->deallocate(data, nbytes);
 }
 
 std::vector<int64_t> contiguous_strides(const Shape& shape) {
@@ -186,7 +118,8 @@ Array alloc_array(const Aval& aval) {
   auto impl = std::make_shared<ArrayImpl>();
   impl->aval = aval;
   try {
-    impl->storage = std::make_shared<Storage>(static_cast<size_t>(bytes));
+    impl->storage = std::make_shared<Storage>(static_cast<size_t>(bytes), Device(current_device()),
+                                                  current_device_committed());
   } catch (const std::bad_alloc&) {
     fail_alloc(op, aval.shape, aval.dtype, bytes);
   }

@@ -1,10 +1,12 @@
 #include "jx/primitive.h"
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <new>
 #include <sstream>
 
+#include "backend/backend.h"
 #include "core/array_internal.h"
 #include "core/eager_hook.h"
 #include "jx/jaxpr.h"
@@ -154,15 +156,24 @@ std::vector<Array> Primitive::eval(std::span<const Array> in, const Params& para
   in_avals.reserve(in.size());
   for (const Array& a : in) in_avals.push_back(detail::concrete_impl(a, name_).aval);
   std::vector<Aval> out = abstract_eval(in_avals, params);
+  // Results live on the operands' device (committed operands must share one, as in JAX);
+  // operations without operands use the thread's current device.
+  const detail::Placement placement = detail::placement_of(name_, in);
+  if (!placement.device) return run_impl(in, params, out);
+  detail::DeviceScope scope(placement);
   return run_impl(in, params, out);
 }
 
 std::vector<Array> Primitive::run_impl(std::span<const Array> in, const Params& params,
                                        std::span<const Aval> out) const {
-  if (!rules_.impl) detail::fail(name_, "has no CPU implementation");
+  const detail::DeviceState* device = detail::current_device();
+  // The CPU's impl is the primitive's own Rules::impl; other platforms register theirs.
+  const ImplRule& impl = device->backend == detail::default_cpu_device()->backend
+                             ? (rules_.impl ? rules_.impl : detail::impl_for("cpu", *this))
+                             : detail::impl_for(device->platform, *this);
   detail::AllocScope scope(name_);
   try {
-    return rules_.impl(in, params, out);
+    return impl(in, params, out);
   } catch (const std::bad_alloc&) {
     // A kernel's own workspace (a std::vector, a BLAS buffer) ran out of memory.
     std::string shapes;
@@ -193,20 +204,21 @@ int trace_stack_depth() { return t_current_trace ? t_current_trace->level() : 0;
 
 namespace detail {
 namespace {
-EagerHook g_eager_hook = nullptr;
+// Atomic: the configuration installs it while other threads may be binding.
+std::atomic<EagerHook> g_eager_hook{nullptr};
 thread_local bool t_in_eager_hook = false;
 }  // namespace
-void set_eager_hook(EagerHook hook) { g_eager_hook = hook; }
+void set_eager_hook(EagerHook hook) { g_eager_hook.store(hook, std::memory_order_release); }
 }  // namespace detail
 
 std::vector<Array> bind(const Primitive& p, std::span<const Array> in, const Params& params) {
   if (detail::Trace* t = detail::t_current_trace) return t->process(p, in, params);
-  if (detail::g_eager_hook && !detail::t_in_eager_hook) {
+  if (detail::EagerHook hook = detail::g_eager_hook.load(std::memory_order_acquire); hook && !detail::t_in_eager_hook) {
     detail::t_in_eager_hook = true;
     struct Reset {
       ~Reset() { detail::t_in_eager_hook = false; }
     } reset;
-    return detail::g_eager_hook(p, in, params);
+    return hook(p, in, params);
   }
   return p.eval(in, params);
 }

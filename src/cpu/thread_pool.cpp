@@ -1,17 +1,44 @@
+// One pool of workers shared by every parallel region in the process. A region (one
+// parallel_for call) posts itself on the pool's queue; workers take chunks of the region
+// at the front, while the caller takes chunks of its own region until none is left, then
+// waits only for the chunks workers are running. So any number of regions, from any
+// number of threads (several CPU devices, user threads), run at once, and each one makes
+// progress through its caller even when every worker is busy elsewhere: a region never
+// waits on a worker to start one of its chunks.
 #include "cpu/thread_pool.h"
 
 #include <algorithm>
 #include <condition_variable>
-#include <cstdlib>
+#include <deque>
 #include <exception>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "core/config_internal.h"
+
 namespace jx::cpu {
 namespace {
 
-thread_local bool t_in_worker = false;
+// Set while this thread runs a chunk: a parallel_for inside one runs inline (the pool is
+// already split across the outer region).
+thread_local bool t_in_chunk = false;
+
+// A parallel_for in flight; lives on its caller's stack until every chunk has finished.
+struct Region {
+  const std::function<void(int64_t, int64_t)>* body;
+  int64_t n, step;
+  int chunks;
+  // Guarded by the pool's mutex.
+  int next = 0;      // first unclaimed chunk
+  int finished = 0;  // chunks done (run, or skipped after a failure)
+  std::exception_ptr error;
+
+  void run_chunk(int i) {
+    const int64_t b = i * step, e = std::min(n, b + step);
+    if (b < e) (*body)(b, e);
+  }
+};
 
 class Pool {
  public:
@@ -23,65 +50,57 @@ class Pool {
       std::lock_guard<std::mutex> lock(mu_);
       stop_ = true;
     }
-    cv_.notify_all();
+    work_cv_.notify_all();
     for (auto& w : workers_) w.join();
   }
-  int size() const { return static_cast<int>(workers_.size()) + 1; }
 
-  // Runs tasks 0..count-1: the caller takes task 0, workers the rest.
-  void run(int count, const std::function<void(int)>& task) {
-    std::exception_ptr error;
-    std::mutex error_mu;
-    std::function<void(int)> guarded = [&](int i) {
-      try {
-        task(i);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(error_mu);
-        if (!error) error = std::current_exception();
-      }
-    };
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      job_ = &guarded;
-      next_ = 1;
-      count_ = count;
-      pending_ = count - 1;
-      ++generation_;
-    }
-    cv_.notify_all();
-    t_in_worker = true;
-    guarded(0);
-    t_in_worker = false;
+  void run(Region& r) {
     std::unique_lock<std::mutex> lock(mu_);
-    done_cv_.wait(lock, [&] { return pending_ == 0; });
-    job_ = nullptr;
-    if (error) std::rethrow_exception(error);
+    queue_.push_back(&r);
+    work_cv_.notify_all();
+    // The caller's share: every chunk no worker has claimed yet.
+    while (r.next < r.chunks) execute(r, r.next++, lock);
+    done_cv_.wait(lock, [&] { return r.finished == r.chunks; });
+    lock.unlock();
+    if (r.error) std::rethrow_exception(r.error);
   }
 
  private:
+  // Runs chunk i of r without the lock; records its exception in r (the first one wins,
+  // and once r has failed its remaining chunks are skipped: their work is moot).
+  void execute(Region& r, int i, std::unique_lock<std::mutex>& lock) {
+    if (r.next >= r.chunks) std::erase(queue_, &r);  // the last chunk is claimed
+    const bool skip = r.error != nullptr;
+    lock.unlock();
+    std::exception_ptr error;
+    if (!skip) {
+      t_in_chunk = true;
+      try {
+        r.run_chunk(i);
+      } catch (...) {  // carried to the region's caller, who rethrows it
+        error = std::current_exception();
+      }
+      t_in_chunk = false;
+    }
+    lock.lock();
+    if (error && !r.error) r.error = error;
+    if (++r.finished == r.chunks) done_cv_.notify_all();
+  }
+
   void work() {
-    t_in_worker = true;
-    uint64_t seen = 0;
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
-      cv_.wait(lock, [&] { return stop_ || (generation_ != seen && next_ < count_); });
+      work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
       if (stop_) return;
-      int i = next_++;
-      if (next_ >= count_) seen = generation_;
-      auto* job = job_;
-      lock.unlock();
-      (*job)(i);
-      lock.lock();
-      if (--pending_ == 0) done_cv_.notify_one();
+      Region& r = *queue_.front();
+      execute(r, r.next++, lock);
     }
   }
 
   std::vector<std::thread> workers_;
   std::mutex mu_;
-  std::condition_variable cv_, done_cv_;
-  const std::function<void(int)>* job_ = nullptr;
-  int next_ = 0, count_ = 0, pending_ = 0;
-  uint64_t generation_ = 0;
+  std::condition_variable work_cv_, done_cv_;
+  std::deque<Region*> queue_;  // regions with unclaimed chunks, oldest first
   bool stop_ = false;
 };
 
@@ -90,39 +109,23 @@ Pool& pool() {
   return p;
 }
 
-std::mutex g_run_mu;  // one parallel region at a time across user threads
-
 }  // namespace
 
 int num_threads() {
-  static const int n = [] {
-    if (const char* env = std::getenv("JX_NUM_THREADS")) {
-      int v = std::atoi(env);
-      if (v > 0) return v;
-    }
-    return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  }();
+  static const int n = detail::fix_num_threads();
   return n;
 }
 
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body) {
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
-  int64_t chunks = std::min<int64_t>(num_threads(), (n + grain - 1) / grain);
-  if (chunks <= 1 || t_in_worker) {
+  const int64_t chunks = std::min<int64_t>(num_threads(), (n + grain - 1) / grain);
+  if (chunks <= 1 || t_in_chunk) {
     body(0, n);
     return;
   }
-  std::unique_lock<std::mutex> lock(g_run_mu, std::try_to_lock);
-  if (!lock.owns_lock()) {  // another user thread holds the pool: run inline
-    body(0, n);
-    return;
-  }
-  int64_t step = (n + chunks - 1) / chunks;
-  pool().run(static_cast<int>(chunks), [&](int i) {
-    int64_t b = i * step, e = std::min(n, b + step);
-    if (b < e) body(b, e);
-  });
+  Region r{.body = &body, .n = n, .step = (n + chunks - 1) / chunks, .chunks = static_cast<int>(chunks)};
+  pool().run(r);
 }
 
 }  // namespace jx::cpu

@@ -6,12 +6,16 @@
 
 namespace jx::cpu {
 
-// Threads kernels may use: JX_NUM_THREADS if set, else the hardware's.
+// Threads kernels may use: config's num_threads (JX_NUM_THREADS), else the hardware's;
+// fixed at the first call.
 int num_threads();
 
-// Runs body(begin, end) over [0, n) in chunks of at least `grain` iterations, on up to
-// num_threads() threads; small ranges, and calls from inside a worker, run inline.
-// The first exception thrown by a chunk is rethrown here.
+// Runs body(begin, end) over [0, n) in chunks of at least `grain` iterations (at most
+// num_threads() chunks; the split depends only on n, grain and num_threads()). The caller
+// runs chunks itself and idle workers help, so parallel_for calls from several threads
+// run concurrently, each independent of the others. Small ranges, and calls from inside
+// a chunk, run inline. The first exception thrown by a chunk is rethrown here (chunks of
+// the same call not yet started are then skipped).
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body);
 
 // Elements below which an elementwise kernel stays single-threaded: waking a worker

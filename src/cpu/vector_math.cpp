@@ -5,15 +5,17 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <numbers>
+#include <string>
 
 #if defined(JX_HAVE_LIBMVEC) && defined(__x86_64__) && defined(__GNUC__)
 #define JX_USE_LIBMVEC 1
 #include <immintrin.h>
 #endif
+
+#include "core/config_internal.h"
 
 namespace jx::cpu {
 namespace {
@@ -222,18 +224,19 @@ void f32_to_f16_f16c(const float*, float16_t*, int64_t) {}
 static_assert(std::size(kUnaryF32) == static_cast<size_t>(VecOp::kCount));
 static_assert(std::size(kBinaryF32) == static_cast<size_t>(VecOp2::kCount));
 
-VectorIsa isa_from_env(VectorIsa best) {
-  const char* env = std::getenv("JX_VECTOR_ISA");
-  if (!env) return best;
-  VectorIsa want = best;
-  if (std::strcmp(env, "scalar") == 0) want = VectorIsa::Scalar;
-  else if (std::strcmp(env, "avx2") == 0) want = VectorIsa::Avx2;
-  else if (std::strcmp(env, "avx512") == 0) want = VectorIsa::Avx512;
-  return std::min(want, best);
+// The configuration's request (JX_VECTOR_ISA or set_vector_isa, validated there), capped
+// at what this CPU runs.
+VectorIsa initial_isa(VectorIsa best) {
+  const std::string want = detail::stored_config().vector_isa;
+  VectorIsa isa = best;
+  if (want == "scalar") isa = VectorIsa::Scalar;
+  else if (want == "avx2") isa = VectorIsa::Avx2;
+  else if (want == "avx512") isa = VectorIsa::Avx512;
+  return std::min(isa, best);
 }
 
 std::atomic<VectorIsa>& current_isa() {
-  static std::atomic<VectorIsa> isa{isa_from_env(best_vector_isa())};
+  static std::atomic<VectorIsa> isa{initial_isa(best_vector_isa())};
   return isa;
 }
 

@@ -43,8 +43,8 @@ enum class VecOp2 : uint8_t { JX_VEC_BINARY_OPS(JX_VEC_ENUM_ITEM) kCount };
 enum class VectorIsa : uint8_t { Scalar, Avx2, Avx512 };
 const char* vector_isa_name(VectorIsa isa);
 
-// The instruction set the vector functions use now: the best the CPU supports, or
-// JX_VECTOR_ISA=scalar|avx2|avx512 from the environment (capped at what the CPU has).
+// The instruction set the vector functions use now: config's vector_isa (JX_VECTOR_ISA,
+// jx::config::set_vector_isa), capped at what the CPU has; by default the best.
 VectorIsa vector_isa();
 // Switches the instruction set (tests and benchmarks compare them); requests beyond
 // what the CPU supports fall back to the best it has. Returns the previous one.

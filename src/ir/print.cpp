@@ -175,15 +175,13 @@ void print_jaxpr(std::ostream& os, const Jaxpr& j, const std::string& indent) {
     for (size_t i = 0; i < e.outputs.size(); ++i) os << (i ? " " : "") << binder(e.outputs[i]);
     os << " = " << (e.primitive ? e.primitive->name() : std::string("<null primitive>"));
     if (!e.params.empty()) {
-      std::string saved = current_param_indent;
+      // Restored however params_text returns (a sub-program's printer may raise).
+      struct RestoreIndent {
+        std::string saved = current_param_indent;
+        ~RestoreIndent() { current_param_indent = saved; }
+      } restore;
       current_param_indent = eqn_indent;
-      try {
-        os << "[" << params_text(e.params) << "]";
-      } catch (...) {
-        current_param_indent = saved;
-        throw;
-      }
-      current_param_indent = saved;
+      os << "[" << params_text(e.params) << "]";
     }
     for (const Atom& a : e.inputs) os << " " << atom(a);
     os << "\n";

@@ -1,12 +1,11 @@
 // Dump directories: <dir>/<name>.<n>/, n the first number this process has not used whose
 // directory does not exist yet. mkdir either creates a directory or fails because it
-// exists, atomically, so two processes (or threads) writing into one JX_DUMP never share
+// exists, atomically, so two processes (or threads) writing into one dump_dir never share
 // a directory: each takes the next free n.
 #include "jit/dump.h"
 
 #include <atomic>
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -34,11 +33,7 @@ std::string file_safe(std::string_view name) {
 }  // namespace
 
 Dump::Dump(std::string_view program_name, std::string dir) {
-  if (dir.empty()) {
-    const char* env = std::getenv("JX_DUMP");
-    if (!env || !*env) return;
-    dir = env;
-  }
+  if (dir.empty()) return;
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::create_directories(dir, ec);

@@ -1,4 +1,4 @@
-// JX_DUMP=<dir>: what the compiler writes for a newcomer to read. One directory per
+// CompileOptions::dump_dir (config's dump_dir, JX_DUMP=<dir>): what the compiler writes for a newcomer to read. One directory per
 // compiled program, <dir>/<name>.<n>/, holding
 //   00-traced.txt, 01-<pass>.txt, ...   the program after each pass that changed it
 //   fusion.txt                          every fusion decision, merged or refused, with its reason
@@ -12,7 +12,7 @@ namespace jx::compiler {
 
 class Dump {
  public:
-  // Disabled unless JX_DUMP is set (or `dir` is given).
+  // Writes under `dir`; disabled when `dir` is empty.
   explicit Dump(std::string_view program_name, std::string dir = {});
   bool enabled() const { return !dir_.empty(); }
   // The directory of this program's files ("" when disabled).

@@ -13,11 +13,13 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "backend/backend.h"
 #include "core/array_internal.h"
 #include "jit/codegen/kernel.h"
 #include "jit/dump.h"
 #include "jit/fusion_primitive.h"
 #include "jit/pipeline.h"
+#include "jx/config.h"
 #include "jx/error.h"
 #include "lax/data_movement.h"
 
@@ -66,12 +68,19 @@ class BufferPool {
     if (!shared && s.use_count() == 1) free_[s->nbytes].push_back(std::move(s));
   }
   void clear() { free_.clear(); }
+  // Buffers kept from a run on another device (or committed differently) are not this
+  // run's to reuse.
+  void use_placement(detail::Placement p) {
+    if (p.device != placement_.device || p.committed != placement_.committed) free_.clear();
+    placement_ = p;
+  }
 
  private:
   static Array wrap(std::shared_ptr<detail::Storage> storage, const Aval& aval) {
     return detail::adopt_storage(std::move(storage), aval);
   }
   std::unordered_map<size_t, std::vector<std::shared_ptr<detail::Storage>>> free_;
+  detail::Placement placement_;
 };
 
 Array contiguous_input(const Array& x) {
@@ -150,7 +159,9 @@ ProgramExecutable::ProgramExecutable(ClosedJaxpr program, const CompileOptions& 
       const JaxprRef& body = e.params.get_jaxpr("jaxpr");
       KernelOptions ko{.name = options.name + "." + e.params.get_string("name"),
                        .dump_dir = dump.dir(),
-                       .disk_cache = options.disk_cache};
+                       .disk_cache = options.disk_cache,
+                       .cache_dir = options.cache_dir,
+                       .vector_isa = options.vector_isa};
       s.kernel = compile_kernel(body->jaxpr, e.params.get_string("kind"), ko);
       ++num_kernels_;
       for (int o : s.outputs) kernel_owned_[o] = true;
@@ -181,12 +192,18 @@ std::vector<Array> ProgramExecutable::run(std::span<const Array> args) const {
                    want.str());
     values[arg_slots_[i]] = args[i];
   }
+  // The program runs on its arguments' device (constants, made when it was traced, are
+  // host memory every CPU device reads); its buffers are allocated there.
+  detail::Placement placement = detail::placement_of("jit", args);
+  if (!placement.device) placement = {detail::current_device(), detail::current_device_committed()};
+  detail::DeviceScope device_scope(placement);
   // Take the recycled buffers for this run (a concurrent run allocates its own).
   BufferPool pool;
   {
     std::unique_lock lock(pool_mu_, std::try_to_lock);
     if (lock.owns_lock()) std::swap(pool, pool_);
   }
+  pool.use_placement(placement);
   std::vector<Array> ins;
   std::vector<const void*> in_ptrs;
   std::vector<void*> out_ptrs;
@@ -230,9 +247,20 @@ std::vector<Array> ProgramExecutable::run(std::span<const Array> args) const {
 
 }  // namespace
 
+CompileOptions compile_options_from_config(std::string name) {
+  const Config c = config::get();
+  return CompileOptions{.name = std::move(name),
+                        .disk_cache = c.disk_cache,
+                        .cache_dir = c.cache_dir,
+                        .dump_dir = c.dump_dir,
+                        .verify_passes = c.verify_passes,
+                        .vector_isa = cpu::vector_isa()};
+}
+
 std::shared_ptr<const Executable> compile_program(const ClosedJaxpr& program, const CompileOptions& options) {
-  Dump dump(options.name);
-  ClosedJaxpr optimized = optimize_program(program, PipelineOptions{.optimize = options.optimize}, dump);
+  Dump dump(options.name, options.dump_dir);
+  ClosedJaxpr optimized = optimize_program(
+      program, PipelineOptions{.optimize = options.optimize, .verify = options.verify_passes}, dump);
   return std::make_shared<ProgramExecutable>(std::move(optimized), options, dump);
 }
 

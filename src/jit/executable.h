@@ -10,15 +10,25 @@
 #include <string>
 #include <vector>
 
+#include "cpu/vector_math.h"
 #include "jx/jaxpr.h"
 
 namespace jx::compiler {
 
+// Everything a compile depends on besides the program. Filled from jx::config when a
+// jit entry compiles (compile_options_from_config); nothing below reads the config.
 struct CompileOptions {
-  std::string name = "jit";  // kernel symbols, dumps
-  bool optimize = true;      // run the pass pipeline
-  bool disk_cache = true;    // kernels' object code in the on-disk cache
+  std::string name = "jit";     // kernel symbols, dumps
+  bool optimize = true;         // run the pass pipeline
+  bool disk_cache = true;       // kernels' object code in the on-disk cache
+  std::string cache_dir;        // the disk cache's directory ("": none)
+  std::string dump_dir;         // "": no dumps (dump.h)
+  bool verify_passes = false;   // type-check the program after every changing pass
+  cpu::VectorIsa vector_isa = cpu::vector_isa();  // the math library's ISA: eager's by default
 };
+
+// The options the configuration gives a program named `name` now (config.h).
+CompileOptions compile_options_from_config(std::string name);
 
 class Executable {
  public:

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <list>
 #include <mutex>
 #include <unordered_map>
@@ -16,6 +15,7 @@
 #include "jit/executable.h"
 #include "jit/jit_primitive.h"
 #include "jit/passes/inline_calls.h"
+#include "jx/config.h"
 #include "jx/error.h"
 
 namespace jx {
@@ -37,14 +37,6 @@ struct JitEntry {
 
 namespace {
 
-bool log_compiles() {
-  static const bool on = [] {
-    const char* v = std::getenv("JX_LOG_COMPILES");
-    return v && *v && std::string_view(v) != "0";
-  }();
-  return on;
-}
-
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -56,7 +48,10 @@ std::string avals_list(std::span<const Aval> avals) {
 }
 
 compiler::CompileOptions compile_options(const JitOptions& o) {
-  return compiler::CompileOptions{.name = o.name, .optimize = o.optimize, .disk_cache = o.disk_cache};
+  compiler::CompileOptions options = compiler::compile_options_from_config(o.name);
+  options.optimize = o.optimize;
+  options.disk_cache = options.disk_cache && o.disk_cache;
+  return options;
 }
 
 const compiler::Executable& executable(const JitEntry& e) {
@@ -73,7 +68,7 @@ const compiler::Executable& executable(const JitEntry& e) {
     auto t0 = std::chrono::steady_clock::now();
     // The body takes the constants as leading inputs; the executable holds them.
     e.exe = compiler::compile_program(*e.traced, compile_options(e.options));
-    if (log_compiles())
+    if (config::get().log_compiles)
       std::fprintf(stderr, "jx: compiled '%s' for %s in %.2f ms (%d native kernels)\n", e.name.c_str(),
                    avals_list(e.in_avals).c_str(), ms_since(t0), e.exe->num_kernels());
   }
@@ -191,7 +186,7 @@ std::shared_ptr<const JitEntry> JitFunction::lookup(std::span<const Array> leave
   // so every caller shares one program (and one compile).
   for (const auto& [k, e] : cache_->entries)
     if (k == key) return e;
-  if (log_compiles())
+  if (config::get().log_compiles)
     std::fprintf(stderr, "jx: tracing '%s' for %s%s%s%s: %s (%.2f ms)\n", options_.name.c_str(),
                  avals_list(key.avals).c_str(), key.statics ? " static (" : "",
                  key.statics ? key.statics->str().c_str() : "", key.statics ? ")" : "",
@@ -277,16 +272,16 @@ std::vector<Array> jit_one_op(const Primitive& p, std::span<const Array> in, con
       program.jaxpr.outvars.push_back(e.outputs.back());
     }
     program.jaxpr.eqns.push_back(std::move(e));
-    exe = compiler::compile_program(program, compiler::CompileOptions{.name = "op_" + p.name()});
+    exe = compiler::compile_program(program, compiler::compile_options_from_config("op_" + p.name()));
     std::lock_guard lock(mu);
     cache->emplace(std::move(key), exe);
   }
   return exe->run(in);
 }
 
+// Registered, not installed: config's jit_every_op (JX_JIT_EVERY_OP) turns it on.
 const bool g_every_op_hook = [] {
-  const char* v = std::getenv("JX_JIT_EVERY_OP");
-  if (v && *v && std::string_view(v) != "0") set_eager_hook(&jit_one_op);
+  set_jit_every_op_hook(&jit_one_op);
   return true;
 }();
 }  // namespace

@@ -144,7 +144,7 @@ JaxprRef stage_body(const FlatFn& f, std::span<const Aval> avals, std::vector<Ar
 
 std::shared_ptr<const compiler::Executable> body_executable(const JaxprRef& body, const std::string& name) {
   return executable_cache().get(body, "", [&] {
-    return compiler::compile_program(*body, compiler::CompileOptions{.name = name});
+    return compiler::compile_program(*body, compiler::compile_options_from_config(name));
   });
 }
 

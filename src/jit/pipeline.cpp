@@ -4,12 +4,11 @@
 //     a fold (x * 1 with x constant), a fold makes duplicates (two equal literals), cse
 //     and the others leave dead equations, which dce removes before the next round.
 //   fusion on the cleaned program, then dce for what fusion bypassed.
-// JX_VERIFY_PASSES=1 (always in debug builds) verifies the program after every pass that
-// changed it, naming the pass that broke it.
+// PipelineOptions::verify (config's verify_passes, JX_VERIFY_PASSES=1; always in debug
+// builds) verifies the program after every pass that changed it, naming the pass that broke it.
 #include "jit/pipeline.h"
 
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -30,15 +29,6 @@ namespace {
 // the program or moves work to constants, so a handful suffice in practice.
 constexpr int kMaxRounds = 10;
 
-bool verify_passes() {
-#ifndef NDEBUG
-  return true;
-#else
-  const char* env = std::getenv("JX_VERIFY_PASSES");
-  return env && std::string(env) == "1";
-#endif
-}
-
 bool fuse_unmerged(ClosedJaxpr& program, PassContext& ctx) {
   return fuse(program, ctx, FusionOptions{.merge = false});
 }
@@ -47,8 +37,8 @@ const Pass kUnmergedFusionPass{"fusion", &fuse_unmerged};
 // Runs passes on one program, dumping after each change and gathering every note.
 class PipelineRun {
  public:
-  PipelineRun(ClosedJaxpr& program, const Dump& dump)
-      : program_(program), ctx_(program.jaxpr), dump_(dump), verify_(verify_passes()) {
+  PipelineRun(ClosedJaxpr& program, const Dump& dump, bool verify)
+      : program_(program), ctx_(program.jaxpr), dump_(dump), verify_(verify) {
     if (verify_) check("the traced program is invalid");
     dump_.write("00-traced.txt", program_.str() + "\n");
   }
@@ -102,7 +92,12 @@ class PipelineRun {
 }  // namespace
 
 ClosedJaxpr optimize_program(ClosedJaxpr program, const PipelineOptions& options, const Dump& dump) {
-  PipelineRun run(program, dump);
+#ifndef NDEBUG
+  const bool verify = true;
+#else
+  const bool verify = options.verify;
+#endif
+  PipelineRun run(program, dump, verify);
   run.apply(kInlineCallsPass);
   if (options.optimize) {
     bool changed = true;

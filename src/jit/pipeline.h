@@ -17,6 +17,9 @@ namespace jx::compiler {
 
 struct PipelineOptions {
   bool optimize = true;
+  // Type-check the program after every pass that changed it, naming the pass that broke
+  // it (config's verify_passes, JX_VERIFY_PASSES; on in debug builds).
+  bool verify = false;
 };
 
 // Runs the pipeline; writes the program after each changing pass and the fusion notes

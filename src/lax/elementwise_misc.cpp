@@ -60,7 +60,7 @@ void dispatch_element_width(int64_t width, F&& f) {
     case 8: return f.template operator()<uint64_t>();
     case 16: return f.template operator()<complex128_t>();
   }
-  detail::fail("select_n", "internal error: unsupported element width ", width);
+  detail::internal_fail("select_n", "unsupported element width ", width);
 }
 
 std::vector<Array> select_n_impl(std::span<const Array> in, const Params&, std::span<const Aval> out_avals) {

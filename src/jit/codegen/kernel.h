@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 
+#include "cpu/vector_math.h"
 #include "jx/jaxpr.h"
 
 namespace jx::compiler {
@@ -32,6 +33,11 @@ struct KernelOptions {
   std::string name;        // base of the kernel's symbol and dump files ("f.fusion3")
   std::string dump_dir;    // non-empty: write <name>.ll (optimized LLVM IR) and <name>.s there
   bool disk_cache = true;  // reuse / store object code in the on-disk cache (object_cache.h)
+  std::string cache_dir;   // the disk cache's directory ("": no disk cache)
+  // The math library's instruction set: transcendentals call its libmvec variants, as
+  // eager does under the same ISA (scalar_ops.h). Part of the kernel's cache key. The
+  // default is eager's when the options are made, so the kernel matches eager bit for bit.
+  cpu::VectorIsa vector_isa = cpu::vector_isa();
 };
 
 // Compiles the sub-program of a fusion equation. Raises jx::Error("[jit] ...") for an

@@ -22,6 +22,7 @@
 #include "cpu/thread_pool.h"
 #include "cpu/vector_math.h"
 #include "jit/codegen/loop_emitter.h"
+#include "jit/codegen/module_target.h"
 #include "jit/codegen/object_cache.h"
 #include "jit/codegen/scalar_ops.h"
 #include "jit/kernel_support.h"
@@ -91,10 +92,11 @@ int64_t llvm_compile_count() { return g_llvm_compiles.load(); }
 
 std::shared_ptr<const CompiledLoop> CompiledLoop::compile(const KernelPlan& plan, const KernelOptions& options) {
   const std::string plan_text = plan.str();
-  // The emitted transcendentals name the vector ISA eager uses now (scalar_ops.h), so it is
-  // part of the key: kernels compiled under another cpu::set_vector_isa are other kernels.
+  // The emitted transcendentals name the options' vector ISA (scalar_ops.h), so it is part
+  // of the key: kernels compiled for another ISA are other kernels.
   const std::string key = object_cache_key(environment_text() + "vector isa " +
-                                           cpu::vector_isa_name(cpu::vector_isa()) + "\n" + plan_text);
+                                           cpu::vector_isa_name(options.vector_isa) + "\n" + plan_text);
+  const bool use_disk_cache = options.disk_cache && !options.cache_dir.empty();
   const bool dumping = !options.dump_dir.empty();
   if (!dumping) {
     std::lock_guard<std::mutex> lock(g_loaded_mu);
@@ -110,8 +112,8 @@ std::shared_ptr<const CompiledLoop> CompiledLoop::compile(const KernelPlan& plan
       loop->finish_ = reinterpret_cast<FinishFn>(loop->object_->lookup(finish_symbol(key)));
   };
   bool linked = false;
-  if (options.disk_cache && !dumping) {
-    if (std::optional<std::string> cached = object_cache_load(key)) {
+  if (use_disk_cache && !dumping) {
+    if (std::optional<std::string> cached = object_cache_load(options.cache_dir, key)) {
       try {
         link(*cached);
         linked = true;
@@ -125,6 +127,7 @@ std::shared_ptr<const CompiledLoop> CompiledLoop::compile(const KernelPlan& plan
   if (!linked) {
     llvm::LLVMContext context;
     auto module = std::make_unique<llvm::Module>(name, context);
+    set_module_vector_isa(*module, options.vector_isa);
     emit_loop_kernel(*module, plan, key);
     CompiledModule compiled = compile_module(*module, dumping);
     ++g_llvm_compiles;
@@ -133,7 +136,7 @@ std::shared_ptr<const CompiledLoop> CompiledLoop::compile(const KernelPlan& plan
       write_file(options.dump_dir + "/" + name + ".s", compiled.assembly);
       write_file(options.dump_dir + "/" + name + ".plan", plan_text);
     }
-    if (options.disk_cache) object_cache_store(key, compiled.object);
+    if (use_disk_cache) object_cache_store(options.cache_dir, key, compiled.object);
     link(compiled.object);
   }
   loop->schedule_ = plan.schedule;

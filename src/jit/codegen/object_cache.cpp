@@ -4,7 +4,6 @@
 
 #include <atomic>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -52,14 +51,6 @@ void reset_object_cache_stats() {
   g_stores = 0;
 }
 
-std::string object_cache_dir() {
-  if (const char* off = std::getenv("JX_DISABLE_DISK_CACHE"); off && *off && std::strcmp(off, "0") != 0) return "";
-  if (const char* dir = std::getenv("JX_CACHE_DIR"); dir && *dir) return dir;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::string(xdg) + "/jx";
-  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/jx";
-  return "";
-}
-
 std::string object_cache_key(std::string_view text) {
   auto digest = llvm::SHA256::hash(llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
   std::string hex;
@@ -71,13 +62,13 @@ std::string object_cache_key(std::string_view text) {
   return hex;
 }
 
-std::string object_cache_path(std::string_view key) {
-  return object_cache_dir() + "/kernel-" + std::string(key) + ".jxo";
+std::string object_cache_path(std::string_view dir, std::string_view key) {
+  return std::string(dir) + "/kernel-" + std::string(key) + ".jxo";
 }
 
-std::optional<std::string> object_cache_load(std::string_view key) {
-  if (object_cache_dir().empty()) return std::nullopt;
-  std::ifstream in(object_cache_path(key), std::ios::binary);
+std::optional<std::string> object_cache_load(std::string_view dir, std::string_view key) {
+  if (dir.empty()) return std::nullopt;
+  std::ifstream in(object_cache_path(dir, key), std::ios::binary);
   if (!in) {
     ++g_misses;
     return std::nullopt;
@@ -103,10 +94,9 @@ void object_cache_count_unlinkable() {
   ++g_rejected;
 }
 
-void object_cache_store(std::string_view key, std::string_view object) {
-  const std::string dir = object_cache_dir();
+void object_cache_store(std::string_view dir, std::string_view key, std::string_view object) {
   if (dir.empty()) return;
-  if (llvm::sys::fs::create_directories(dir)) return;
+  if (llvm::sys::fs::create_directories(llvm::StringRef(dir.data(), dir.size()))) return;
   std::string body(key);
   body.append(object);
   std::string data(kMagic, sizeof kMagic);
@@ -117,7 +107,7 @@ void object_cache_store(std::string_view key, std::string_view object) {
   // A unique temporary name, so concurrent writers (threads or processes) never share one.
   static std::atomic<uint64_t> counter{0};
   std::random_device rd;
-  const std::string path = object_cache_path(key);
+  const std::string path = object_cache_path(dir, key);
   const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++) + "." +
                           std::to_string(rd());
   {

@@ -2,8 +2,9 @@
 // depends on (the kernel plan's canonical text, the host target, jx's version and the
 // codegen version), so a fresh process skips LLVM's optimizer and code generator.
 //
-// Directory: $JX_CACHE_DIR, else $XDG_CACHE_HOME/jx, else $HOME/.cache/jx.
-// JX_DISABLE_DISK_CACHE=1 (or KernelOptions::disk_cache = false) turns it off. Files are
+// Directory: KernelOptions::cache_dir, filled from config's cache_dir (JX_CACHE_DIR, else
+// $XDG_CACHE_HOME/jx, else $HOME/.cache/jx); config's disk_cache (JX_DISABLE_DISK_CACHE=1)
+// or KernelOptions::disk_cache = false turns it off. Files are
 // written atomically (temporary file + rename) and carry their key, lengths and a
 // checksum; a file that fails them (truncated, corrupted, or another key's entry copied
 // onto this name) is ignored (and overwritten by the next store), never trusted. Kernels
@@ -31,17 +32,16 @@ struct ObjectCacheStats {
 ObjectCacheStats object_cache_stats();
 void reset_object_cache_stats();
 
-// The cache directory, or "" when the cache is disabled by the environment.
-std::string object_cache_dir();
 // A key (hex SHA-256) for the text naming everything an object depends on.
 std::string object_cache_key(std::string_view text);
-// Where the entry of `key` lives (in object_cache_dir()).
-std::string object_cache_path(std::string_view key);
+// Where the entry of `key` lives in the cache directory `dir`.
+std::string object_cache_path(std::string_view dir, std::string_view key);
 
-// The object stored under `key`, if a valid entry for that very key exists.
-std::optional<std::string> object_cache_load(std::string_view key);
-// Stores an object under `key`; failures (read-only disk, ...) are ignored.
-void object_cache_store(std::string_view key, std::string_view object);
+// The object stored under `key` in `dir`, if a valid entry for that very key exists.
+std::optional<std::string> object_cache_load(std::string_view dir, std::string_view key);
+// Stores an object under `key` in `dir` (created if missing); a failure (read-only disk,
+// ...) leaves the cache without the entry, which only costs a later compile.
+void object_cache_store(std::string_view dir, std::string_view key, std::string_view object);
 // Recounts the last hit as rejected: its payload passed the checks but did not link.
 void object_cache_count_unlinkable();
 

@@ -63,6 +63,7 @@
 #include "jit/codegen/scalar_ops.h"
 
 #include "jit/codegen/fast_math.h"
+#include "jit/codegen/module_target.h"
 
 #include <array>
 #include <cmath>
@@ -130,7 +131,7 @@ std::string vector_math_name(std::string_view base, DType dtype, cpu::VectorIsa 
 // it stays scalar, computes the element with that same variant (bit-identical to eager
 // at every position of a loop, remainders included).
 Value* call_libm(llvm::IRBuilder<>& b, std::string_view base, DType dtype, llvm::ArrayRef<Value*> args) {
-  const std::string name = vector_math_name(base, dtype, cpu::vector_isa());
+  const std::string name = vector_math_name(base, dtype, module_vector_isa(*b.GetInsertBlock()->getModule()));
   llvm::Type* t = args[0]->getType();
   std::vector<llvm::Type*> params(args.size(), t);
   return b.CreateCall(pure_function(b, name, t, params), args);

@@ -55,8 +55,8 @@ llvm::Value* emit_reduce_combine(llvm::IRBuilder<>& b, const Primitive& reductio
 
 // The vector variants of the math functions the emitters call, for
 // TargetLibraryInfoImpl::addVectorizableFunctions. Transcendentals are emitted as calls to
-// jx_vm_<fn>_<f32|f64>_<isa> (runtime_math.cpp), isa = cpu::vector_isa() (JX_VECTOR_ISA)
-// when the kernel is emitted; the table maps each avx2/avx512 name to exactly the libmvec
+// jx_vm_<fn>_<f32|f64>_<isa> (runtime_math.cpp), isa = the module's (module_target.h,
+// from KernelOptions::vector_isa); the table maps each avx2/avx512 name to exactly the libmvec
 // variant eager runs for that ISA (_ZGVdN8v_<fn>f, _ZGVeN16v_<fn>f, ...), so vectorized
 // loops call it, and the scalar function computes a single element with that same variant:
 // eager's bits at every position. The _scalar names (no vector form) are plain libm, as

@@ -15,6 +15,8 @@
 #include "jit/passes/fusion.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <queue>
@@ -588,10 +590,12 @@ class Fuser {
       if (e.primitive != &fusion_primitive() || !e.params.has("name")) continue;
       const std::string& n = e.params.get_string("name");
       if (n.rfind("fusion.", 0) != 0) continue;
-      try {
-        next = std::max<int64_t>(next, std::stoll(n.substr(7)) + 1);
-      } catch (...) {
-      }
+      // Only names fusion.<number> can collide with the names made here.
+      int64_t number = 0;
+      const char* digits = n.data() + 7;
+      auto [end, ec] = std::from_chars(digits, n.data() + n.size(), number);
+      if (ec == std::errc() && end == n.data() + n.size() && end != digits && number >= 0 && number < INT64_MAX)
+        next = std::max<int64_t>(next, number + 1);
     }
     return next;
   }
@@ -731,9 +735,9 @@ class Fuser {
       for (size_t t : succ[g])
         if (--indegree[t] == 0) ready.push({groups_[t].members[0], t});
     }
-    if (out.size() != static_cast<size_t>(std::count_if(groups_.begin(), groups_.end(),
-                                                         [](const Group& x) { return x.alive; })))
-      detail::fail("fusion", "internal error: the group graph has a cycle");
+    JX_CHECK(out.size() == static_cast<size_t>(std::count_if(groups_.begin(), groups_.end(),
+                                                             [](const Group& x) { return x.alive; })),
+             "fusion", "the group graph has a cycle");
 
     for (const Duplication& d : duplications_) {
       // Copies that all met the original in one fusion were merged again: no decision.

@@ -1,0 +1,187 @@
+// The platform registry, devices, the current device and per-platform impls.
+#include "backend/backend.h"
+
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <ostream>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/gpu/gpu_backend.h"
+#include "core/array_internal.h"
+
+namespace jx {
+namespace detail {
+namespace {
+
+// Backends in registration order (the CPU's first). Never destroyed: devices, and so
+// their allocators, must outlive every array.
+struct Registry {
+  std::mutex mu;
+  std::vector<Backend*> backends;
+  std::map<std::pair<std::string, std::string>, ImplRule, std::less<>> impls;  // (platform, primitive)
+
+  Registry() {
+    backends.push_back(make_cpu_backend().release());
+    backends.push_back(make_gpu_backend().release());
+  }
+};
+Registry& registry() {
+  static auto* r = new Registry;
+  return *r;
+}
+
+std::string platform_list(const Registry& r) {
+  std::string names;
+  for (const Backend* b : r.backends)
+    if (b->available()) names += (names.empty() ? "" : ", ") + b->platform();
+  return names;
+}
+
+thread_local Placement t_current;                            // innermost DeviceScope
+thread_local const DeviceState* t_default_device = nullptr;  // DefaultDeviceScope
+
+}  // namespace
+
+void register_backend(std::unique_ptr<Backend> backend) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  for (const Backend* b : r.backends)
+    if (b->platform() == backend->platform()) fail("register_backend", "platform '", b->platform(), "' is already registered");
+  r.backends.push_back(backend.release());
+}
+
+Backend& backend_of(std::string_view platform) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  for (Backend* b : r.backends)
+    if (b->platform() == platform) return *b;
+  fail("devices", "unknown platform '", platform, "' (available: ", platform_list(r), ")");
+}
+
+void register_impl(std::string_view platform, const Primitive& primitive, ImplRule impl) {
+  if (platform == "cpu") fail("register_impl", "the cpu platform's impl of ", primitive.name(), " is its Rules::impl");
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  auto [it, inserted] = r.impls.emplace(std::pair(std::string(platform), primitive.name()), std::move(impl));
+  if (!inserted) fail("register_impl", primitive.name(), " already has an impl for platform '", platform, "'");
+}
+
+const ImplRule& impl_for(std::string_view platform, const Primitive& primitive) {
+  if (platform == "cpu") {
+    if (!primitive.rules().impl) fail(primitive.name(), "has no implementation for platform 'cpu'");
+    return primitive.rules().impl;
+  }
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  auto it = r.impls.find(std::pair(std::string(platform), primitive.name()));
+  if (it == r.impls.end()) fail(primitive.name(), "has no implementation for platform '", platform, "'");
+  return it->second;  // map nodes are stable
+}
+
+const DeviceState* default_cpu_device() {
+  static const DeviceState* d = registry().backends.front()->devices().front().state();
+  return d;
+}
+
+const DeviceState* current_device() {
+  if (t_current.device) return t_current.device;
+  if (t_default_device) return t_default_device;
+  return default_cpu_device();
+}
+
+// As with jax.default_device, arrays made on the default device are uncommitted.
+bool current_device_committed() { return t_current.device && t_current.committed; }
+
+DeviceScope::DeviceScope(Placement placement) : saved_(t_current) { t_current = placement; }
+DeviceScope::~DeviceScope() { t_current = saved_; }
+
+Placement placement_of(std::string_view op, std::span<const Array> operands) {
+  Placement p;
+  size_t committed_at = 0;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const Storage* s = operands[i].impl().storage.get();
+    if (!s) continue;
+    const DeviceState* d = s->device.state();
+    if (!s->committed) {
+      if (!p.device) p.device = d;
+    } else if (!p.committed) {
+      p = Placement{d, true};
+      committed_at = i;
+    } else if (d != p.device) {
+      fail(op, "operands are on different devices: operand ", committed_at, " on ", Device(p.device).str(),
+           ", operand ", i, " on ", Device(d).str(), " (move them to one device with jx::device_put)");
+    }
+  }
+  return p;
+}
+
+}  // namespace detail
+
+// ---- jx::Device and the public device functions ----
+
+namespace {
+const detail::DeviceState& state_of(const Device& d) {
+  if (!d.valid()) detail::fail("device", "a null jx::Device has no platform, id or memory");
+  return *d.state();
+}
+}  // namespace
+
+const std::string& Device::platform() const { return state_of(*this).platform; }
+int Device::id() const { return state_of(*this).id; }
+int Device::process_index() const { return state_of(*this).process_index; }
+const std::string& Device::kind() const { return state_of(*this).kind; }
+std::string Device::str() const {
+  if (!valid()) return "<null device>";
+  return state_->platform + ":" + std::to_string(state_->id);
+}
+
+std::ostream& operator<<(std::ostream& os, const Device& device) { return os << device.str(); }
+
+std::vector<Device> devices() {
+  detail::Registry& r = detail::registry();
+  std::vector<detail::Backend*> backends;
+  {
+    std::lock_guard lock(r.mu);
+    backends = r.backends;
+  }
+  std::vector<Device> out;
+  for (detail::Backend* b : backends)
+    if (b->available())
+      for (const Device& d : b->devices()) out.push_back(d);
+  return out;
+}
+
+std::vector<Device> devices(std::string_view platform) { return detail::backend_of(platform).devices(); }
+std::vector<Device> local_devices() { return devices(); }
+int device_count() { return static_cast<int>(devices().size()); }
+int local_device_count() { return static_cast<int>(local_devices().size()); }
+int process_index() { return 0; }
+int process_count() { return 1; }
+
+Device default_device() { return Device(detail::current_device()); }
+
+DefaultDeviceScope::DefaultDeviceScope(const Device& device) : saved_(detail::t_default_device) {
+  detail::t_default_device = &state_of(device);
+}
+DefaultDeviceScope::~DefaultDeviceScope() { detail::t_default_device = saved_; }
+
+Device Array::device() const { return detail::concrete_impl(*this, "device").storage->device; }
+
+Array device_put(const Array& x, const Device& device) {
+  const detail::DeviceState& to = state_of(device);
+  const detail::ArrayImpl& impl = detail::concrete_impl(x, "device_put");
+  const detail::DeviceState& from = *impl.storage->device.state();
+  if (!from.backend->host_memory() || !to.backend->host_memory())
+    detail::fail("device_put", "cannot copy ", x.aval().str(), " from ", Device(&from).str(), " to ", device.str(),
+                 ": transfers between these platforms are not implemented");
+  if (&from == &to && impl.storage->committed) return x;
+  const Array source = detail::contiguous(x);
+  detail::DeviceScope scope(detail::Placement{&to, true});
+  detail::AllocScope alloc("device_put");
+  Array out = detail::alloc_array(x.aval());
+  if (x.nbytes() > 0) std::memcpy(detail::mutable_data<void>(out), detail::raw_data(source), static_cast<size_t>(x.nbytes()));
+  return out;
+}
+
+}  // namespace jx

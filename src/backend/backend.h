@@ -1,0 +1,111 @@
+// Backends: one per platform ("cpu", later "gpu"), each a folder src/backend/<platform>/
+// implementing this interface (MLX's backend model): the platform's devices, an allocator
+// per device, and a way to wait for a device's work. A platform that is not built is a
+// stub whose devices() raises a clear jx::Error (src/backend/gpu/).
+//
+// Kernels are registered per platform: Rules::impl (in each primitive's block in
+// src/lax/) is the "cpu" platform's impl; any other platform registers its own with
+// register_impl. An operation runs the impl of the platform of its operands' device (the
+// thread's current device, set from the operands by Primitive::eval), and a platform
+// without an impl for a primitive raises naming both.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "jx/device.h"
+#include "jx/primitive.h"
+
+namespace jx::detail {
+
+class Backend;
+
+// Owns a device's memory. allocate throws std::bad_alloc when the memory is not there
+// (alloc_array turns that into a jx::Error naming the operation and shape).
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  // At least nbytes (a zero-byte request still gives a unique pointer), 64-byte aligned.
+  virtual void* allocate(size_t nbytes) = 0;
+  // p from allocate(nbytes) with the same nbytes.
+  virtual void deallocate(void* p, size_t nbytes) = 0;
+};
+
+// What a jx::Device points to. Made by its backend and never destroyed (arrays may
+// outlive main and still return their buffers).
+struct DeviceState {
+  std::string platform;
+  int id = 0;
+  int process_index = 0;
+  std::string kind;
+  Backend* backend = nullptr;
+  Allocator* allocator = nullptr;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const std::string& platform() const = 0;
+  // False for the stub of a backend not built into this jx (devices() then raises).
+  virtual bool available() const { return true; }
+  // The platform's devices, ids 0..n-1. A backend that is not built raises here.
+  virtual std::vector<Device> devices() = 0;
+  // Whether device buffers are host memory that the CPU may read and write directly
+  // (device_put between two such devices is a copy by the CPU).
+  virtual bool host_memory() const = 0;
+  // Returns once every operation queued on `device` has finished (dispatch on the CPU is
+  // synchronous, so there it returns at once).
+  virtual void synchronize(const Device& device) = 0;
+};
+
+// Makes a backend's platform available to devices(platform) and friends; raises
+// jx::Error if the platform is taken. (Tests register fake platforms this way.)
+void register_backend(std::unique_ptr<Backend> backend);
+// The backend of `platform`; raises jx::Error naming it when it is unknown.
+Backend& backend_of(std::string_view platform);
+
+// The impl of `primitive` on `platform` (other than "cpu", whose impl is Rules::impl).
+// Raises jx::Error if one is already registered.
+void register_impl(std::string_view platform, const Primitive& primitive, ImplRule impl);
+// The impl to run for `primitive` on a device of `platform`; raises jx::Error
+// "[<primitive>] has no implementation for platform '<platform>'" when there is none.
+const ImplRule& impl_for(std::string_view platform, const Primitive& primitive);
+
+// The device this thread's operations allocate on and run on: the innermost DeviceScope,
+// else the thread's default device (cpu:0 unless a DefaultDeviceScope says otherwise).
+const DeviceState* current_device();
+// Whether buffers allocated now are committed to current_device() (Storage::committed).
+bool current_device_committed();
+// The CPU backend's first device, the process's default device.
+const DeviceState* default_cpu_device();
+
+// Where an operation runs, and whether its results are committed there.
+struct Placement {
+  const DeviceState* device = nullptr;  // nullptr: no operands; the current device
+  bool committed = false;
+};
+
+// Makes a placement current for the scope (Primitive::eval sets its operands', the jit
+// executable its arguments').
+class DeviceScope {
+ public:
+  explicit DeviceScope(Placement placement);
+  ~DeviceScope();
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  Placement saved_;
+};
+
+// Where an operation on `operands` runs: the device of its committed operands, which
+// must be one device (else jx::Error naming `op` and two of them), else the first
+// operand's device, uncommitted. Uncommitted operands elsewhere are read where they are
+// (every platform built today is host memory).
+Placement placement_of(std::string_view op, std::span<const Array> operands);
+
+}  // namespace jx::detail

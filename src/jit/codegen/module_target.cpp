@@ -1,0 +1,24 @@
+#include "jit/codegen/module_target.h"
+
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/Metadata.h>
+#include <llvm/IR/Module.h>
+
+#include "jx/error.h"
+
+namespace jx::compiler::codegen {
+namespace {
+constexpr const char* kVectorIsaFlag = "jx.vector_isa";
+}
+
+void set_module_vector_isa(llvm::Module& module, cpu::VectorIsa isa) {
+  module.addModuleFlag(llvm::Module::Error, kVectorIsaFlag, static_cast<uint32_t>(isa));
+}
+
+cpu::VectorIsa module_vector_isa(const llvm::Module& module) {
+  auto* flag = llvm::mdconst::extract_or_null<llvm::ConstantInt>(module.getModuleFlag(kVectorIsaFlag));
+  if (!flag) detail::internal_fail("jit", "module '", module.getName().str(), "' was created without a vector ISA");
+  return static_cast<cpu::VectorIsa>(flag->getZExtValue());
+}
+
+}  // namespace jx::compiler::codegen

@@ -1,0 +1,19 @@
+// What a module being emitted is compiled for, carried by the module itself (a module
+// flag), so the emitters read the compile's options rather than a process-wide global.
+#pragma once
+
+#include "cpu/vector_math.h"
+
+namespace llvm {
+class Module;
+}
+
+namespace jx::compiler::codegen {
+
+// The vector ISA whose math functions the module's transcendentals call (scalar_ops.h):
+// set by the compile that creates the module, from KernelOptions::vector_isa.
+void set_module_vector_isa(llvm::Module& module, cpu::VectorIsa isa);
+// Raises jx::InternalError for a module no compile has set it on.
+cpu::VectorIsa module_vector_isa(const llvm::Module& module);
+
+}  // namespace jx::compiler::codegen
