@@ -11,6 +11,7 @@
 #include "grad_test_util.h"
 #include "jx/jx.h"
 #include "jx/test_util.h"
+#include "op_table.h"
 #include "test_util.h"
 
 namespace jx {
@@ -41,18 +42,27 @@ using Fn2 = std::function<Array(const Array&, const Array&)>;
 
 // ---- derivatives vs finite differences (away from non-smooth points) ----
 
+// The op table's binary elementwise rows (operands of shape (2, 3) from the row).
+bool is_binary_elementwise(const op_table::OpRow& row) {
+  const Primitive* p = find_primitive(row.primitive);
+  return row.arity == 2 && p && p->has(kElementwise);
+}
+
+// Each differentiable binary row to second order, in its smooth domain (rem: x / y away
+// from integers; pow: positive bases, or integer exponents), the fixed operands held.
 TEST(BinaryGrads, ElementwiseBinaryOrder2) {
-  Array x = random_array({2, 3}, DType::Float64, 1, 0.5, 2.0);
-  Array y = random_array({2, 3}, DType::Float64, 2, 0.6, 1.7);
-  Array xs = random_array({2, 3}, DType::Float64, 3, -2.0, 2.0);
-  // rem: keep x/y away from integers so trunc is locally constant.
-  Array rx = f64({2.3, -2.3, 5.1, -0.4, 3.3, 1.45}, {2, 3});
-  Array ry = f64({1.0, 1.0, 1.5, 1.0, -1.0, 1.0}, {2, 3});
-  JX_EXPECT_GRADS_OK([](const Array& a, const Array& b) { return lax::rem(a, b); }, std::tuple{rx, ry}, {.order = 2});
-  JX_EXPECT_GRADS_OK([](const Array& a, const Array& b) { return lax::pow(a, b); }, std::tuple{x, y}, {.order = 2});
-  JX_EXPECT_GRADS_OK([](const Array& a, const Array& b) { return lax::atan2(a, b); }, std::tuple{xs, y}, {.order = 2});
-  JX_EXPECT_GRADS_OK([](const Array& a, const Array& b) { return lax::max(a, b); }, std::tuple{xs, x}, {.order = 2});
-  JX_EXPECT_GRADS_OK([](const Array& a, const Array& b) { return lax::min(a, b); }, std::tuple{xs, x}, {.order = 2});
+  int checked = 0;
+  for (const op_table::OpRow& row : op_table::rows()) {
+    if (!is_binary_elementwise(row) || find_primitive(row.primitive)->has(kNotDifferentiable)) continue;
+    if (!row.smooth && !row.example) continue;
+    SCOPED_TRACE(row.label());
+    std::vector<Array> args = row.operands(1);
+    const bool hold_first = row.fixed_operands & 1u;
+    auto f = [&](const Array& a, const Array& b) { return row.call1(std::vector<Array>{hold_first ? args[0] : a, b}); };
+    JX_EXPECT_GRADS_OK(f, std::tuple{args[0], args[1]}, {.order = row.second_order ? 2 : 1});
+    ++checked;
+  }
+  EXPECT_GE(checked, 11);  // add sub mul div pow (2) max min atan2 rem polygamma zeta
 }
 
 TEST(BinaryGrads, PowWithIntegerExponent) {
@@ -326,39 +336,16 @@ FlatFn binary_fn(Array (*op)(const Array&, const Array&)) {
   return [op](std::span<const Array> a) { return op(a[0], a[1]); };
 }
 
+// Every binary elementwise row and integer_pow's exponents, with the row's operand
+// dtypes (float, integer and bool operands; pow with an integer exponent).
 TEST(Batching, ElementwiseBinary) {
-  const Shape s{2, 3};
-  Array f = random_array(s, DType::Float64, 1), g = random_array(s, DType::Float64, 2, 0.5, 2.0);
-  Array i = random_array(s, DType::Int32, 3, -50, 50), j = random_array(s, DType::Int32, 4, 0, 8);
-  Array b = random_array(s, DType::Bool, 5);
-  struct Case {
-    const char* name;
-    Array (*op)(const Array&, const Array&);
-    Array x, y;
-  };
-  for (const Case& c : std::vector<Case>{{"rem", lax::rem, f, g},
-                                         {"pow", lax::pow, g, f},
-                                         {"pow int", lax::pow, f, j},
-                                         {"max", lax::max, f, g},
-                                         {"min", lax::min, f, g},
-                                         {"atan2", lax::atan2, f, g},
-                                         {"nextafter", lax::nextafter, f, g},
-                                         {"and", lax::bitwise_and, i, j},
-                                         {"or bool", lax::bitwise_or, b, b},
-                                         {"xor", lax::bitwise_xor, i, j},
-                                         {"shift_left", lax::shift_left, i, j},
-                                         {"shift_right_arithmetic", lax::shift_right_arithmetic, i, j},
-                                         {"shift_right_logical", lax::shift_right_logical, i, j},
-                                         {"eq", lax::eq, i, j},
-                                         {"ne", lax::ne, f, g},
-                                         {"lt", lax::lt, f, g},
-                                         {"le", lax::le, i, j},
-                                         {"gt", lax::gt, f, g},
-                                         {"ge", lax::ge, f, g}}) {
-    check_batching(c.name, binary_fn(c.op), {c.x, c.y});
+  int checked = 0;
+  for (const op_table::OpRow& row : op_table::rows()) {
+    if (!is_binary_elementwise(row) && row.primitive != "integer_pow") continue;
+    check_batching(row.label(), [&row](std::span<const Array> a) { return row.call1(a); }, row.operands(1));
+    ++checked;
   }
-  check_batching("integer_pow", [](std::span<const Array> a) { return lax::integer_pow(a[0], 3); }, {f});
-  check_batching("integer_pow -2", [](std::span<const Array> a) { return lax::integer_pow(a[0], -2); }, {g});
+  EXPECT_GE(checked, 36);
 }
 
 TEST(Batching, Clamp) {
@@ -433,13 +420,11 @@ TEST(Batching, OfJvpRules) {
 
 // ---- coverage and errors ----
 
+// Every primitive of the op table has the rules its traits promise.
 TEST(Rules, EveryPrimitiveOfTheFamilyHasItsRules) {
-  for (const char* name : {"rem", "pow", "integer_pow", "max", "min", "atan2", "nextafter", "and", "or", "xor",
-                           "shift_left", "shift_right_arithmetic", "shift_right_logical", "eq", "ne", "lt", "le",
-                           "gt", "ge", "clamp", "reduce_prod", "reduce_max", "reduce_min", "reduce_and", "reduce_or",
-                           "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin"}) {
-    SCOPED_TRACE(name);
-    const Primitive* p = find_primitive(name);
+  for (const op_table::OpRow& row : op_table::rows()) {
+    SCOPED_TRACE(row.label());
+    const Primitive* p = find_primitive(row.primitive);
     ASSERT_NE(p, nullptr);
     EXPECT_TRUE(static_cast<bool>(p->rules().batch));
     EXPECT_NE(static_cast<bool>(p->rules().jvp), p->has(kNotDifferentiable));

@@ -22,6 +22,7 @@
 #include "jit/kernel_support.h"
 #include "jx/jaxpr.h"
 #include "jx/jx.h"
+#include "op_table.h"
 #include "test_util.h"
 
 namespace jx {
@@ -211,16 +212,10 @@ uint64_t ulp_distance(F a, F b) {
 }
 
 int g_kernel_count = 0;
-// Transcendentals: kernels compute every element with the libmvec variant eager runs for
-// the current vector ISA (scalar libm for JX_VECTOR_ISA=scalar), vectorized or not, so
-// they agree with eager to the bit (scalar_ops.h, vector_math_library()).
-constexpr uint64_t kMathUlp = 0;
-// Except the inline polynomials (fast_math.h; exp f32/f64, tanh f32, erf f32), measured
-// faster than libmvec: each within ~1.5 ULP of the true value and eager's libmvec within
-// ~2.5 (jit_vector_math_test), so within 4 ULP of each other; logistic = 1 / (1 + exp(-x))
-// adds two roundings: 6. NaN, infinities and zeros stay exact (matches()).
-constexpr uint64_t kInlineUlp = 4;
-constexpr uint64_t kInlineLogisticUlp = 6;
+// Tolerances of the native kernels per row are in tests/op_table.cpp (jit_ulp,
+// inline_ulp): transcendentals call the libmvec variant eager runs for the current vector
+// ISA (bitwise), the inline polynomials of fast_math.h stay within a few ULP, and NaN,
+// infinities and zeros stay exact (matches()).
 // A tolerance: float sums and products a kernel may reassociate (allclose, not ULP).
 constexpr uint64_t kReassociated = ~uint64_t{0};
 
@@ -292,65 +287,33 @@ class KernelBatch {
 
 std::vector<Aval> same_avals(DType d, int arity) { return std::vector<Aval>(static_cast<size_t>(arity), Aval{{kN}, d, false}); }
 
-// ---- the table: one row per primitive ----
+// ---- the op table's jit scalar-op rows (tests/op_table.cpp) ----
 
-// Which float dtypes of a row kernels compute inline (fast_math.h) instead of with eager's
-// libmvec variant.
-enum class Inline { None, Float32, Float32AndFloat64 };
+using op_table::OpRow;
 
-struct Row {
-  const char* name;
-  int arity;
-  uint64_t max_ulp;  // 0: bitwise equal to eager
-  Params params = {};
-  Inline inline_dtypes = Inline::None;
-  uint64_t inline_ulp = 0;  // max_ulp for the inline dtypes
-
-  uint64_t max_ulp_for(DType d) const {
-    const bool is_inline = (d == DType::Float32 && inline_dtypes != Inline::None) ||
-                           (d == DType::Float64 && inline_dtypes == Inline::Float32AndFloat64);
-    return is_inline ? inline_ulp : max_ulp;
-  }
-};
-
-const std::vector<Row> kRows = {
-    {"neg", 1, 0}, {"abs", 1, 0}, {"sign", 1, 0}, {"floor", 1, 0}, {"ceil", 1, 0},
-    {"round", 1, 0, {{"rounding_method", int64_t{0}}}}, {"round", 1, 0, {{"rounding_method", int64_t{1}}}},
-    {"sqrt", 1, 0}, {"rsqrt", 1, 0}, {"cbrt", 1, kMathUlp},
-    {"exp", 1, kMathUlp, {}, Inline::Float32AndFloat64, kInlineUlp}, {"exp2", 1, kMathUlp}, {"expm1", 1, kMathUlp}, {"log", 1, kMathUlp}, {"log1p", 1, kMathUlp},
-    {"logistic", 1, kMathUlp, {}, Inline::Float32AndFloat64, kInlineLogisticUlp}, {"sin", 1, kMathUlp}, {"cos", 1, kMathUlp}, {"tan", 1, kMathUlp},
-    {"asin", 1, kMathUlp}, {"acos", 1, kMathUlp}, {"atan", 1, kMathUlp}, {"sinh", 1, kMathUlp},
-    {"cosh", 1, kMathUlp}, {"tanh", 1, kMathUlp, {}, Inline::Float32, kInlineUlp}, {"asinh", 1, kMathUlp}, {"acosh", 1, kMathUlp},
-    {"atanh", 1, kMathUlp}, {"erf", 1, kMathUlp, {}, Inline::Float32, kInlineUlp}, {"erfc", 1, kMathUlp},
-    {"erf_inv", 1, 0}, {"lgamma", 1, 0}, {"digamma", 1, 0},  // the runtime helpers eager calls
-    {"polygamma", 2, 0}, {"zeta", 2, 0},  // the scalar math library, eager's functions
-    {"is_finite", 1, 0}, {"not", 1, 0}, {"stop_gradient", 1, 0},
-    {"add", 2, 0}, {"sub", 2, 0}, {"mul", 2, 0}, {"div", 2, 0}, {"rem", 2, 0}, {"pow", 2, kMathUlp},
-    {"max", 2, 0}, {"min", 2, 0}, {"atan2", 2, kMathUlp}, {"nextafter", 2, 0},
-    {"and", 2, 0}, {"or", 2, 0}, {"xor", 2, 0},
-    {"shift_left", 2, 0}, {"shift_right_logical", 2, 0}, {"shift_right_arithmetic", 2, 0},
-    {"eq", 2, 0}, {"ne", 2, 0}, {"lt", 2, 0}, {"le", 2, 0}, {"gt", 2, 0}, {"ge", 2, 0},
-    {"clamp", 3, 0},
-};
-
-void PrintTo(const Row& row, std::ostream* os) { *os << row.name << params_text(row.params); }
-
-class ScalarOp : public ::testing::TestWithParam<Row> {};
-
-TEST_P(ScalarOp, MatchesEagerForEveryDType) {
-  const Row& row = GetParam();
-  KernelBatch batch;
-  for (DType d : kNativeDTypes) batch.add(prim(row.name), same_avals(d, row.arity), row.params, row.max_ulp_for(d));
-  EXPECT_GT(batch.run(), 0u) << row.name << " accepted no native dtype";
+std::vector<const OpRow*> scalar_op_rows() {
+  std::vector<const OpRow*> out;
+  for (const OpRow& row : op_table::rows())
+    if (row.jit_ulp) out.push_back(&row);
+  return out;
 }
 
-std::string row_name(const ::testing::TestParamInfo<Row>& info) {
-  std::string s = info.param.name;
-  if (info.param.params.has("rounding_method")) s += detail::cat("_method", info.param.params.get_int("rounding_method"));
+class ScalarOp : public ::testing::TestWithParam<const OpRow*> {};
+
+TEST_P(ScalarOp, MatchesEagerForEveryDType) {
+  const OpRow& row = *GetParam();
+  KernelBatch batch;
+  for (DType d : kNativeDTypes) batch.add(prim(row.primitive), same_avals(d, row.arity), row.params, row.jit_ulp_for(d));
+  EXPECT_GT(batch.run(), 0u) << row.label() << " accepted no native dtype";
+}
+
+std::string row_name(const ::testing::TestParamInfo<const OpRow*>& info) {
+  std::string s = info.param->primitive;
+  if (info.param->params.has("rounding_method")) s += detail::cat("_method", info.param->params.get_int("rounding_method"));
   return s;
 }
 
-INSTANTIATE_TEST_SUITE_P(Elementwise, ScalarOp, ::testing::ValuesIn(kRows), row_name);
+INSTANTIATE_TEST_SUITE_P(Elementwise, ScalarOp, ::testing::ValuesIn(scalar_op_rows()), row_name);
 
 // ---- rows with parameters or mixed operand types ----
 
@@ -587,12 +550,12 @@ TEST(ScalarOps, SupportPredicateRefusesWithReasons) {
 // or refused by name: none is missed.
 TEST(ScalarOps, EveryElementwisePrimitiveIsCovered) {
   std::set<std::string> tested;
-  for (const Row& r : kRows) tested.insert(r.name);
+  for (const OpRow* r : scalar_op_rows()) tested.insert(r->primitive);
   for (const char* n : {"integer_pow", "convert_element_type", "select_n", "clamp"}) tested.insert(n);
   for (const Primitive* p : all_primitives()) {
     if (!p->has(kElementwise)) continue;
     if (p->name() == "threefry2x32" || p->name() == "real" || p->name() == "imag" || p->name() == "conj") continue;
-    EXPECT_TRUE(tested.count(p->name())) << p->name() << " is elementwise but has no row in this test";
+    EXPECT_TRUE(tested.count(p->name())) << p->name() << " is elementwise but has no jit_ulp row in tests/op_table.cpp";
     EXPECT_TRUE(static_cast<bool>(p->rules().lowering.elemental)) << p->name() << " has no elemental emitter";
   }
 }

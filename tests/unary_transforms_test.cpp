@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "jx/jx.h"
+#include "op_table.h"
 #include "test_util.h"
 
 namespace jx {
@@ -190,61 +191,39 @@ void check_vmap_all(const Fn& f, const std::vector<Array>& unbatched, double lo,
 
 // ---- the elementwise unary functions ----
 
-struct UnaryCase {
-  std::string name;
-  Array (*fn)(const Array&);
-  double lo, hi;  // a domain where the function is smooth
-  bool complex_too = false;
-  bool second_order = true;
-};
-
-const std::vector<UnaryCase>& unary_cases() {
-  static const std::vector<UnaryCase> cases = {
-      {"exp", lax::exp, -2, 2, true},
-      {"exp2", lax::exp2, -2, 2, true},
-      {"log", lax::log, 0.3, 3, true},
-      {"log1p", lax::log1p, -0.5, 2, true},
-      {"expm1", lax::expm1, -2, 2, true},
-      {"sqrt", lax::sqrt, 0.3, 3, true},
-      {"rsqrt", lax::rsqrt, 0.3, 3, true},
-      {"cbrt", lax::cbrt, 0.3, 3},
-      {"sin", lax::sin, -3, 3, true},
-      {"cos", lax::cos, -3, 3, true},
-      {"tan", lax::tan, -1.2, 1.2, true},
-      {"asin", lax::asin, -0.8, 0.8, true},
-      {"acos", lax::acos, -0.8, 0.8, true},
-      {"atan", lax::atan, -3, 3, true},
-      {"sinh", lax::sinh, -2, 2, true},
-      {"cosh", lax::cosh, -2, 2, true},
-      {"tanh", lax::tanh, -2, 2, true},
-      {"asinh", lax::asinh, -2, 2, true},
-      {"acosh", lax::acosh, 1.3, 3},
-      {"atanh", lax::atanh, -0.8, 0.8, true},
-      {"logistic", lax::logistic, -3, 3, true},
-      {"erf", lax::erf, -2, 2},
-      {"erfc", lax::erfc, -2, 2},
-      {"erf_inv", lax::erf_inv, -0.8, 0.8},
-      {"lgamma", lax::lgamma, 0.5, 4},  // lgamma' = digamma, digamma' = polygamma(1, x)
-      {"digamma", lax::digamma, 0.5, 4},
-      {"neg", lax::neg, -3, 3, true},
-      {"abs", lax::abs, 0.3, 3, true},
-  };
-  return cases;
+// The op table's unary elementwise rows (float64 operands) with a smooth domain and a
+// derivative: the ones checked against finite differences here.
+bool is_unary_elementwise(const op_table::OpRow& row) {
+  const Primitive* p = find_primitive(row.primitive);
+  return row.arity == 1 && p && p->has(kElementwise) && !row.example;
+}
+std::vector<const op_table::OpRow*> smooth_unary_rows() {
+  std::vector<const op_table::OpRow*> out;
+  for (const op_table::OpRow& row : op_table::rows()) {
+    const bool float64 = row.dtypes.empty() || row.dtypes[0] == DType::Float64;
+    if (is_unary_elementwise(row) && float64 && row.smooth && !find_primitive(row.primitive)->has(kNotDifferentiable) &&
+        !(row.skip & op_table::kCheckGrad))
+      out.push_back(&row);
+  }
+  return out;
 }
 
 TEST(UnaryTransforms, DerivativesMatchFiniteDifferences) {
   uint64_t seed = 1;
-  for (const UnaryCase& c : unary_cases()) {
-    Fn f = [&c](const std::vector<Array>& xs) { return c.fn(xs[0]); };
+  const auto rows = smooth_unary_rows();
+  EXPECT_GE(rows.size(), 28u);  // every unary function of the elementwise family
+  for (const op_table::OpRow* c : rows) {
+    Fn f = [c](const std::vector<Array>& xs) { return c->call1(xs); };
+    const bool is_abs = c->primitive == "abs";
     // abs is not smooth at 0: keep both signs but away from it.
-    double lo = c.name == "abs" ? -3 : c.lo;
-    Array x = uniform({5}, lo, c.hi, DType::Float64, seed++);
-    if (c.name == "abs") x = lax::add(x, lax::mul(lax::sign(x), like(x, 0.3)));
-    check_derivatives(f, {x}, 1e-6, seed++, c.name, c.second_order);
-    if (c.complex_too) {
-      Array z = uniform({4}, c.lo, c.hi, DType::Complex128, seed++);
-      if (c.name == "abs") z = lax::add(z, lax::mul(like(z, 0.5), lax::broadcast_in_dim(Array(complex128_t(1, 1)), z.shape(), {})));
-      check_derivatives(f, {z}, 1e-6, seed++, c.name + " complex", c.second_order);
+    double lo = is_abs ? -3 : c->smooth->lo;
+    Array x = uniform({5}, lo, c->smooth->hi, DType::Float64, seed++);
+    if (is_abs) x = lax::add(x, lax::mul(lax::sign(x), like(x, 0.3)));
+    check_derivatives(f, {x}, 1e-6, seed++, c->label(), c->second_order);
+    if (c->complex_derivatives) {
+      Array z = uniform({4}, c->smooth->lo, c->smooth->hi, DType::Complex128, seed++);
+      if (is_abs) z = lax::add(z, lax::mul(like(z, 0.5), lax::broadcast_in_dim(Array(complex128_t(1, 1)), z.shape(), {})));
+      check_derivatives(f, {z}, 1e-6, seed++, c->label() + " complex", c->second_order);
     }
   }
 }
@@ -314,24 +293,22 @@ TEST(UnaryTransforms, FlatOpsCarryNoTangent) {
 }
 
 TEST(UnaryTransforms, VmapMatchesLoop) {
+  // Every unary elementwise row: float64 ones over their smooth domain (or [-3, 3) when
+  // flat), complex ones (and the rows with complex derivatives) on complex128 too,
+  // integer ones on int32.
   Array x = uniform({4}, 0.3, 0.8, DType::Float64, 70);
-  for (const UnaryCase& c : unary_cases()) {
-    Fn f = [&c](const std::vector<Array>& xs) { return c.fn(xs[0]); };
-    check_vmap_all(f, {x}, c.lo, c.hi, c.name);
-  }
   Array z = uniform({2, 3}, -1, 1, DType::Complex128, 71);
-  for (auto fn : {lax::real, lax::imag, lax::conj, lax::abs}) {
-    Fn f = [fn](const std::vector<Array>& xs) { return fn(xs[0]); };
-    check_vmap_all(f, {z}, -1, 1, "complex part");
+  int checked = 0;
+  for (const op_table::OpRow& c : op_table::rows()) {
+    if (!is_unary_elementwise(c)) continue;
+    Fn f = [&c](const std::vector<Array>& xs) { return c.call1(xs); };
+    const DType d = c.dtypes.empty() ? DType::Float64 : c.dtypes[0];
+    if (d == DType::Float64) check_vmap_all(f, {x}, c.smooth ? c.smooth->lo : -3, c.smooth ? c.smooth->hi : 3, c.label());
+    else if (is_integer(d)) check_vmap_all(f, {lax::convert_element_type(Array({1, 2, 3}), d)}, -5, 5, c.label());
+    if (d == DType::Complex128 || c.complex_derivatives) check_vmap_all(f, {z}, -1, 1, c.label() + " complex");
+    ++checked;
   }
-  for (auto fn : {lax::sign, lax::floor, lax::ceil, lax::is_finite, lax::digamma}) {
-    Fn f = [fn](const std::vector<Array>& xs) { return fn(xs[0]); };
-    check_vmap_all(f, {x}, -3, 3, "flat");
-  }
-  Fn rnd = [](const std::vector<Array>& xs) { return lax::round(xs[0], lax::RoundingMethod::ToNearestEven); };
-  check_vmap_all(rnd, {x}, -3, 3, "round");
-  Fn bnot = [](const std::vector<Array>& xs) { return lax::bitwise_not(xs[0]); };
-  check_vmap_all(bnot, {Array({1, 2, 3})}, -5, 5, "not");
+  EXPECT_GE(checked, 40);
 }
 
 TEST(UnaryTransforms, HigherOrderAndVmapOfGrad) {
@@ -483,18 +460,16 @@ TEST(StopGradient, UnderVmap) {
 
 // ---- registry ----
 
+// Every primitive of the op table has the rules its traits promise (registry_test walks
+// the registry the same way).
 TEST(UnaryTransforms, EveryPrimitiveHasItsRules) {
-  for (const char* name : {"neg", "abs", "sign", "floor", "ceil", "round", "exp", "exp2", "log", "log1p", "expm1",
-                           "sqrt", "rsqrt", "cbrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
-                           "asinh", "acosh", "atanh", "logistic", "erf", "erfc", "erf_inv", "lgamma", "digamma",
-                           "is_finite", "not", "real", "imag", "conj", "select_n", "convert_element_type",
-                           "bitcast_convert_type", "stop_gradient"}) {
-    const Primitive* p = find_primitive(name);
-    ASSERT_NE(p, nullptr) << name;
+  for (const op_table::OpRow& row : op_table::rows()) {
+    const Primitive* p = find_primitive(row.primitive);
+    ASSERT_NE(p, nullptr) << row.label();
     const auto& r = p->rules();
-    EXPECT_TRUE(r.batch) << name;
-    EXPECT_NE(bool(r.jvp), p->has(kNotDifferentiable)) << name;
-    EXPECT_EQ(bool(r.transpose), p->has(kLinear)) << name;
+    EXPECT_TRUE(r.batch) << row.label();
+    EXPECT_NE(bool(r.jvp), p->has(kNotDifferentiable)) << row.label();
+    EXPECT_EQ(bool(r.transpose), p->has(kLinear)) << row.label();
   }
 }
 
