@@ -422,6 +422,8 @@ std::vector<OpRow> build_rows() {
                .covered_by = "jit_primitive_test.cpp"});
   // jnp functions with JAX's derivative rules stage to custom_jvp_call.
   r.push_back({.primitive = "custom_jvp_call", .arity = 2, .call = binary(jnp::logaddexp), .second_order = true});
+  // No lax call makes a fusion equation; `call` is the elementwise op such a kernel
+  // would hold (unused: every generic check is skipped).
   r.push_back({.primitive = "fusion", .call = unary(lax::exp),
                .skip = kCheckJit | kCheckVmap | kCheckGrad,
                .skip_reason = "only the jit's fusion pass makes it, in optimized programs",
