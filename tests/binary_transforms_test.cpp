@@ -345,7 +345,7 @@ TEST(Batching, ElementwiseBinary) {
     check_batching(row.label(), [&row](std::span<const Array> a) { return row.call1(a); }, row.operands(1));
     ++checked;
   }
-  EXPECT_GE(checked, 36);
+  EXPECT_GE(checked, 30);  // 27 binary rows and integer_pow's exponents: the table is not silently empty
 }
 
 TEST(Batching, Clamp) {
