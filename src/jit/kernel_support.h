@@ -14,17 +14,18 @@ namespace jx::compiler {
 // float64 (complex and half types run as runtime calls) (src/jit/codegen/scalar_ops.cpp).
 bool native_kernel_dtype(DType dtype);
 
-// An elementwise equation (kElementwise primitives, convert_element_type, select_n,
-// clamp, integer_pow, ...) computed on scalars inside a loop (src/jit/codegen/scalar_ops.cpp).
+// An equation computed on scalars inside a loop: its primitive's lowering has an elemental
+// emitter (jx/lowering.h), and its dtypes are native (src/jit/codegen/scalar_ops.cpp).
 bool scalar_op_supported(const Equation& eqn, std::string* why_not);
 
-// A data-movement equation a loop reads through as an index map instead of copying:
-// broadcast_in_dim, transpose, slice, rev, squeeze, expand_dims, iota, and reshape when
-// its operand is an input of the kernel (src/jit/codegen/loop_kernel.cpp).
+// A data-movement equation a loop reads through as an index map instead of copying: its
+// primitive's lowering has an index map (broadcast_in_dim, transpose, slice, rev,
+// squeeze, expand_dims, iota; reshape, whose map is affine only for splits, reads
+// kernel inputs in row-major order) (src/jit/codegen/loop_kernel.cpp).
 bool index_op_supported(const Equation& eqn, std::string* why_not);
 
-// A reduction a loop kernel can end in: reduce_sum, reduce_prod, reduce_max,
-// reduce_min, reduce_and, reduce_or (src/jit/codegen/loop_kernel.cpp).
+// A reduction a loop kernel can end in: its lowering has a reducer (reduce_sum, _prod,
+// _max, _min, _and, _or) for the operand's dtype (src/jit/codegen/loop_kernel.cpp).
 bool reduction_supported(const Equation& eqn, std::string* why_not);
 
 }  // namespace jx::compiler

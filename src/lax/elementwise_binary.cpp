@@ -590,7 +590,9 @@ const Primitive max_p("max", {.traits = kElementwise | kCommutative,
                                     return mul(t, balanced_share(y, out, x));
                                   }),
                               .batch = batch_rules::elementwise(max_p),
-                              .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) { return elemental::max(b, x.in(), x[0], x[1]); }}});
+                              .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) {
+                                return elemental::max(b, x.in(), x[0], x[1]);
+                              }}});
 const Primitive min_p("min", {.traits = kElementwise | kCommutative,
                               .abstract_eval = rules::binary("min", kAnyTypes),
                               .impl = cpu::binary_impl<Min>("min"),
@@ -603,18 +605,23 @@ const Primitive min_p("min", {.traits = kElementwise | kCommutative,
                                     return mul(t, balanced_share(y, out, x));
                                   }),
                               .batch = batch_rules::elementwise(min_p),
-                              .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) { return elemental::min(b, x.in(), x[0], x[1]); }}});
+                              .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) {
+                                return elemental::min(b, x.in(), x[0], x[1]);
+                              }}});
 const Primitive atan2_p("atan2", {.traits = kElementwise,
                                   .abstract_eval = rules::binary("atan2", kInexactTypes),
                                   .impl = cpu::binary_impl<Atan2>("atan2"),
                                   .jvp = ad_rules::binary(atan2_p, atan2_dx, atan2_dy),
                                   .batch = batch_rules::elementwise(atan2_p),
-                                  .lowering = {.elemental = elemental::math_binary("atan2"), .cost = kTranscendental}});
+                                  .lowering = {.elemental = elemental::math_binary("atan2"),
+                                               .cost = kTranscendental}});
 const Primitive nextafter_p("nextafter", {.traits = kFlat,
                                           .abstract_eval = rules::binary("nextafter", kFloatTypes),
                                           .impl = nextafter_impl,
                                           .batch = batch_rules::elementwise(nextafter_p),
-                                          .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) { return elemental::nextafter(b, x.in(), x[0], x[1]); }}});
+                                          .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) {
+                                            return elemental::nextafter(b, x.in(), x[0], x[1]);
+                                          }}});
 // JAX's polygamma and zeta: differentiable in x (polygamma) and q (zeta) only.
 const Primitive polygamma_p(
     "polygamma", {.traits = kElementwise,
@@ -650,17 +657,23 @@ const Primitive and_p("and", {.traits = kFlat | kCommutative,
                               .abstract_eval = rules::binary("and", kBitTypes),
                               .impl = cpu::binary_impl<And>("and"),
                               .batch = batch_rules::elementwise(and_p),
-                              .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) { return b.bit_and(x[0], x[1]); }}});
+                              .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) {
+                                return b.bit_and(x[0], x[1]);
+                              }}});
 const Primitive or_p("or", {.traits = kFlat | kCommutative,
                             .abstract_eval = rules::binary("or", kBitTypes),
                             .impl = cpu::binary_impl<Or>("or"),
                             .batch = batch_rules::elementwise(or_p),
-                            .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) { return b.bit_or(x[0], x[1]); }}});
+                            .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) {
+                              return b.bit_or(x[0], x[1]);
+                            }}});
 const Primitive xor_p("xor", {.traits = kFlat | kCommutative,
                               .abstract_eval = rules::binary("xor", kBitTypes),
                               .impl = cpu::binary_impl<Xor>("xor"),
                               .batch = batch_rules::elementwise(xor_p),
-                              .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) { return b.bit_xor(x[0], x[1]); }}});
+                              .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) {
+                                return b.bit_xor(x[0], x[1]);
+                              }}});
 const Primitive shift_left_p("shift_left", {.traits = kFlat,
                                             .abstract_eval = rules::binary("shift_left", kIntTypes),
                                             .impl = cpu::binary_impl<ShiftLeft>("shift_left"),
@@ -714,7 +727,8 @@ const Primitive clamp_p("clamp", {.traits = 0,
                                   .impl = clamp_impl,
                                   .jvp = clamp_jvp,
                                   .batch = clamp_batch,
-                                  .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) {  // min(max(x, lo), hi), as XLA and eager
+                                  // min(max(x, lo), hi), as XLA and eager.
+                                  .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) {
                                     const DType d = x.dtypes[1];
                                     return elemental::min(b, d, elemental::max(b, d, x[1], x[0]), x[2]);
                                   }}});

@@ -275,6 +275,9 @@ std::vector<Aval> stop_gradient_rule(std::span<const Aval> in, const Params&) {
 
 }  // namespace
 
+using elemental::ElementalArgs;
+using elemental::ScalarBuilder;
+
 extern const Primitive select_n_p, convert_element_type_p, bitcast_convert_type_p, stop_gradient_p;
 
 // The predicate may be 0-d, so operands need not share one shape: not kElementwise.
@@ -287,7 +290,7 @@ const Primitive select_n_p("select_n", {.traits = kLinear, .num_outputs = 1,
                                           return select_n_transpose(select_n_p, cts, ops, params);
                                         },
                                         .batch = select_n_batch(select_n_p),
-                                        .lowering = {.elemental = [](lowering::ScalarBuilder& b, const lowering::ElementalArgs& x) {
+                                        .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) {
                                           return elemental::select_n(b, x[0], x.dtypes[0], x.x.subspan(1));
                                         }}});
 const Primitive convert_element_type_p("convert_element_type",
@@ -297,7 +300,7 @@ const Primitive convert_element_type_p("convert_element_type",
                                         .jvp = convert_element_type_jvp(convert_element_type_p),
                                         .transpose = convert_element_type_transpose,
                                         .batch = batch_rules::elementwise(convert_element_type_p),
-                                        .lowering = {.elemental = [](lowering::ScalarBuilder& b, const lowering::ElementalArgs& x) {
+                                        .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) {
                                           return b.convert(x[0], x.in(), x.out);
                                         }, .cost = 0}});
 const Primitive bitcast_convert_type_p("bitcast_convert_type",
@@ -317,7 +320,9 @@ const Primitive stop_gradient_p("stop_gradient",
                                    return JvpResult{jx::bind(stop_gradient_p, primals, params), {Array()}};
                                  },
                                  .batch = batch_rules::elementwise(stop_gradient_p),
-                                 .lowering = {.elemental = [](lowering::ScalarBuilder&, const lowering::ElementalArgs& x) { return x[0]; }}});
+                                 .lowering = {.elemental = [](ScalarBuilder&, const ElementalArgs& x) {
+                                   return x[0];
+                                 }}});
 
 Array select_n(const Array& which, const std::vector<Array>& cases) {
   std::vector<Array> operands;

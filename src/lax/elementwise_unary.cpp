@@ -243,6 +243,26 @@ std::vector<Array> round_impl(std::span<const Array> in, const Params& params, s
   return {out};
 }
 
+// sign on scalars: floats keep ±0 and NaN; integers (x > 0) - (x < 0), unsigned x != 0.
+LValue* sign_elemental(ScalarBuilder& b, const ElementalArgs& x) {
+  const DType d = x.in();
+  if (is_floating(d)) {
+    LValue* r = b.select(b.compare(Cmp::kLt, d, x[0], b.float_constant(d, 0.0)), b.float_constant(d, -1.0), x[0]);
+    return b.select(b.compare(Cmp::kGt, d, x[0], b.float_constant(d, 0.0)), b.float_constant(d, 1.0), r);
+  }
+  auto is = [&](Cmp c) { return b.convert(b.compare(c, d, x[0], b.int_constant(d, 0)), DType::Bool, d); };
+  if (is_unsigned(d)) return is(Cmp::kNe);
+  return b.sub(d, is(Cmp::kGt), is(Cmp::kLt));
+}
+
+// logistic on scalars: 1 / (1 + exp(-x)), eager's composition.
+LValue* logistic_elemental(ScalarBuilder& b, const ElementalArgs& x) {
+  const DType d = x.in();
+  LValue* minus_x[] = {b.neg(d, x[0])};
+  LValue* e = b.math("exp", d, minus_x);
+  return b.div(d, b.float_constant(d, 1.0), b.add(d, b.float_constant(d, 1.0), e));
+}
+
 // Outputs that carry no tangent (zero derivative almost everywhere, or not numbers).
 constexpr uint32_t kFlat = kElementwise | kNotDifferentiable;
 
@@ -290,31 +310,28 @@ const Primitive abs_p("abs", {.traits = kElementwise,
                                 return abs_tangent(x, y, t);
                               }),
                               .batch = batch_rules::elementwise(abs_p),
-                              .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) { return b.abs(x.in(), x[0]); }}});
+                              .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) {
+                                return b.abs(x.in(), x[0]);
+                              }}});
 const Primitive sign_p("sign", {.traits = kFlat,
                                 .abstract_eval = rules::unary("sign", kNumberTypes),
                                 .impl = cpu::unary_impl<Sign>("sign"),
                                 .batch = batch_rules::elementwise(sign_p),
-                                .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) -> LValue* {
-                                  const DType d = x.in();
-                                  if (is_floating(d)) {  // keeps ±0 and NaN
-                                    LValue* r = b.select(b.compare(Cmp::kLt, d, x[0], b.float_constant(d, 0.0)), b.float_constant(d, -1.0), x[0]);
-                                    return b.select(b.compare(Cmp::kGt, d, x[0], b.float_constant(d, 0.0)), b.float_constant(d, 1.0), r);
-                                  }
-                                  if (is_unsigned(d)) return b.convert(b.compare(Cmp::kNe, d, x[0], b.int_constant(d, 0)), DType::Bool, d);
-                                  return b.sub(d, b.convert(b.compare(Cmp::kGt, d, x[0], b.int_constant(d, 0)), DType::Bool, d),
-                                               b.convert(b.compare(Cmp::kLt, d, x[0], b.int_constant(d, 0)), DType::Bool, d));
-                                }}});
+                                .lowering = {.elemental = sign_elemental}});
 const Primitive floor_p("floor", {.traits = kFlat,
                                   .abstract_eval = rules::unary("floor", kFloatTypes),
                                   .impl = cpu::unary_impl<Floor>("floor"),
                                   .batch = batch_rules::elementwise(floor_p),
-                                  .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) { return b.floor(x[0]); }}});
+                                  .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) {
+                                    return b.floor(x[0]);
+                                  }}});
 const Primitive ceil_p("ceil", {.traits = kFlat,
                                 .abstract_eval = rules::unary("ceil", kFloatTypes),
                                 .impl = cpu::unary_impl<Ceil>("ceil"),
                                 .batch = batch_rules::elementwise(ceil_p),
-                                .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) { return b.ceil(x[0]); }}});
+                                .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) {
+                                  return b.ceil(x[0]);
+                                }}});
 const Primitive round_p("round", {.traits = kFlat, .abstract_eval = round_rule, .impl = round_impl,
                                   .batch = batch_rules::elementwise(round_p),
                                   .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) {
@@ -347,7 +364,8 @@ const Primitive log1p_p("log1p", {.traits = kElementwise,
                                     return div(t, add(x, full_like(x, 1.0)));
                                   }),
                                   .batch = batch_rules::elementwise(log1p_p),
-                                  .lowering = {.elemental = elemental::math_unary("log1p"), .cost = kTranscendental}});
+                                  .lowering = {.elemental = elemental::math_unary("log1p"),
+                                               .cost = kTranscendental}});
 const Primitive expm1_p("expm1", {.traits = kElementwise,
                                   .abstract_eval = rules::unary("expm1", kInexactTypes),
                                   .impl = cpu::unary_impl<Expm1>("expm1"),
@@ -355,7 +373,8 @@ const Primitive expm1_p("expm1", {.traits = kElementwise,
                                     return mul(t, add(y, full_like(y, 1.0)));
                                   }),
                                   .batch = batch_rules::elementwise(expm1_p),
-                                  .lowering = {.elemental = elemental::math_unary("expm1"), .cost = kTranscendental}});
+                                  .lowering = {.elemental = elemental::math_unary("expm1"),
+                                               .cost = kTranscendental}});
 const Primitive sqrt_p("sqrt", {.traits = kElementwise,
                                 .abstract_eval = rules::unary("sqrt", kInexactTypes),
                                 .impl = cpu::unary_impl<Sqrt>("sqrt"),
@@ -363,7 +382,9 @@ const Primitive sqrt_p("sqrt", {.traits = kElementwise,
                                   return mul(t, div(full_like(y, 0.5), y));
                                 }),
                                 .batch = batch_rules::elementwise(sqrt_p),
-                                .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) { return b.sqrt(x[0]); }, .cost = 2}});
+                                .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) {
+                                  return b.sqrt(x[0]);
+                                }, .cost = 2}});
 const Primitive rsqrt_p("rsqrt", {.traits = kElementwise,
                                   .abstract_eval = rules::unary("rsqrt", kInexactTypes),
                                   .impl = cpu::unary_impl<Rsqrt>("rsqrt"),
@@ -371,7 +392,8 @@ const Primitive rsqrt_p("rsqrt", {.traits = kElementwise,
                                     return mul(t, mul(full_like(x, -0.5), div(y, x)));
                                   }),
                                   .batch = batch_rules::elementwise(rsqrt_p),
-                                  .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) {  // two correctly rounded steps, as eager
+                                  // 1 / sqrt(x): two correctly rounded steps, as eager.
+                                  .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) {
                                     return b.div(x.in(), b.float_constant(x.in(), 1.0), b.sqrt(x[0]));
                                   }, .cost = 2}});
 const Primitive cbrt_p("cbrt", {.traits = kElementwise,
@@ -457,7 +479,8 @@ const Primitive asinh_p("asinh", {.traits = kElementwise,
                                     return mul(t, rsqrt(add(square(x), full_like(x, 1.0))));
                                   }),
                                   .batch = batch_rules::elementwise(asinh_p),
-                                  .lowering = {.elemental = elemental::math_unary("asinh"), .cost = kTranscendental}});
+                                  .lowering = {.elemental = elemental::math_unary("asinh"),
+                                               .cost = kTranscendental}});
 const Primitive acosh_p("acosh", {.traits = kElementwise,
                                   .abstract_eval = rules::unary("acosh", kInexactTypes),
                                   .impl = cpu::unary_impl<Acosh>("acosh"),
@@ -465,7 +488,8 @@ const Primitive acosh_p("acosh", {.traits = kElementwise,
                                     return mul(t, rsqrt(mul(sub(x, full_like(x, 1.0)), add(x, full_like(x, 1.0)))));
                                   }),
                                   .batch = batch_rules::elementwise(acosh_p),
-                                  .lowering = {.elemental = elemental::math_unary("acosh"), .cost = kTranscendental}});
+                                  .lowering = {.elemental = elemental::math_unary("acosh"),
+                                               .cost = kTranscendental}});
 const Primitive atanh_p("atanh", {.traits = kElementwise,
                                   .abstract_eval = rules::unary("atanh", kInexactTypes),
                                   .impl = cpu::unary_impl<Atanh>("atanh"),
@@ -473,7 +497,8 @@ const Primitive atanh_p("atanh", {.traits = kElementwise,
                                     return div(t, one_minus_square(x));
                                   }),
                                   .batch = batch_rules::elementwise(atanh_p),
-                                  .lowering = {.elemental = elemental::math_unary("atanh"), .cost = kTranscendental}});
+                                  .lowering = {.elemental = elemental::math_unary("atanh"),
+                                               .cost = kTranscendental}});
 const Primitive logistic_p("logistic", {.traits = kElementwise,
                                         .abstract_eval = rules::unary("logistic", kInexactTypes),
                                         .impl = cpu::unary_impl<Logistic>("logistic"),
@@ -481,12 +506,7 @@ const Primitive logistic_p("logistic", {.traits = kElementwise,
                                           return mul(t, mul(y, sub(full_like(y, 1.0), y)));
                                         }),
                                         .batch = batch_rules::elementwise(logistic_p),
-                                        .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) {  // 1 / (1 + exp(-x)), eager's composition
-                                          const DType d = x.in();
-                                          LValue* minus_x[] = {b.neg(d, x[0])};
-                                          LValue* e = b.math("exp", d, minus_x);
-                                          return b.div(d, b.float_constant(d, 1.0), b.add(d, b.float_constant(d, 1.0), e));
-                                        }, .cost = kTranscendental}});
+                                        .lowering = {.elemental = logistic_elemental, .cost = kTranscendental}});
 const Primitive erf_p("erf", {.traits = kElementwise,
                               .abstract_eval = rules::unary("erf", kFloatTypes),
                               .impl = cpu::unary_impl<Erf>("erf"),
@@ -510,7 +530,8 @@ const Primitive erf_inv_p("erf_inv", {.traits = kElementwise,
                                         return mul(t, mul(full_like(y, 1 / kTwoOverSqrtPi), exp(square(y))));
                                       }),
                                       .batch = batch_rules::elementwise(erf_inv_p),
-                                      .lowering = {.elemental = elemental::math_unary("erf_inv"), .cost = kTranscendental}});
+                                      .lowering = {.elemental = elemental::math_unary("erf_inv"),
+                                                   .cost = kTranscendental}});
 const Primitive lgamma_p("lgamma", {.traits = kElementwise,
                                     .abstract_eval = rules::unary("lgamma", kFloatTypes),
                                     .impl = cpu::unary_impl<Lgamma>("lgamma"),
@@ -518,7 +539,8 @@ const Primitive lgamma_p("lgamma", {.traits = kElementwise,
                                       return mul(t, digamma(x));
                                     }),
                                     .batch = batch_rules::elementwise(lgamma_p),
-                                    .lowering = {.elemental = elemental::math_unary("lgamma"), .cost = kTranscendental}});
+                                    .lowering = {.elemental = elemental::math_unary("lgamma"),
+                                                 .cost = kTranscendental}});
 const Primitive digamma_p("digamma", {.traits = kElementwise,
                                       .abstract_eval = rules::unary("digamma", kFloatTypes),
                                       .impl = cpu::unary_impl<Digamma>("digamma"),
@@ -527,20 +549,23 @@ const Primitive digamma_p("digamma", {.traits = kElementwise,
                                         return mul(t, polygamma(full_like(x, 1.0), x));
                                       }),
                                       .batch = batch_rules::elementwise(digamma_p),
-                                      .lowering = {.elemental = elemental::math_unary("digamma"), .cost = kTranscendental}});
+                                      .lowering = {.elemental = elemental::math_unary("digamma"),
+                                                   .cost = kTranscendental}});
 const Primitive is_finite_p("is_finite", {.traits = kFlat,
                                           .abstract_eval = rules::unary_to("is_finite", kFloatTypes, DType::Bool),
                                           .impl = cpu::unary_impl<IsFinite>("is_finite"),
                                           .batch = batch_rules::elementwise(is_finite_p),
                                           .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) {
-                                            return b.compare(Cmp::kLt, x.in(), b.abs(x.in(), x[0]),
-                                                             b.float_constant(x.in(), std::numeric_limits<double>::infinity()));
+                                            const double inf = std::numeric_limits<double>::infinity();
+                                            return b.compare(Cmp::kLt, x.in(), b.abs(x.in(), x[0]), b.float_constant(x.in(), inf));
                                           }}});
 const Primitive not_p("not", {.traits = kFlat,
                               .abstract_eval = rules::unary("not", kBitTypes),
                               .impl = cpu::unary_impl<Not>("not"),
                               .batch = batch_rules::elementwise(not_p),
-                              .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) { return b.bit_not(x[0]); }, .cost = 0}});
+                              .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) {
+                                return b.bit_not(x[0]);
+                              }, .cost = 0}});
 const Primitive real_p("real", {.traits = kElementwise | kLinear,
                                 .abstract_eval = rules::unary_to_real("real", kComplexTypes),
                                 .impl = cpu::unary_impl<RealPart>("real"),

@@ -447,6 +447,20 @@ using lowering::ScalarBuilder;
 using LValue = lowering::Value;
 constexpr uint32_t kNativeArithmetic = rules::kIntTypes | rules::kFloatTypes;
 
+// The combine steps. Float sums and products may be reassociated (as eager's pairwise
+// sums are); float max/min let NaN win wherever it is, and IEEE maximum takes +0 over
+// -0, where eager's choice depends on the order.
+LValue* sum_step(ScalarBuilder& b, DType d, LValue* acc, LValue* x) { return b.add(d, acc, x, true); }
+LValue* prod_step(ScalarBuilder& b, DType d, LValue* acc, LValue* x) { return b.mul(d, acc, x, true); }
+LValue* max_step(ScalarBuilder& b, DType d, LValue* acc, LValue* x) {
+  return is_floating(d) ? b.float_maximum(acc, x) : elemental::max(b, d, acc, x);
+}
+LValue* min_step(ScalarBuilder& b, DType d, LValue* acc, LValue* x) {
+  return is_floating(d) ? b.float_minimum(acc, x) : elemental::min(b, d, acc, x);
+}
+LValue* and_step(ScalarBuilder& b, DType, LValue* acc, LValue* x) { return b.bit_and(acc, x); }
+LValue* or_step(ScalarBuilder& b, DType, LValue* acc, LValue* x) { return b.bit_or(acc, x); }
+
 // ---- primitives ----
 
 extern const Primitive reduce_sum_p, reduce_prod_p, reduce_max_p, reduce_min_p, reduce_and_p, reduce_or_p, argmax_p,
@@ -539,52 +553,42 @@ const Primitive reduce_sum_p("reduce_sum", {.traits = kReduction | kLinear,
                                                   return broadcast_back(ct, x, params.get_ints("axes"));
                                                 }),
                                             .batch = batch_rules::reduction(reduce_sum_p),
-                                            .lowering = {.reducer = reducer<SumOp>(Monoid::kSum, kNativeArithmetic, /*widen_float32=*/true,
-                                                                       [](ScalarBuilder& b, DType d, LValue* acc, LValue* x) {
-                                                                         return b.add(d, acc, x, /*reassociate=*/true);
-                                                                       })}});
+                                            .lowering = {.reducer = reducer<SumOp>(Monoid::kSum, kNativeArithmetic,
+                                                                    /*widen_float32=*/true, sum_step)}});
 const Primitive reduce_prod_p("reduce_prod", {.traits = kReduction,
                                               .abstract_eval = reduce_rule("reduce_prod", rules::kNumberTypes, true),
                                               .impl = reduce_impl<ProdOp>("reduce_prod"),
                                               .jvp = reduce_prod_jvp,
                                               .batch = batch_rules::reduction(reduce_prod_p),
-                                              .lowering = {.reducer = reducer<ProdOp>(Monoid::kProd, kNativeArithmetic, false,
-                                                                          [](ScalarBuilder& b, DType d, LValue* acc, LValue* x) {
-                                                                            return b.mul(d, acc, x, /*reassociate=*/true);
-                                                                          })}});
+                                              .lowering = {.reducer = reducer<ProdOp>(Monoid::kProd, kNativeArithmetic,
+                                                                      false, prod_step)}});
 const Primitive reduce_max_p("reduce_max", {.traits = kReduction,
                                             .abstract_eval = reduce_rule("reduce_max", rules::kAnyTypes, true),
                                             .impl = reduce_impl<MaxOp>("reduce_max"),
                                             .jvp = chooser_jvp(reduce_max_p),
                                             .batch = batch_rules::reduction(reduce_max_p),
-                                            .lowering = {.reducer = reducer<MaxOp>(Monoid::kMax, kNativeArithmetic, false,
-                                                                       [](ScalarBuilder& b, DType d, LValue* acc, LValue* x) {
-                                                                         // NaN wins wherever it is; IEEE maximum takes +0 over -0, where
-                                                                         // eager's choice depends on the order.
-                                                                         return is_floating(d) ? b.float_maximum(acc, x) : elemental::max(b, d, acc, x);
-                                                                       })}});
+                                            .lowering = {.reducer = reducer<MaxOp>(Monoid::kMax, kNativeArithmetic,
+                                                                    false, max_step)}});
 const Primitive reduce_min_p("reduce_min", {.traits = kReduction,
                                             .abstract_eval = reduce_rule("reduce_min", rules::kAnyTypes, true),
                                             .impl = reduce_impl<MinOp>("reduce_min"),
                                             .jvp = chooser_jvp(reduce_min_p),
                                             .batch = batch_rules::reduction(reduce_min_p),
-                                            .lowering = {.reducer = reducer<MinOp>(Monoid::kMin, kNativeArithmetic, false,
-                                                                       [](ScalarBuilder& b, DType d, LValue* acc, LValue* x) {
-                                                                         return is_floating(d) ? b.float_minimum(acc, x) : elemental::min(b, d, acc, x);
-                                                                       })}});
+                                            .lowering = {.reducer = reducer<MinOp>(Monoid::kMin, kNativeArithmetic,
+                                                                    false, min_step)}});
 // Bool or integer results carry no tangent.
 const Primitive reduce_and_p("reduce_and", {.traits = kReduction | kNotDifferentiable,
                                             .abstract_eval = reduce_rule("reduce_and", rules::kBitTypes, false),
                                             .impl = reduce_impl<AndOp>("reduce_and"),
                                             .batch = batch_rules::reduction(reduce_and_p),
-                                            .lowering = {.reducer = reducer<AndOp>(Monoid::kAnd, rules::kBitTypes, false,
-                                                                       [](ScalarBuilder& b, DType, LValue* acc, LValue* x) { return b.bit_and(acc, x); })}});
+                                            .lowering = {.reducer = reducer<AndOp>(Monoid::kAnd, rules::kBitTypes,
+                                                                    false, and_step)}});
 const Primitive reduce_or_p("reduce_or", {.traits = kReduction | kNotDifferentiable,
                                           .abstract_eval = reduce_rule("reduce_or", rules::kBitTypes, false),
                                           .impl = reduce_impl<OrOp>("reduce_or"),
                                           .batch = batch_rules::reduction(reduce_or_p),
-                                          .lowering = {.reducer = reducer<OrOp>(Monoid::kOr, rules::kBitTypes, false,
-                                                                    [](ScalarBuilder& b, DType, LValue* acc, LValue* x) { return b.bit_or(acc, x); })}});
+                                          .lowering = {.reducer = reducer<OrOp>(Monoid::kOr, rules::kBitTypes,
+                                                                  false, or_step)}});
 // argmax/argmin reduce over axes=(axis,) too, so batching treats them as reducers: the
 // one axis is renumbered around the batch axis and index_dtype passes through.
 const Primitive argmax_p("argmax", {.traits = kReduction | kNotDifferentiable,

@@ -95,11 +95,12 @@ struct KernelPlan {
 // jx::Error("[jit] ...") naming the equation it cannot compile.
 KernelPlan plan_kernel(const Jaxpr& fused, std::string_view kind);
 
-// True for the primitives the plan reads through as index maps (by name).
+// True for the primitives the plan reads through as index maps: those whose lowering has
+// one (jx/lowering.h).
 bool is_index_op(const Primitive& p);
 
-// Relative cost of one element of a primitive in a loop (transcendentals cost more), for
-// the threading grain.
+// Relative cost of one element of a primitive in a loop (its lowering's cost, at least 1:
+// transcendentals cost more), for the threading grain.
 int op_cost(const Primitive& p);
 
 }  // namespace jx::compiler::codegen

@@ -515,9 +515,9 @@ bool scalar_op_supported(const Equation& eqn, std::string* why_not) {
   if (eqn.outputs.size() != 1)
     return refuse(name, " has ", eqn.outputs.size(), " outputs; native kernels compute one value per equation");
   if (!eqn.primitive->rules().lowering.elemental) {
-    for (const Atom& in : eqn.inputs)
-      if (is_complex(in.aval().dtype))
-        return refuse(name, " works on complex numbers, which native kernels do not support");
+    bool complex = is_complex(eqn.outputs[0].aval.dtype);
+    for (const Atom& in : eqn.inputs) complex = complex || is_complex(in.aval().dtype);
+    if (complex) return refuse(name, " works on complex numbers, which native kernels do not support");
     return refuse(name, " has no native implementation");
   }
   for (const Atom& in : eqn.inputs)
