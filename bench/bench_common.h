@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "cpu/thread_pool.h"
+#include "backend/cpu/thread_pool.h"
 #include "jx/jx.h"
 
 namespace jx_bench {

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "core/array_internal.h"
-#include "cpu/thread_pool.h"
-#include "cpu/vector_math.h"
+#include "backend/cpu/thread_pool.h"
+#include "backend/cpu/vector_math.h"
 #include "jx/jx.h"
 
 namespace lax = jx::lax;

@@ -13,8 +13,8 @@
 #include <string>
 #include <thread>
 
-#include "cpu/thread_pool.h"
-#include "cpu/vector_math.h"
+#include "backend/cpu/thread_pool.h"
+#include "backend/cpu/vector_math.h"
 #include "jit/codegen/loop_kernel.h"
 #include "jit/codegen/object_cache.h"
 #include "jx/jx.h"

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "cpu/vector_math.h"
+#include "backend/cpu/vector_math.h"
 #include "jit/codegen/kernel.h"
 #include "jit/kernel_support.h"
 #include "jx/jaxpr.h"

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "cpu/vector_math.h"
+#include "backend/cpu/vector_math.h"
 #include "jit/codegen/kernel.h"
 #include "jx/jaxpr.h"
 #include "jx/jx.h"

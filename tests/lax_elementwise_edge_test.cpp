@@ -10,7 +10,7 @@
 #include <random>
 
 #include "core/array_internal.h"
-#include "cpu/vector_math.h"
+#include "backend/cpu/vector_math.h"
 #include "test_util.h"
 
 namespace jx {

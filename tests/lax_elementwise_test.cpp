@@ -6,7 +6,7 @@
 #include <string>
 
 #include "core/array_internal.h"
-#include "cpu/vector_math.h"
+#include "backend/cpu/vector_math.h"
 #include "op_table.h"
 #include "test_util.h"
 

@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "cpu/thread_pool.h"
+#include "backend/cpu/thread_pool.h"
 #include "jx/jx.h"
 #include "test_util.h"
 

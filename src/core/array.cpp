@@ -8,7 +8,7 @@
 #include "backend/backend.h"
 #include "core/array_internal.h"
 #include "core/convert.h"
-#include "cpu/strided.h"
+#include "backend/cpu/strided.h"
 #include "jx/primitive.h"
 
 namespace jx {

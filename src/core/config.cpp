@@ -13,7 +13,7 @@
 
 #include "core/config_internal.h"
 #include "core/eager_hook.h"
-#include "cpu/vector_math.h"
+#include "backend/cpu/vector_math.h"
 #include "jx/error.h"
 
 namespace jx {

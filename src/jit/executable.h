@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "cpu/vector_math.h"
+#include "backend/cpu/vector_math.h"
 #include "jx/jaxpr.h"
 
 namespace jx::compiler {

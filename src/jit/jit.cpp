@@ -14,7 +14,6 @@
 #include "core/eager_hook.h"
 #include "jit/executable.h"
 #include "jit/jit_primitive.h"
-#include "jit/passes/inline_calls.h"
 #include "jx/config.h"
 #include "jx/error.h"
 
@@ -247,7 +246,7 @@ struct OpKeyHash {
 std::vector<Array> jit_one_op(const Primitive& p, std::span<const Array> in, const Params& params) {
   // Sub-program primitives and anything not concrete evaluate as usual.
   bool concrete = all_concrete(in);
-  if (!concrete || compiler::calls_subprogram(p, params)) return p.eval(in, params);
+  if (!concrete || p.has(kCallsSubprogram)) return p.eval(in, params);
   OpKey key{&p, params, {}};
   for (const Array& x : in) key.avals.push_back(x.aval());
   static std::mutex mu;

@@ -10,7 +10,7 @@
 #include <functional>
 #include <vector>
 
-#include "cpu/thread_pool.h"
+#include "backend/cpu/thread_pool.h"
 #include "jx/lax.h"
 #include "lax/reduction_ops.h"
 #include "lax/rules.h"

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "cpu/strided.h"
-#include "cpu/thread_pool.h"
+#include "backend/cpu/strided.h"
+#include "backend/cpu/thread_pool.h"
 
 namespace jx::lax::movement {
 namespace {

@@ -8,8 +8,8 @@
 
 #include "core/array_internal.h"
 #include "core/convert.h"
-#include "cpu/blas.h"
-#include "cpu/thread_pool.h"
+#include "backend/cpu/blas.h"
+#include "backend/cpu/thread_pool.h"
 #include "jx/lax.h"
 #include "lax/ad_rules.h"
 #include "lax/batch_rules.h"

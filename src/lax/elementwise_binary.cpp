@@ -7,8 +7,8 @@
 #include <limits>
 
 #include "core/array_internal.h"
-#include "cpu/elementwise.h"
-#include "cpu/vector_math.h"
+#include "backend/cpu/elementwise.h"
+#include "backend/cpu/vector_math.h"
 #include "jx/lax.h"
 #include "lax/ad_rules.h"
 #include "lax/batch_rules.h"

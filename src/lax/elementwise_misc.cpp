@@ -2,7 +2,7 @@
 // bitcast_convert_type.
 #include <cstring>
 
-#include "cpu/elementwise.h"
+#include "backend/cpu/elementwise.h"
 #include "jx/lax.h"
 #include "jx/transforms.h"
 #include "lax/ad_rules.h"

@@ -13,8 +13,8 @@
 #include <optional>
 
 #include "core/convert.h"
-#include "cpu/strided.h"
-#include "cpu/thread_pool.h"
+#include "backend/cpu/strided.h"
+#include "backend/cpu/thread_pool.h"
 #include "jx/lax.h"
 #include "lax/batch_rules.h"
 #include "lax/data_movement.h"

@@ -12,7 +12,7 @@
 #include <type_traits>
 
 #include "core/convert.h"
-#include "cpu/strided.h"
+#include "backend/cpu/strided.h"
 
 namespace jx::lax::kernels {
 

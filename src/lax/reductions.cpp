@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "cpu/thread_pool.h"
+#include "backend/cpu/thread_pool.h"
 #include "jx/lax.h"
 #include "lax/reduction_ops.h"
 #include "lax/ad_rules.h"

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/convert.h"
-#include "cpu/thread_pool.h"
+#include "backend/cpu/thread_pool.h"
 #include "jx/lax.h"
 #include "lax/batch_rules.h"
 #include "lax/reduction_ops.h"

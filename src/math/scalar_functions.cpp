@@ -3,7 +3,7 @@
 #include <cmath>
 #include <limits>
 
-#include "cpu/vector_math.h"
+#include "backend/cpu/vector_math.h"
 
 namespace jx::math {
 namespace {

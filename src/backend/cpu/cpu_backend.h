@@ -1,5 +1,5 @@
 // The CPU backend: config's num_cpu_devices devices (cpu:0 ... cpu:N-1) in host memory,
-// each with the CPU allocator, all sharing the thread pool (src/cpu/thread_pool.h), which
+// each with the CPU allocator, all sharing the thread pool (src/backend/cpu/thread_pool.h), which
 // runs the parallel regions of several devices at once.
 #pragma once
 

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <memory>
 
-#include "cpu/blas.h"
-#include "cpu/thread_pool.h"
+#include "backend/cpu/blas.h"
+#include "backend/cpu/thread_pool.h"
 #include "jit/codegen/loop_kernel.h"
 #include "jx/error.h"
 #include "lax/primitives.h"

@@ -14,7 +14,7 @@
 #include <memory>
 #include <string>
 
-#include "cpu/vector_math.h"
+#include "backend/cpu/vector_math.h"
 #include "jx/jaxpr.h"
 
 namespace jx::compiler {
@@ -25,7 +25,7 @@ class Kernel {
   // inputs: one pointer per invar of the fused program, each a contiguous row-major
   // buffer of the invar's aval; outputs: one per outvar, contiguous, allocated by the
   // caller, never aliasing an input. Splits large iteration spaces over the thread pool
-  // (src/cpu/thread_pool.h) itself; small kernels stay on the calling thread.
+  // (src/backend/cpu/thread_pool.h) itself; small kernels stay on the calling thread.
   virtual void run(const void* const* inputs, void* const* outputs) const = 0;
 };
 

@@ -19,8 +19,8 @@
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 
-#include "cpu/thread_pool.h"
-#include "cpu/vector_math.h"
+#include "backend/cpu/thread_pool.h"
+#include "backend/cpu/vector_math.h"
 #include "jit/codegen/loop_emitter.h"
 #include "jit/codegen/module_target.h"
 #include "jit/codegen/object_cache.h"

@@ -2,7 +2,7 @@
 // flag), so the emitters read the compile's options rather than a process-wide global.
 #pragma once
 
-#include "cpu/vector_math.h"
+#include "backend/cpu/vector_math.h"
 
 namespace llvm {
 class Module;

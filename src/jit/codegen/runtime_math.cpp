@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "cpu/vector_math.h"
+#include "backend/cpu/vector_math.h"
 
 #define JX_RT_EXPORT __attribute__((visibility("default")))
 

@@ -77,7 +77,7 @@
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/Module.h>
 
-#include "cpu/vector_math.h"
+#include "backend/cpu/vector_math.h"
 #include "jit/kernel_support.h"
 #include "jx/error.h"
 #include "jx/lowering.h"

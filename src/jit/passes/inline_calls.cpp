@@ -28,7 +28,7 @@ class Inliner {
         convert_(&lax::convert_element_type_p) {}
 
   bool is_call(const Equation& e) const {
-    return e.primitive && calls_subprogram(*e.primitive, e.params) && e.params.has("jaxpr") &&
+    return e.primitive && e.primitive->has(kCallsSubprogram) && e.params.has("jaxpr") &&
            e.params.get_jaxpr("jaxpr") != nullptr;
   }
 
@@ -107,13 +107,6 @@ class Inliner {
 };
 
 }  // namespace
-
-bool calls_subprogram(const Primitive& p, const Params& params) {
-  if (p.has(kCallsSubprogram)) return true;
-  // Until every call primitive carries the trait (closed_call, custom_jvp_call, jit and
-  // linear_jit get it with the transformation layer), a `jaxpr` param marks a call.
-  return params.has("jaxpr") && std::holds_alternative<JaxprRef>(params.get("jaxpr"));
-}
 
 bool inline_calls(ClosedJaxpr& program, PassContext& ctx) {
   Jaxpr& j = program.jaxpr;

@@ -8,8 +8,6 @@
 namespace jx::compiler {
 
 bool inline_calls(ClosedJaxpr& program, PassContext& ctx);
-// Does this equation call a sub-program (kCallsSubprogram)?
-bool calls_subprogram(const Primitive& p, const Params& params);
 extern const Pass kInlineCallsPass;  // "inline_calls"
 
 }  // namespace jx::compiler

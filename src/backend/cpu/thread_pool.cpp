@@ -5,7 +5,7 @@
 // number of threads (several CPU devices, user threads), run at once, and each one makes
 // progress through its caller even when every worker is busy elsewhere: a region never
 // waits on a worker to start one of its chunks.
-#include "cpu/thread_pool.h"
+#include "backend/cpu/thread_pool.h"
 
 #include <algorithm>
 #include <condition_variable>

@@ -25,9 +25,9 @@
 
 #include "core/array_internal.h"
 #include "core/convert.h"
-#include "cpu/strided.h"
-#include "cpu/thread_pool.h"
-#include "cpu/vector_math.h"
+#include "backend/cpu/strided.h"
+#include "backend/cpu/thread_pool.h"
+#include "backend/cpu/vector_math.h"
 #include "jx/primitive.h"
 
 namespace jx::cpu {

@@ -1,4 +1,4 @@
-#include "cpu/elementwise.h"
+#include "backend/cpu/elementwise.h"
 
 namespace jx::cpu {
 

@@ -1,4 +1,4 @@
-#include "cpu/vector_math.h"
+#include "backend/cpu/vector_math.h"
 
 #include <math.h>  // lgamma_r (glibc)
 

@@ -1,4 +1,4 @@
-#include "cpu/blas.h"
+#include "backend/cpu/blas.h"
 
 #include <algorithm>
 #include <complex>
@@ -11,7 +11,7 @@
 #include <lapacke.h>
 
 #include "core/convert.h"
-#include "cpu/thread_pool.h"
+#include "backend/cpu/thread_pool.h"
 
 namespace jx::cpu {
 
