@@ -3,6 +3,7 @@
 #include "jit/executable.h"
 #include "jx/error.h"
 #include "transforms/call_rules.h"
+#include "transforms/jaxpr_transforms.h"
 #include "transforms/staging.h"
 #include "transforms/subprogram_cache.h"
 
@@ -29,18 +30,8 @@ JvpResult jit_jvp(const Primitive& p, std::span<const Array> primals, std::span<
   std::vector<bool> nonzero(tangents.size());
   for (size_t i = 0; i < tangents.size(); ++i) nonzero[i] = tangents[i].valid();
   auto jvp = jvp_of_body(body_of(params, p.name()), nonzero);
-  std::vector<Array> in = jvp->consts;
-  in.insert(in.end(), primals.begin(), primals.end());
-  for (const Array& t : tangents)
-    if (t.valid()) in.push_back(t);
-  std::vector<Array> outs = jx::bind(jit_p, in, renamed(params, jvp->body, "_jvp"));
-  const size_t m = jvp->out_flags.size();
-  JvpResult r;
-  r.primals_out.assign(outs.begin(), outs.begin() + static_cast<std::ptrdiff_t>(m));
-  r.tangents_out.resize(m);
-  for (size_t i = 0, k = m; i < m; ++i)
-    if (jvp->out_flags[i]) r.tangents_out[i] = std::move(outs[k++]);
-  return r;
+  std::vector<Array> outs = jx::bind(jit_p, jvp_call_operands(*jvp, primals, tangents), renamed(params, jvp->body, "_jvp"));
+  return split_jvp_outputs(std::move(outs), jvp->out_flags);
 }
 
 // Partial evaluation: the known half of the body is a compiled `jit` run now; the unknown
@@ -139,7 +130,7 @@ SubprogramCache<std::shared_ptr<const compiler::Executable>>& executable_cache()
 const Primitive& jit_primitive() { return jit_p; }
 
 JaxprRef stage_body(const FlatFn& f, std::span<const Aval> avals, std::vector<Array>* consts_out) {
-  return stage_flat_consts_first(f, avals, "jit", consts_out);
+  return body_with_consts_first(stage_flat(f, avals, "jit"), consts_out);
 }
 
 std::shared_ptr<const compiler::Executable> body_executable(const JaxprRef& body, const std::string& name) {

@@ -125,17 +125,25 @@ JvpResult jvp_of_call(const JaxprRef& body, std::span<const Array> primals, std:
   std::vector<bool> nonzero(tangents.size());
   for (size_t i = 0; i < tangents.size(); ++i) nonzero[i] = tangents[i].valid();
   BodyPtr j = jvp_of_body(body, nonzero);
-  std::vector<Array> in = j->consts;
+  return split_jvp_outputs(eval_jaxpr(j->body->jaxpr, {}, jvp_call_operands(*j, primals, tangents)), j->out_flags);
+}
+
+std::vector<Array> jvp_call_operands(const TransformedBody& jvp, std::span<const Array> primals,
+                                     std::span<const Array> tangents) {
+  std::vector<Array> in = jvp.consts;
   in.insert(in.end(), primals.begin(), primals.end());
   for (const Array& t : tangents)
     if (t.valid()) in.push_back(t);
-  std::vector<Array> outs = eval_jaxpr(j->body->jaxpr, {}, in);
-  const size_t m = j->out_flags.size();
+  return in;
+}
+
+JvpResult split_jvp_outputs(std::vector<Array> outs, const std::vector<bool>& out_flags) {
+  const size_t m = out_flags.size();
   JvpResult r;
   r.primals_out.assign(outs.begin(), outs.begin() + static_cast<std::ptrdiff_t>(m));
   r.tangents_out.resize(m);
   for (size_t i = 0, k = m; i < m; ++i)
-    if (j->out_flags[i]) r.tangents_out[i] = std::move(outs[k++]);
+    if (out_flags[i]) r.tangents_out[i] = std::move(outs[k++]);
   return r;
 }
 

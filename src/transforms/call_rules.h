@@ -30,6 +30,11 @@ struct TransformedBody {
 };
 // jvp_jaxpr(body): [consts..., primals..., nonzero tangents...] -> [outs..., nonzero tangent outs...]
 std::shared_ptr<const TransformedBody> jvp_of_body(const JaxprRef& body, const std::vector<bool>& nonzero);
+// The operands of a call of a jvp_of_body program: its consts, the primals, the nonzero tangents.
+std::vector<Array> jvp_call_operands(const TransformedBody& jvp, std::span<const Array> primals,
+                                     std::span<const Array> tangents);
+// That call's outputs as primal outputs and tangents (invalid where out_flags is false).
+JvpResult split_jvp_outputs(std::vector<Array> outs, const std::vector<bool>& out_flags);
 // batch_jaxpr(body); batched outputs have their batch axis at 0.
 std::shared_ptr<const TransformedBody> batch_of_body(const JaxprRef& body, std::span<const int64_t> dims,
                                                      const BatchAxis& axis, bool instantiate_all);

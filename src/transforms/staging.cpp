@@ -151,16 +151,4 @@ ClosedJaxpr stage_flat(const FlatFn& f, std::span<const Aval> in_avals, std::str
   return trace.finish(outs);
 }
 
-std::shared_ptr<ClosedJaxpr> stage_flat_consts_first(const FlatFn& f, std::span<const Aval> in_avals,
-                                                     std::string name, std::vector<Array>* consts) {
-  ClosedJaxpr staged = stage_flat(f, in_avals, std::move(name));
-  auto body = std::make_shared<ClosedJaxpr>();
-  body->jaxpr.invars = std::move(staged.jaxpr.constvars);
-  body->jaxpr.invars.insert(body->jaxpr.invars.end(), staged.jaxpr.invars.begin(), staged.jaxpr.invars.end());
-  body->jaxpr.eqns = std::move(staged.jaxpr.eqns);
-  body->jaxpr.outvars = std::move(staged.jaxpr.outvars);
-  *consts = std::move(staged.consts);
-  return body;
-}
-
 }  // namespace jx::detail

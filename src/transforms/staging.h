@@ -76,11 +76,6 @@ class StagingTrace final : public Trace {
 // f staged over inputs of these types by a full (not partial) staging trace named `name`
 // (the transformation concretization errors name): make_jaxpr and jit both stage this way.
 ClosedJaxpr stage_flat(const FlatFn& f, std::span<const Aval> in_avals, std::string name);
-// The same, as the body of a call primitive: the captured constants become its leading
-// inputs (their values go to `consts`, the call's leading operands), so the body has no
-// constvars. jit, linear_jit and custom_jvp_call stage their bodies this way.
-std::shared_ptr<ClosedJaxpr> stage_flat_consts_first(const FlatFn& f, std::span<const Aval> in_avals,
-                                                     std::string name, std::vector<Array>* consts);
 
 // A tracer Array holding `tracer`, of type `aval`.
 Array make_tracer_array(Aval aval, std::shared_ptr<Tracer> tracer);
