@@ -166,11 +166,8 @@ std::vector<Array> Primitive::eval(std::span<const Array> in, const Params& para
 
 std::vector<Array> Primitive::run_impl(std::span<const Array> in, const Params& params,
                                        std::span<const Aval> out) const {
-  const detail::DeviceState* device = detail::current_device();
   // The CPU's impl is the primitive's own Rules::impl; other platforms register theirs.
-  const ImplRule& impl = device->backend == detail::default_cpu_device()->backend
-                             ? (rules_.impl ? rules_.impl : detail::impl_for("cpu", *this))
-                             : detail::impl_for(device->platform, *this);
+  const ImplRule& impl = detail::impl_for(detail::current_device()->platform, *this);
   detail::AllocScope scope(name_);
   try {
     return impl(in, params, out);
