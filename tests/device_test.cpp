@@ -149,15 +149,17 @@ class TestAllocator final : public detail::Allocator {
 
 class TestBackend final : public detail::Backend {
  public:
-  TestBackend() {
-    state_ = detail::DeviceState{.platform = "test", .id = 0, .kind = "fake", .backend = this, .allocator = &allocator_};
+  // A platform called `name`; host_memory false plays a device with memory of its own.
+  explicit TestBackend(std::string name = "test", bool host_memory = true) : host_memory_(host_memory) {
+    state_ = detail::DeviceState{.platform = std::move(name), .id = 0, .kind = "fake", .backend = this, .allocator = &allocator_};
   }
   const std::string& platform() const override { return state_.platform; }
   std::vector<Device> devices() override { return {Device(&state_)}; }
-  bool host_memory() const override { return true; }
+  bool host_memory() const override { return host_memory_; }
   void synchronize(const Device&) override {}
 
  private:
+  bool host_memory_;
   TestAllocator allocator_;
   detail::DeviceState state_;
 };
@@ -210,7 +212,40 @@ TEST(Backends, RegistrationErrors) {
   auto noop = [](std::span<const Array>, const Params&, std::span<const Aval>) { return std::vector<Array>{}; };
   EXPECT_JX_ERROR(detail::register_impl("test", *find_primitive("neg"), noop),
                   "[register_impl] neg already has an impl for platform 'test'");
-  EXPECT_JX_ERROR(detail::register_impl("cpu", *find_primitive("neg"), noop), "[register_impl] the cpu platform's impl of neg is its Rules::impl");
+  EXPECT_JX_ERROR(detail::register_impl("cpu", *find_primitive("neg"), noop),
+                  "[register_impl] neg already has an impl for platform 'cpu'");
+  EXPECT_JX_ERROR(detail::register_impl("tpu", *find_primitive("neg"), noop), "[devices] unknown platform 'tpu'");
+}
+
+// Compiled programs are host code: a platform with device memory is refused, not misread.
+TEST(Backends, JitRefusesPlatformsWithDeviceMemory) {
+  static const bool registered = [] {
+    detail::register_backend(std::make_unique<TestBackend>("testdevmem", /*host_memory=*/false));
+    return true;
+  }();
+  ASSERT_TRUE(registered);
+  Device d = devices("testdevmem").at(0);
+  Array x;
+  {
+    DefaultDeviceScope scope(d);
+    x = Array({1.0f, 2.0f});  // the fake's memory is host memory underneath, so this is safe
+  }
+  ASSERT_EQ(x.device(), d);
+  EXPECT_JX_ERROR(jit([](const Array& a) { return a * 2.0f; })(x),
+                  "[jit] compiled programs run on host-memory platforms; testdevmem:0 has device memory and no jit backend yet");
+  EXPECT_JX_ERROR(device_put(x, devices("cpu")[0]), "[device_put] cannot copy f32[2] from testdevmem:0 to cpu:0: transfers between these platforms are not implemented");
+}
+
+// A primitive without a kernel on a platform runs its platform-neutral Rules::impl there:
+// a call of a sub-program binds its body's primitives, which find the test platform's
+// neg kernel.
+TEST(Backends, PlatformNeutralImplsRunOnEveryPlatform) {
+  Array x = device_put(Array({1.0f, -2.0f}), devices("test").at(0));
+  const int64_t calls = g_test_neg_calls;
+  Array y = named_call([](const Array& a) { return lax::neg(a); }, "negate")(x);
+  EXPECT_EQ(g_test_neg_calls, calls + 1);
+  EXPECT_EQ(y.device(), x.device());
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{-1.0f, 2.0f}));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <set>
 #include <string>
 
+#include "backend/backend.h"
 #include "op_table.h"
 #include "test_util.h"
 
@@ -19,7 +20,8 @@ TEST(Registry, EveryFoundationPrimitiveIsRegisteredWithItsRules) {
     ASSERT_NE(p, nullptr) << "missing primitive " << row.primitive;
     EXPECT_EQ(p->name(), row.primitive);
     EXPECT_TRUE(static_cast<bool>(p->rules().abstract_eval)) << row.primitive << " has no shape rule";
-    EXPECT_TRUE(static_cast<bool>(p->rules().impl)) << row.primitive << " has no CPU impl";
+    // Its CPU kernel (src/backend/cpu/kernels/), or a platform-neutral impl.
+    EXPECT_NO_THROW(detail::impl_for(*detail::default_cpu_device(), *p)) << row.primitive << " has no CPU impl";
   }
 }
 
@@ -65,6 +67,11 @@ TEST(Registry, LoweringsAreConsistent) {
   for (const char* m : {"broadcast_in_dim", "transpose", "slice", "rev", "squeeze", "expand_dims", "reshape", "iota"})
     EXPECT_TRUE(static_cast<bool>(find_primitive(m)->rules().lowering.index_map)) << m;
   EXPECT_TRUE(find_primitive("fusion") == nullptr || find_primitive("fusion")->has(kCallsSubprogram));
+  // A plain call (inline_calls may inline it) holds its body in `jaxpr`.
+  for (const char* c : {"closed_call", "jit", "linear_jit", "custom_jvp_call"}) {
+    EXPECT_TRUE(find_primitive(c)->has(kCall)) << c;
+    EXPECT_TRUE(find_primitive(c)->has(kCallsSubprogram)) << c;
+  }
   // One identity for eager and native kernels: the reducer's is the eager kernel's result
   // on an empty operand.
   for (const char* r : {"reduce_sum", "reduce_prod", "reduce_max", "reduce_min"})

@@ -65,7 +65,8 @@ enum Trait : uint32_t {
   kReduction = 1u << 4,     // reduces over `axes`
   kShapeOnly = 1u << 5,     // moves or views data without arithmetic (reshape, slice...)
   kNotDifferentiable = 1u << 6,  // output carries no tangent (comparisons, argmax)
-  kCallsSubprogram = 1u << 7,    // holds sub-programs in its params: passes recurse into them, inline_calls inlines it
+  kCallsSubprogram = 1u << 7,    // holds sub-programs in its params: passes recurse into them
+  kCall = 1u << 8,  // a plain call: runs its `jaxpr` param once on its operands (inline_calls may inline it)
 };
 
 class Primitive;
@@ -156,7 +157,11 @@ class Primitive {
     // Output count; -1 when it depends on the parameters (sort with several operands).
     int num_outputs = 1;
     AbstractEvalRule abstract_eval;
-    ImplRule impl;  // the "cpu" platform's impl; other platforms: register_impl (src/backend/backend.h)
+    // A platform-neutral impl, for primitives computed by binding others (calls of
+    // sub-programs) or defined by a user; it runs where the device's platform has no
+    // kernel of its own. The built-in primitives' kernels are registered per platform
+    // by their backend (src/backend/<platform>/kernels/), not here.
+    ImplRule impl;
     JvpRule jvp;              // unset only when kNotDifferentiable
     TransposeRule transpose;  // set exactly when kLinear
     BatchRule batch;

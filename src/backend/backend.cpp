@@ -2,7 +2,6 @@
 #include "backend/backend.h"
 
 #include <cstring>
-#include <map>
 #include <mutex>
 #include <ostream>
 
@@ -19,7 +18,6 @@ namespace {
 struct Registry {
   std::mutex mu;
   std::vector<Backend*> backends;
-  std::map<std::pair<std::string, std::string>, ImplRule, std::less<>> impls;  // (platform, primitive)
 
   Registry() {
     backends.push_back(make_cpu_backend().release());
@@ -59,24 +57,55 @@ Backend& backend_of(std::string_view platform) {
   fail("devices", "unknown platform '", platform, "' (available: ", platform_list(r), ")");
 }
 
-void register_impl(std::string_view platform, const Primitive& primitive, ImplRule impl) {
-  if (platform == "cpu") fail("register_impl", "the cpu platform's impl of ", primitive.name(), " is its Rules::impl");
-  Registry& r = registry();
-  std::lock_guard lock(r.mu);
-  auto [it, inserted] = r.impls.emplace(std::pair(std::string(platform), primitive.name()), std::move(impl));
-  if (!inserted) fail("register_impl", primitive.name(), " already has an impl for platform '", platform, "'");
+void KernelTable::add(const Primitive& primitive, ImplRule impl) {
+  JX_CHECK(impl, "register_impl", "an empty kernel for ", primitive.name());
+  auto [it, inserted] = impls_.emplace(&primitive, std::move(impl));
+  if (!inserted) fail("register_impl", primitive.name(), " already has an impl for platform '", platform_, "'");
 }
 
-const ImplRule& impl_for(std::string_view platform, const Primitive& primitive) {
-  if (platform == "cpu") {
-    if (!primitive.rules().impl) fail(primitive.name(), "has no implementation for platform 'cpu'");
-    return primitive.rules().impl;
-  }
-  Registry& r = registry();
-  std::lock_guard lock(r.mu);
-  auto it = r.impls.find(std::pair(std::string(platform), primitive.name()));
-  if (it == r.impls.end()) fail(primitive.name(), "has no implementation for platform '", platform, "'");
-  return it->second;  // map nodes are stable
+void KernelTable::add(std::string_view primitive, ImplRule impl) {
+  const Primitive* p = find_primitive(primitive);
+  JX_CHECK(p, "register_impl", "the ", platform_, " backend registers a kernel for an unknown primitive '", primitive, "'");
+  add(*p, std::move(impl));
+}
+
+const ImplRule* KernelTable::find(const Primitive& primitive) const {
+  auto it = impls_.find(&primitive);
+  return it == impls_.end() ? nullptr : &it->second;
+}
+
+void Backend::ensure_loaded() {
+  std::call_once(loaded_, [&] {
+    kernels_.platform_ = late_.platform_ = platform();
+    load_kernels(kernels_);
+  });
+}
+
+const ImplRule* Backend::kernel(const Primitive& primitive) {
+  ensure_loaded();
+  if (const ImplRule* k = kernels_.find(primitive)) return k;
+  if (!has_late_.load(std::memory_order_acquire)) return nullptr;
+  std::shared_lock lock(late_mu_);
+  return late_.find(primitive);  // unordered_map nodes are stable
+}
+
+void Backend::add_kernel(const Primitive& primitive, ImplRule impl) {
+  ensure_loaded();
+  if (kernels_.find(primitive))
+    fail("register_impl", primitive.name(), " already has an impl for platform '", platform(), "'");
+  std::unique_lock lock(late_mu_);
+  late_.add(primitive, std::move(impl));
+  has_late_.store(true, std::memory_order_release);
+}
+
+void register_impl(std::string_view platform, const Primitive& primitive, ImplRule impl) {
+  backend_of(platform).add_kernel(primitive, std::move(impl));
+}
+
+const ImplRule& impl_for(const DeviceState& device, const Primitive& primitive) {
+  if (const ImplRule* kernel = device.backend->kernel(primitive)) return *kernel;
+  if (primitive.rules().impl) return primitive.rules().impl;
+  fail(primitive.name(), "has no implementation for platform '", device.platform, "'");
 }
 
 const DeviceState* default_cpu_device() {

@@ -3,15 +3,21 @@
 // per device, and a way to wait for a device's work. A platform that is not built is a
 // stub whose devices() raises a clear jx::Error (src/backend/gpu/).
 //
-// Kernels are registered per platform: Rules::impl (in each primitive's block in
-// src/lax/) is the "cpu" platform's impl; any other platform registers its own with
-// register_impl. An operation runs the impl of the platform of its operands' device (the
-// thread's current device, set from the operands by Primitive::eval), and a platform
-// without an impl for a primitive raises naming both.
+// Kernels are registered per platform: each backend fills its KernelTable on first use
+// (the CPU's from src/backend/cpu/kernels/, one file per family of primitives), and
+// register_impl adds to it. An operation runs the kernel of the platform of its
+// operands' device (the thread's current device, set from the operands by
+// Primitive::eval); a primitive without one there runs its platform-neutral Rules::impl
+// (calls of sub-programs, a user's primitive) if it has one, and otherwise raises naming
+// the primitive and the platform.
 #pragma once
 
 #include <cstddef>
 #include <memory>
+#include <atomic>
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
 #include <span>
 #include <string>
 #include <string_view>
@@ -46,6 +52,23 @@ struct DeviceState {
   Allocator* allocator = nullptr;
 };
 
+// One platform's kernels, by primitive.
+class KernelTable {
+ public:
+  // Raises jx::Error if the primitive already has a kernel here.
+  void add(const Primitive& primitive, ImplRule impl);
+  // By the primitive's registered name (the backends' registration files); an unknown
+  // name is an InternalError.
+  void add(std::string_view primitive, ImplRule impl);
+  // nullptr when the primitive has no kernel here.
+  const ImplRule* find(const Primitive& primitive) const;
+
+ private:
+  std::string platform_;
+  std::unordered_map<const Primitive*, ImplRule> impls_;
+  friend class Backend;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -60,6 +83,27 @@ class Backend {
   // Returns once every operation queued on `device` has finished (dispatch on the CPU is
   // synchronous, so there it returns at once).
   virtual void synchronize(const Device& device) = 0;
+
+  // This platform's kernel for `primitive`, or nullptr. The table is filled by
+  // load_kernels on the first call; the pointer stays valid (entries are never removed).
+  const ImplRule* kernel(const Primitive& primitive);
+  // register_impl: raises jx::Error if the primitive already has a kernel here.
+  void add_kernel(const Primitive& primitive, ImplRule impl);
+
+ protected:
+  // Fills the platform's kernel table (once, at the first lookup, when every primitive
+  // exists: the registration files name primitives defined in other files).
+  virtual void load_kernels(KernelTable&) {}
+
+ private:
+  void ensure_loaded();
+  std::once_flag loaded_;
+  // The table load_kernels filled, read without a lock (it never changes after); kernels
+  // registered later (register_impl, while other threads may be running) go to `late_`.
+  KernelTable kernels_;
+  std::shared_mutex late_mu_;
+  std::atomic<bool> has_late_{false};
+  KernelTable late_;
 };
 
 // Makes a backend's platform available to devices(platform) and friends; raises
@@ -68,12 +112,13 @@ void register_backend(std::unique_ptr<Backend> backend);
 // The backend of `platform`; raises jx::Error naming it when it is unknown.
 Backend& backend_of(std::string_view platform);
 
-// The impl of `primitive` on `platform` (other than "cpu", whose impl is Rules::impl).
-// Raises jx::Error if one is already registered.
+// Adds `platform`'s kernel for `primitive`; raises jx::Error if it already has one there
+// (or the platform is unknown).
 void register_impl(std::string_view platform, const Primitive& primitive, ImplRule impl);
-// The impl to run for `primitive` on a device of `platform`; raises jx::Error
-// "[<primitive>] has no implementation for platform '<platform>'" when there is none.
-const ImplRule& impl_for(std::string_view platform, const Primitive& primitive);
+// The impl to run for `primitive` on `device`: its platform's kernel, else the
+// primitive's platform-neutral Rules::impl; raises jx::Error
+// "[<primitive>] has no implementation for platform '<platform>'" when there is neither.
+const ImplRule& impl_for(const DeviceState& device, const Primitive& primitive);
 
 // The device this thread's operations allocate on and run on: the innermost DeviceScope,
 // else the thread's default device (cpu:0 unless a DefaultDeviceScope says otherwise).

@@ -166,8 +166,7 @@ std::vector<Array> Primitive::eval(std::span<const Array> in, const Params& para
 
 std::vector<Array> Primitive::run_impl(std::span<const Array> in, const Params& params,
                                        std::span<const Aval> out) const {
-  // The CPU's impl is the primitive's own Rules::impl; other platforms register theirs.
-  const ImplRule& impl = detail::impl_for(detail::current_device()->platform, *this);
+  const ImplRule& impl = detail::impl_for(*detail::current_device(), *this);
   detail::AllocScope scope(name_);
   try {
     return impl(in, params, out);

@@ -196,6 +196,11 @@ std::vector<Array> ProgramExecutable::run(std::span<const Array> args) const {
   // host memory every CPU device reads); its buffers are allocated there.
   detail::Placement placement = detail::placement_of("jit", args);
   if (!placement.device) placement = {detail::current_device(), detail::current_device_committed()};
+  // Its kernels are host code reading host pointers: a platform with device memory needs
+  // its own executable (the GPU backend's), so it is refused here, not misread.
+  if (!placement.device->backend->host_memory())
+    detail::fail("jit", "compiled programs run on host-memory platforms; ", Device(placement.device).str(),
+                 " has device memory and no jit backend yet");
   detail::DeviceScope device_scope(placement);
   // Take the recycled buffers for this run (a concurrent run allocates its own).
   BufferPool pool;

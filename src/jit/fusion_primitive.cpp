@@ -18,7 +18,7 @@ std::vector<Aval> fusion_rule(std::span<const Aval> in, const Params& params) {
 // transform: their rules are the transformations applied to the body.
 const Primitive fusion_p(
     "fusion",
-    {.traits = kCallsSubprogram,
+    {.traits = kCallsSubprogram | kCall,
      .num_outputs = -1,
      .abstract_eval = fusion_rule,
      .impl = [](std::span<const Array> in, const Params& params,

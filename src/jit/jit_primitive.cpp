@@ -81,7 +81,7 @@ BatchResult batch_call(const Primitive& p, std::span<const Array> args, std::spa
   return r;
 }
 
-const Primitive jit_p("jit", {.traits = kCallsSubprogram,
+const Primitive jit_p("jit", {.traits = kCallsSubprogram | kCall,
                               .num_outputs = -1,
                               .abstract_eval = [](std::span<const Aval> in,
                                                   const Params& params) { return call_out_avals("jit", in, params); },
@@ -102,7 +102,7 @@ const Primitive jit_p("jit", {.traits = kCallsSubprogram,
 // (a linear_jit with an unknown operand is staged whole).
 const Primitive linear_jit_p(
     "linear_jit",
-    {.traits = kLinear | kCallsSubprogram,
+    {.traits = kLinear | kCallsSubprogram | kCall,
      .num_outputs = -1,
      .abstract_eval =
          [](std::span<const Aval> in, const Params& params) {

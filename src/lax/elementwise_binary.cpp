@@ -1,303 +1,22 @@
 // Elementwise binary primitives (operands of one shape and dtype), integer_pow and
-// clamp. Integer arithmetic wraps; integer division and shifts follow XLA's defined
-// results for the cases C leaves undefined (see Div, Rem and the shifts below).
-#include <bit>
-#include <cmath>
-#include <complex>
-#include <limits>
-
+// clamp: shape rules, derivatives, batching and lowerings. Their CPU kernels:
+// src/backend/cpu/kernels/binary.cpp.
 #include "core/array_internal.h"
-#include "backend/cpu/elementwise.h"
-#include "backend/cpu/vector_math.h"
 #include "jx/lax.h"
 #include "lax/ad_rules.h"
 #include "lax/batch_rules.h"
 #include "lax/elemental.h"
 #include "lax/rules.h"
-#include "math/scalar_functions.h"
 #include "transforms/ad_util.h"
 
 namespace jx::lax {
 namespace {
-
-using cpu::VecOp2;
-
-using namespace cpu::kinds;
 
 using elemental::ElementalArgs;
 using elemental::ScalarBuilder;
 using lowering::Cmp;
 using LValue = lowering::Value;
 constexpr int kTranscendental = 8;  // lowering cost of a math-library call
-
-// ---- arithmetic ----
-
-struct Add {
-  template <Number C>
-  C operator()(C a, C b) const { return cpu::wrap_add(a, b); }
-};
-struct Sub {
-  template <Number C>
-  C operator()(C a, C b) const { return cpu::wrap_sub(a, b); }
-};
-struct Mul {
-  template <Number C>
-  C operator()(C a, C b) const { return cpu::wrap_mul(a, b); }
-};
-struct Div {
-  // Integers round toward zero. XLA defines the cases C leaves undefined:
-  // x / 0 = -1 (all bits set: UINT_MAX for unsigned) and INT_MIN / -1 = INT_MIN.
-  template <Int C>
-  C operator()(C a, C b) const {
-    if (b == 0) return static_cast<C>(-1);
-    if constexpr (std::is_signed_v<C>)
-      if (b == -1) return cpu::wrap_neg(a);
-    return static_cast<C>(a / b);
-  }
-  template <Inexact C>
-  C operator()(C a, C b) const { return a / b; }
-};
-struct Rem {
-  // The sign of the dividend, as C's % and fmod. XLA: x % 0 = x, INT_MIN % -1 = 0.
-  template <Int C>
-  C operator()(C a, C b) const {
-    if (b == 0) return a;
-    if constexpr (std::is_signed_v<C>)
-      if (b == -1) return C(0);
-    return static_cast<C>(a % b);
-  }
-  template <Real C>
-  C operator()(C a, C b) const { return std::fmod(a, b); }
-};
-
-// x^n by binary exponentiation, n of any sign (a negative n gives 1 / x^|n|).
-template <class C>
-C power_by_squaring(C x, int64_t n) {
-  uint64_t e = n < 0 ? uint64_t{0} - static_cast<uint64_t>(n) : static_cast<uint64_t>(n);
-  C acc(1);
-  bool started = false;  // avoids multiplying by 1, which complex inf/NaN would spoil
-  while (e) {
-    if (e & 1) {
-      acc = started ? cpu::wrap_mul(acc, x) : x;
-      started = true;
-    }
-    e >>= 1;
-    if (e) x = cpu::wrap_mul(x, x);
-  }
-  if constexpr (Inexact<C>)
-    if (n < 0) return C(1) / acc;
-  return acc;
-}
-
-struct Pow {
-  static constexpr VecOp2 vec2 = VecOp2::Pow;
-  // 0^y: 1 for y = 0, 0 for real y > 0, NaN otherwise (as XLA); else exp(y log x).
-  template <Complex C>
-  C operator()(C a, C b) const {
-    using R = typename C::value_type;
-    if (a == C(0)) {
-      if (b == C(0)) return C(1);
-      if (b.imag() == 0 && b.real() > 0) return C(0);
-      return C(std::numeric_limits<R>::quiet_NaN(), std::numeric_limits<R>::quiet_NaN());
-    }
-    return std::pow(a, b);
-  }
-};
-// pow with an integer exponent array: exact repeated squaring, as JAX lowers it.
-struct PowIntExponent {
-  template <Inexact C, Int E>
-  C operator()(C a, E n) const { return power_by_squaring(a, static_cast<int64_t>(n)); }
-};
-
-struct IntegerPow {
-  int64_t y;
-  // Binary exponentiation across a whole block, so each step is a vectorizable loop.
-  template <Number C>
-  void block(const C* x, C* out, int64_t n) const {
-    C base[cpu::kBlock];
-    std::copy(x, x + n, base);  // x may be out
-    uint64_t e = y < 0 ? uint64_t{0} - static_cast<uint64_t>(y) : static_cast<uint64_t>(y);
-    if (e == 0) std::fill_n(out, n, C(1));
-    bool started = false;
-    while (e) {
-      if (e & 1) {
-        if (started) {
-          for (int64_t i = 0; i < n; ++i) out[i] = cpu::wrap_mul(out[i], base[i]);
-        } else {
-          std::copy(base, base + n, out);
-          started = true;
-        }
-      }
-      e >>= 1;
-      if (e)
-        for (int64_t i = 0; i < n; ++i) base[i] = cpu::wrap_mul(base[i], base[i]);
-    }
-    if constexpr (Inexact<C>)
-      if (y < 0)
-        for (int64_t i = 0; i < n; ++i) out[i] = C(1) / out[i];
-  }
-};
-
-// ---- ordering ----
-
-template <Complex C>
-bool has_nan(C z) {
-  return std::isnan(z.real()) || std::isnan(z.imag());
-}
-// Complex numbers order lexicographically (real part, then imaginary), as XLA.
-template <Complex C>
-bool lex_greater(C a, C b) {
-  return a.real() > b.real() || (a.real() == b.real() && a.imag() > b.imag());
-}
-
-struct Max {  // NaN-propagating
-  bool operator()(bool a, bool b) const { return a || b; }
-  template <Int C>
-  C operator()(C a, C b) const { return a > b ? a : b; }
-  template <Real C>
-  C operator()(C a, C b) const { return (a > b || std::isnan(a)) ? a : b; }
-  template <Complex C>
-  C operator()(C a, C b) const {
-    if (has_nan(a)) return a;
-    if (has_nan(b)) return b;
-    return lex_greater(b, a) ? b : a;
-  }
-};
-struct Min {
-  bool operator()(bool a, bool b) const { return a && b; }
-  template <Int C>
-  C operator()(C a, C b) const { return a < b ? a : b; }
-  template <Real C>
-  C operator()(C a, C b) const { return (a < b || std::isnan(a)) ? a : b; }
-  template <Complex C>
-  C operator()(C a, C b) const {
-    if (has_nan(a)) return a;
-    if (has_nan(b)) return b;
-    return lex_greater(a, b) ? b : a;
-  }
-};
-struct Clamp {  // min(max(x, lo), hi), as XLA
-  template <class C>
-  C operator()(C lo, C x, C hi) const { return Min{}(Max{}(x, lo), hi); }
-};
-
-// A binary function of the scalar math library (src/math/scalar_functions.h), the one
-// native kernels call too: computed in float64, rounded once.
-struct ScalarMathBinary {
-  double (*fn)(double, double);
-  template <Real C>
-  C operator()(C a, C b) const { return static_cast<C>(fn(static_cast<double>(a), static_cast<double>(b))); }
-};
-ImplRule scalar_math_impl(const char* name) {
-  const math::ScalarFunction* f = math::find_scalar_function(name);
-  if (!f || f->arity != 2) detail::fail(name, "is not a binary function of the scalar math library");
-  return cpu::binary_impl(name, ScalarMathBinary{f->binary});
-}
-
-struct Atan2 {
-  static constexpr VecOp2 vec2 = VecOp2::Atan2;
-  // atan2(x, y) = -i log((y + i x) / sqrt(x^2 + y^2)), the complex extension XLA uses.
-  template <Complex C>
-  C operator()(C x, C y) const {
-    const C i(0, 1);
-    return -i * std::log((y + i * x) / std::sqrt(x * x + y * y));
-  }
-};
-
-// nextafter for a binary16 or bfloat16 storage type T, stepping its own bit pattern
-// (computing in float would step float32's much finer grid).
-template <class T>
-struct NextAfterHalf {
-  float operator()(float a, float b) const {
-    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<float>::quiet_NaN();
-    if (a == b) return b;
-    uint16_t bits = T(a).bits;
-    if (a == 0) bits = static_cast<uint16_t>((T(b).bits & 0x8000u) | 1u);  // smallest subnormal toward b
-    else if ((a < b) == (a > 0)) ++bits;  // away from zero
-    else --bits;
-    return static_cast<float>(T::from_bits(bits));
-  }
-};
-struct NextAfter {
-  template <Real C>
-  C operator()(C a, C b) const { return std::nextafter(a, b); }
-};
-
-// ---- bits ----
-
-struct And {
-  bool operator()(bool a, bool b) const { return a && b; }
-  template <Int C>
-  C operator()(C a, C b) const { return static_cast<C>(a & b); }
-};
-struct Or {
-  bool operator()(bool a, bool b) const { return a || b; }
-  template <Int C>
-  C operator()(C a, C b) const { return static_cast<C>(a | b); }
-};
-struct Xor {
-  bool operator()(bool a, bool b) const { return a != b; }
-  template <Int C>
-  C operator()(C a, C b) const { return static_cast<C>(a ^ b); }
-};
-
-// Shift amounts are read as unsigned (so negative ones are huge). XLA defines shifts by
-// at least the bit width: 0 for left and logical right shifts, the sign for arithmetic.
-template <class C>
-inline constexpr unsigned kBits = sizeof(C) * 8;
-struct ShiftLeft {
-  template <Int C>
-  C operator()(C a, C b) const {
-    using U = std::make_unsigned_t<C>;
-    if (static_cast<U>(b) >= kBits<C>) return C(0);
-    return static_cast<C>(static_cast<cpu::wrap_unsigned_t<C>>(static_cast<U>(a)) << static_cast<U>(b));
-  }
-};
-struct ShiftRightLogical {
-  template <Int C>
-  C operator()(C a, C b) const {
-    using U = std::make_unsigned_t<C>;
-    if (static_cast<U>(b) >= kBits<C>) return C(0);
-    return static_cast<C>(static_cast<U>(a) >> static_cast<U>(b));
-  }
-};
-struct ShiftRightArithmetic {  // unsigned operands shift as their signed reinterpretation
-  template <Int C>
-  C operator()(C a, C b) const {
-    using U = std::make_unsigned_t<C>;
-    using S = std::make_signed_t<C>;
-    const S s = static_cast<S>(a);
-    if (static_cast<U>(b) >= kBits<C>) return static_cast<C>(s < 0 ? S(-1) : S(0));
-    return static_cast<C>(s >> static_cast<U>(b));
-  }
-};
-
-// ---- comparisons ----
-
-struct Eq {
-  template <class C>
-  bool operator()(C a, C b) const { return a == b; }
-};
-struct Ne {
-  template <class C>
-  bool operator()(C a, C b) const { return a != b; }
-};
-struct Lt {
-  template <Ordered C>
-  bool operator()(C a, C b) const { return a < b; }
-};
-struct Le {
-  template <Ordered C>
-  bool operator()(C a, C b) const { return a <= b; }
-};
-struct Gt {
-  template <Ordered C>
-  bool operator()(C a, C b) const { return a > b; }
-};
-struct Ge {
-  template <Ordered C>
-  bool operator()(C a, C b) const { return a >= b; }
-};
 
 using rules::kAnyTypes;
 using rules::kBitTypes;
@@ -321,21 +40,6 @@ std::vector<Aval> pow_rule(std::span<const Aval> in, const Params&) {
   return {Aval{in[0].shape, in[0].dtype, rules::all_weak(in)}};
 }
 
-std::vector<Array> pow_impl(std::span<const Array> in, const Params&, std::span<const Aval> out_avals) {
-  Array out = detail::alloc_array(out_avals[0]);
-  if (in[0].dtype() == in[1].dtype()) {
-    cpu::apply_binary("pow", Pow{}, in[0], in[1], out);
-  } else if (out.size() > 0) {
-    dispatch_dtype(in[0].dtype(), [&]<class T>() {
-      dispatch_dtype(in[1].dtype(), [&]<class E>() {
-        if constexpr (Inexact<cpu::compute_t<T>> && Int<E>) cpu::map_binary<T, E, T>(in[0], in[1], out, PowIntExponent{});
-        else cpu::fail_no_kernel("pow", in[1].dtype());
-      });
-    });
-  }
-  return {out};
-}
-
 std::vector<Aval> integer_pow_rule(std::span<const Aval> in, const Params& params) {
   rules::check_arity("integer_pow", in, 1);
   rules::check_dtype("integer_pow", in[0], kNumberTypes);
@@ -343,23 +47,6 @@ std::vector<Aval> integer_pow_rule(std::span<const Aval> in, const Params& param
   if (y < 0 && is_integer(in[0].dtype))
     detail::fail("integer_pow", "integers cannot be raised to negative powers, got ", in[0].str(), " ** ", y);
   return {in[0]};
-}
-
-std::vector<Array> integer_pow_impl(std::span<const Array> in, const Params& params, std::span<const Aval> out_avals) {
-  Array out = detail::alloc_array(out_avals[0]);
-  cpu::apply_unary("integer_pow", IntegerPow{params.get_int("y")}, in[0], out);
-  return {out};
-}
-
-std::vector<Array> nextafter_impl(std::span<const Array> in, const Params&, std::span<const Aval> out_avals) {
-  Array out = detail::alloc_array(out_avals[0]);
-  if (out.size() == 0) return {out};
-  switch (in[0].dtype()) {
-    case DType::Float16: cpu::map_binary<float16_t, float16_t, float16_t>(in[0], in[1], out, NextAfterHalf<float16_t>{}); break;
-    case DType::BFloat16: cpu::map_binary<bfloat16_t, bfloat16_t, bfloat16_t>(in[0], in[1], out, NextAfterHalf<bfloat16_t>{}); break;
-    default: cpu::apply_binary("nextafter", NextAfter{}, in[0], in[1], out);
-  }
-  return {out};
 }
 
 // clamp(lo, x, hi): lo and hi are scalars or have x's shape; all share x's dtype.
@@ -374,22 +61,6 @@ std::vector<Aval> clamp_rule(std::span<const Aval> in, const Params&) {
                    detail::shape_str(x.shape), ", got ", rules::avals_str(in));
   }
   return {Aval{x.shape, x.dtype, rules::all_weak(in)}};
-}
-
-// A 0-d bound seen with x's shape through stride-0 strides: no copy.
-Array broadcast_scalar_view(const Array& s, const Shape& shape) {
-  if (s.ndim() != 0) return s;
-  return detail::make_view(s, Aval{shape, s.dtype(), s.weak_type()},
-                           std::vector<int64_t>(shape.size(), 0), s.impl().offset);
-}
-
-std::vector<Array> clamp_impl(std::span<const Array> in, const Params&, std::span<const Aval> out_avals) {
-  Array out = detail::alloc_array(out_avals[0]);
-  if (out.size() == 0) return {out};
-  Array lo = broadcast_scalar_view(in[0], out.shape());
-  Array hi = broadcast_scalar_view(in[2], out.shape());
-  dispatch_dtype(in[1].dtype(), [&]<class T>() { cpu::map_ternary<T, T, T, T>(lo, in[1], hi, out, Clamp{}); });
-  return {out};
 }
 
 constexpr uint32_t kFlat = kElementwise | kNotDifferentiable;
@@ -467,7 +138,6 @@ extern const Primitive add_p, sub_p, mul_p, div_p;
 
 const Primitive add_p("add", {.traits = kElementwise | kLinear | kCommutative,
                               .abstract_eval = rules::binary("add", kNumberTypes),
-                              .impl = cpu::binary_impl<Add>("add"),
                               .jvp = ad_rules::binary(
                                   add_p, [](auto&, auto&, auto&, const Array& t) { return t; },
                                   [](auto&, auto&, auto&, const Array& t) { return t; }),
@@ -477,7 +147,6 @@ const Primitive add_p("add", {.traits = kElementwise | kLinear | kCommutative,
                               .lowering = {.elemental = elemental::add()}});
 const Primitive sub_p("sub", {.traits = kElementwise | kLinear,
                               .abstract_eval = rules::binary("sub", kNumberTypes),
-                              .impl = cpu::binary_impl<Sub>("sub"),
                               .jvp = ad_rules::binary(
                                   sub_p, [](auto&, auto&, auto&, const Array& t) { return t; },
                                   [](auto&, auto&, auto&, const Array& t) { return neg(t); }),
@@ -488,7 +157,6 @@ const Primitive sub_p("sub", {.traits = kElementwise | kLinear,
 // mul and div are linear in one operand at a time (JAX's bilinear transpose rules).
 const Primitive mul_p("mul", {.traits = kElementwise | kLinear | kCommutative,
                               .abstract_eval = rules::binary("mul", kNumberTypes),
-                              .impl = cpu::binary_impl<Mul>("mul"),
                               .jvp = ad_rules::binary(
                                   mul_p, [](auto&, const Array& y, auto&, const Array& t) { return mul(t, y); },
                                   [](const Array& x, auto&, auto&, const Array& t) { return mul(x, t); }),
@@ -504,7 +172,6 @@ const Primitive mul_p("mul", {.traits = kElementwise | kLinear | kCommutative,
                               .lowering = {.elemental = elemental::mul()}});
 const Primitive div_p("div", {.traits = kElementwise | kLinear,
                               .abstract_eval = rules::binary("div", kNumberTypes),
-                              .impl = cpu::binary_impl<Div>("div"),
                               .jvp = ad_rules::binary(
                                   div_p, [](auto&, const Array& y, auto&, const Array& t) { return div(t, y); },
                                   // d(x/y)/dy = -x / y^2, computed in JAX's order so results
@@ -543,14 +210,12 @@ static BatchResult clamp_batch(std::span<const Array> args, std::span<const int6
 
 const Primitive rem_p("rem", {.traits = kElementwise,
                               .abstract_eval = rules::binary("rem", kRealTypes),
-                              .impl = cpu::binary_impl<Rem>("rem"),
                               .jvp = ad_rules::binary(
                                   rem_p, [](auto&, auto&, auto&, const Array& t) { return t; }, rem_dy),
                               .batch = batch_rules::elementwise(rem_p),
                               .lowering = {.elemental = elemental::rem(), .cost = 2}});
 const Primitive pow_p("pow", {.traits = kElementwise,
                               .abstract_eval = pow_rule,
-                              .impl = pow_impl,
                               .jvp = ad_rules::binary(pow_p, pow_dx, pow_dy),
                               .batch = batch_rules::elementwise(pow_p),
                               .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) {
@@ -563,7 +228,6 @@ const Primitive pow_p("pow", {.traits = kElementwise,
 const Primitive integer_pow_p("integer_pow",
                               {.traits = kElementwise,
                                .abstract_eval = integer_pow_rule,
-                               .impl = integer_pow_impl,
                                .jvp =
                                    [](std::span<const Array> primals, std::span<const Array> tangents,
                                       const Params& params) {
@@ -580,7 +244,6 @@ const Primitive integer_pow_p("integer_pow",
                                }}});
 const Primitive max_p("max", {.traits = kElementwise | kCommutative,
                               .abstract_eval = rules::binary("max", kAnyTypes),
-                              .impl = cpu::binary_impl<Max>("max"),
                               .jvp = ad_rules::binary(
                                   max_p,
                                   [](const Array& x, const Array& y, const Array& out, const Array& t) {
@@ -595,7 +258,6 @@ const Primitive max_p("max", {.traits = kElementwise | kCommutative,
                               }}});
 const Primitive min_p("min", {.traits = kElementwise | kCommutative,
                               .abstract_eval = rules::binary("min", kAnyTypes),
-                              .impl = cpu::binary_impl<Min>("min"),
                               .jvp = ad_rules::binary(
                                   min_p,
                                   [](const Array& x, const Array& y, const Array& out, const Array& t) {
@@ -610,14 +272,12 @@ const Primitive min_p("min", {.traits = kElementwise | kCommutative,
                               }}});
 const Primitive atan2_p("atan2", {.traits = kElementwise,
                                   .abstract_eval = rules::binary("atan2", kInexactTypes),
-                                  .impl = cpu::binary_impl<Atan2>("atan2"),
                                   .jvp = ad_rules::binary(atan2_p, atan2_dx, atan2_dy),
                                   .batch = batch_rules::elementwise(atan2_p),
                                   .lowering = {.elemental = elemental::math_binary("atan2"),
                                                .cost = kTranscendental}});
 const Primitive nextafter_p("nextafter", {.traits = kFlat,
                                           .abstract_eval = rules::binary("nextafter", kFloatTypes),
-                                          .impl = nextafter_impl,
                                           .batch = batch_rules::elementwise(nextafter_p),
                                           .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) {
                                             return elemental::nextafter(b, x.in(), x[0], x[1]);
@@ -626,7 +286,6 @@ const Primitive nextafter_p("nextafter", {.traits = kFlat,
 const Primitive polygamma_p(
     "polygamma", {.traits = kElementwise,
                   .abstract_eval = rules::binary("polygamma", kFloatTypes),
-                  .impl = scalar_math_impl("polygamma"),
                   .jvp = ad_rules::binary(
                       polygamma_p,
                       [](const Array& m, auto&, auto&, auto&) -> Array {
@@ -641,7 +300,6 @@ const Primitive polygamma_p(
 const Primitive zeta_p(
     "zeta", {.traits = kElementwise,
              .abstract_eval = rules::binary("zeta", kFloatTypes),
-             .impl = scalar_math_impl("zeta"),
              .jvp = ad_rules::binary(
                  zeta_p,
                  [](const Array& x, auto&, auto&, auto&) -> Array {
@@ -655,76 +313,63 @@ const Primitive zeta_p(
              .lowering = {.elemental = elemental::math_binary("zeta"), .cost = kTranscendental}});
 const Primitive and_p("and", {.traits = kFlat | kCommutative,
                               .abstract_eval = rules::binary("and", kBitTypes),
-                              .impl = cpu::binary_impl<And>("and"),
                               .batch = batch_rules::elementwise(and_p),
                               .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) {
                                 return b.bit_and(x[0], x[1]);
                               }}});
 const Primitive or_p("or", {.traits = kFlat | kCommutative,
                             .abstract_eval = rules::binary("or", kBitTypes),
-                            .impl = cpu::binary_impl<Or>("or"),
                             .batch = batch_rules::elementwise(or_p),
                             .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) {
                               return b.bit_or(x[0], x[1]);
                             }}});
 const Primitive xor_p("xor", {.traits = kFlat | kCommutative,
                               .abstract_eval = rules::binary("xor", kBitTypes),
-                              .impl = cpu::binary_impl<Xor>("xor"),
                               .batch = batch_rules::elementwise(xor_p),
                               .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) {
                                 return b.bit_xor(x[0], x[1]);
                               }}});
 const Primitive shift_left_p("shift_left", {.traits = kFlat,
                                             .abstract_eval = rules::binary("shift_left", kIntTypes),
-                                            .impl = cpu::binary_impl<ShiftLeft>("shift_left"),
                                             .batch = batch_rules::elementwise(shift_left_p),
                                             .lowering = {.elemental = elemental::shift(elemental::Shift::kLeft)}});
 const Primitive shift_right_arithmetic_p(
     "shift_right_arithmetic", {.traits = kFlat,
                                .abstract_eval = rules::binary("shift_right_arithmetic", kIntTypes),
-                               .impl = cpu::binary_impl<ShiftRightArithmetic>("shift_right_arithmetic"),
                                .batch = batch_rules::elementwise(shift_right_arithmetic_p),
                                .lowering = {.elemental = elemental::shift(elemental::Shift::kRightArithmetic)}});
 const Primitive shift_right_logical_p(
     "shift_right_logical", {.traits = kFlat,
                             .abstract_eval = rules::binary("shift_right_logical", kIntTypes),
-                            .impl = cpu::binary_impl<ShiftRightLogical>("shift_right_logical"),
                             .batch = batch_rules::elementwise(shift_right_logical_p),
                             .lowering = {.elemental = elemental::shift(elemental::Shift::kRightLogical)}});
 const Primitive eq_p("eq", {.traits = kFlat | kCommutative,
                             .abstract_eval = rules::binary_to("eq", kAnyTypes, DType::Bool),
-                            .impl = cpu::binary_impl<Eq>("eq"),
                             .batch = batch_rules::elementwise(eq_p),
                             .lowering = {.elemental = elemental::compare(Cmp::kEq)}});
 const Primitive ne_p("ne", {.traits = kFlat | kCommutative,
                             .abstract_eval = rules::binary_to("ne", kAnyTypes, DType::Bool),
-                            .impl = cpu::binary_impl<Ne>("ne"),
                             .batch = batch_rules::elementwise(ne_p),
                             .lowering = {.elemental = elemental::compare(Cmp::kNe)}});
 const Primitive lt_p("lt", {.traits = kFlat,
                             .abstract_eval = rules::binary_to("lt", kBoolTypes | kRealTypes, DType::Bool),
-                            .impl = cpu::binary_impl<Lt>("lt"),
                             .batch = batch_rules::elementwise(lt_p),
                             .lowering = {.elemental = elemental::compare(Cmp::kLt)}});
 const Primitive le_p("le", {.traits = kFlat,
                             .abstract_eval = rules::binary_to("le", kBoolTypes | kRealTypes, DType::Bool),
-                            .impl = cpu::binary_impl<Le>("le"),
                             .batch = batch_rules::elementwise(le_p),
                             .lowering = {.elemental = elemental::compare(Cmp::kLe)}});
 const Primitive gt_p("gt", {.traits = kFlat,
                             .abstract_eval = rules::binary_to("gt", kBoolTypes | kRealTypes, DType::Bool),
-                            .impl = cpu::binary_impl<Gt>("gt"),
                             .batch = batch_rules::elementwise(gt_p),
                             .lowering = {.elemental = elemental::compare(Cmp::kGt)}});
 const Primitive ge_p("ge", {.traits = kFlat,
                             .abstract_eval = rules::binary_to("ge", kBoolTypes | kRealTypes, DType::Bool),
-                            .impl = cpu::binary_impl<Ge>("ge"),
                             .batch = batch_rules::elementwise(ge_p),
                             .lowering = {.elemental = elemental::compare(Cmp::kGe)}});
 // lo and hi may be 0-d, so operands need not share one shape: not kElementwise.
 const Primitive clamp_p("clamp", {.traits = 0,
                                   .abstract_eval = clamp_rule,
-                                  .impl = clamp_impl,
                                   .jvp = clamp_jvp,
                                   .batch = clamp_batch,
                                   // min(max(x, lo), hi), as XLA and eager.

@@ -1,14 +1,9 @@
-// Elementwise unary primitives: shape rules from rules::unary*, CPU kernels from
-// cpu/elementwise.h. float32/float64 transcendentals go to libmvec (`vec`); float16 and
-// bfloat16 compute in float32; complex inputs use std::complex (glibc's c* functions).
-#include <cmath>
-#include <complex>
+// Elementwise unary primitives: shape rules from rules::unary*, derivatives, batching and
+// lowerings. Their CPU kernels: src/backend/cpu/kernels/unary.cpp.
 #include <limits>
 #include <numbers>
 
 #include "core/array_internal.h"
-#include "backend/cpu/elementwise.h"
-#include "backend/cpu/vector_math.h"
 #include "jx/lax.h"
 #include "lax/ad_rules.h"
 #include "lax/batch_rules.h"
@@ -19,197 +14,11 @@
 namespace jx::lax {
 namespace {
 
-using cpu::VecOp;
-
-using namespace cpu::kinds;
-
 using elemental::ElementalArgs;
 using elemental::ScalarBuilder;
 using lowering::Cmp;
 using LValue = lowering::Value;
 constexpr int kTranscendental = 8;  // lowering cost of a math-library call
-
-// ---- complex helpers std::complex lacks ----
-
-// log(1 + z) without losing the digits of a small z in 1 + z.
-template <class R>
-std::complex<R> complex_log1p(std::complex<R> z) {
-  if (std::abs(z) >= R(0.5)) return std::log(R(1) + z);
-  R x = z.real(), y = z.imag();
-  // |1 + z|^2 = 1 + t with t = 2x + x^2 + y^2.
-  return {R(0.5) * std::log1p(x * (R(2) + x) + y * y), std::atan2(y, R(1) + x)};
-}
-
-// exp(z) - 1, with e^x cos y - 1 = expm1(x) cos y - 2 sin^2(y/2).
-template <class R>
-std::complex<R> complex_expm1(std::complex<R> z) {
-  R x = z.real(), y = z.imag();
-  if (y == 0) return {std::expm1(x), y};
-  R s = std::sin(y * R(0.5));
-  return {std::expm1(x) * std::cos(y) - R(2) * s * s, std::exp(x) * std::sin(y)};
-}
-
-// ---- op functors (see cpu/elementwise.h for the protocol) ----
-
-struct Neg {
-  template <Number C>
-  C operator()(C x) const { return cpu::wrap_neg(x); }
-};
-struct Abs {
-  template <Int C>
-    requires std::is_signed_v<C>
-  C operator()(C x) const { return x < 0 ? cpu::wrap_neg(x) : x; }  // abs(INT_MIN) wraps to INT_MIN
-  template <Real C>
-  C operator()(C x) const { return std::fabs(x); }
-  template <Complex C>
-  typename C::value_type operator()(C z) const { return std::abs(z); }
-};
-struct Sign {
-  template <Int C>
-  C operator()(C x) const {
-    if constexpr (std::is_signed_v<C>) return static_cast<C>((x > 0) - (x < 0));
-    else return static_cast<C>(x != 0);
-  }
-  template <Real C>
-  C operator()(C x) const { return x > 0 ? C(1) : x < 0 ? C(-1) : x; }  // keeps ±0 and NaN
-  template <Complex C>
-  C operator()(C z) const {
-    auto r = std::abs(z);
-    return r == 0 ? C(0) : z / r;
-  }
-};
-struct Floor {
-  template <Real C>
-  C operator()(C x) const { return std::floor(x); }
-};
-struct Ceil {
-  template <Real C>
-  C operator()(C x) const { return std::ceil(x); }
-};
-struct RoundAwayFromZero {
-  template <Real C>
-  C operator()(C x) const { return std::round(x); }
-};
-struct RoundToNearestEven {
-  template <Real C>
-  C operator()(C x) const { return std::nearbyint(x); }  // the default rounding mode is to nearest even
-};
-struct Exp {
-  static constexpr VecOp vec = VecOp::Exp;
-  template <Complex C>
-  C operator()(C z) const { return std::exp(z); }
-};
-struct Exp2 {
-  static constexpr VecOp vec = VecOp::Exp2;
-  template <Complex C>
-  C operator()(C z) const { return std::exp(z * std::numbers::ln2_v<typename C::value_type>); }
-};
-struct Log {
-  static constexpr VecOp vec = VecOp::Log;
-  template <Complex C>
-  C operator()(C z) const { return std::log(z); }
-};
-struct Log1p {
-  static constexpr VecOp vec = VecOp::Log1p;
-  template <Complex C>
-  C operator()(C z) const { return complex_log1p(z); }
-};
-struct Expm1 {
-  static constexpr VecOp vec = VecOp::Expm1;
-  template <Complex C>
-  C operator()(C z) const { return complex_expm1(z); }
-};
-struct Sqrt {  // sqrtps/sqrtpd: the compiler vectorizes this one itself
-  template <Inexact C>
-  C operator()(C x) const { return std::sqrt(x); }
-};
-struct Rsqrt {
-  template <Inexact C>
-  C operator()(C x) const { return C(1) / std::sqrt(x); }
-};
-struct Cbrt {
-  static constexpr VecOp vec = VecOp::Cbrt;
-};
-
-// Functions whose float form is libmvec's and whose complex form is std::complex's.
-#define JX_VEC_OP_WITH_COMPLEX(Name, fn)            \
-  struct Name {                                     \
-    static constexpr VecOp vec = VecOp::Name;       \
-    template <Complex C>                            \
-    C operator()(C z) const { return std::fn(z); }  \
-  };
-JX_VEC_OP_WITH_COMPLEX(Sin, sin)
-JX_VEC_OP_WITH_COMPLEX(Cos, cos)
-JX_VEC_OP_WITH_COMPLEX(Tan, tan)
-JX_VEC_OP_WITH_COMPLEX(Asin, asin)
-JX_VEC_OP_WITH_COMPLEX(Acos, acos)
-JX_VEC_OP_WITH_COMPLEX(Atan, atan)
-JX_VEC_OP_WITH_COMPLEX(Sinh, sinh)
-JX_VEC_OP_WITH_COMPLEX(Cosh, cosh)
-JX_VEC_OP_WITH_COMPLEX(Tanh, tanh)
-JX_VEC_OP_WITH_COMPLEX(Asinh, asinh)
-JX_VEC_OP_WITH_COMPLEX(Acosh, acosh)
-JX_VEC_OP_WITH_COMPLEX(Atanh, atanh)
-#undef JX_VEC_OP_WITH_COMPLEX
-
-struct Logistic {
-  // 1 / (1 + exp(-x)), with the exp vectorized; the output buffer holds the temporary.
-  template <Real C>
-  void block(const C* x, C* y, int64_t n) const {
-    for (int64_t i = 0; i < n; ++i) y[i] = -x[i];
-    cpu::vec_unary(VecOp::Exp, y, y, n);
-    for (int64_t i = 0; i < n; ++i) y[i] = C(1) / (C(1) + y[i]);
-  }
-  template <Complex C>
-  C operator()(C z) const { return C(1) / (C(1) + std::exp(-z)); }
-};
-struct Erf {
-  // float32 (and the half types, computed in it): the polynomial jit kernels inline, so
-  // eager and jit agree bit for bit; float64: libmvec, as jit calls it.
-  template <Real C>
-  void block(const C* x, C* y, int64_t n) const {
-    if constexpr (std::is_same_v<C, float>) cpu::erf_f32(x, y, n);
-    else cpu::vec_unary(VecOp::Erf, x, y, n);
-  }
-};
-struct Erfc {
-  static constexpr VecOp vec = VecOp::Erfc;
-};
-struct ErfInv {
-  template <Real C>
-  C operator()(C x) const { return static_cast<C>(cpu::erf_inv(static_cast<double>(x))); }
-};
-struct Lgamma {
-  template <Real C>
-  C operator()(C x) const { return cpu::lgamma(x); }
-};
-struct Digamma {
-  template <Real C>
-  C operator()(C x) const { return static_cast<C>(cpu::digamma(static_cast<double>(x))); }
-};
-struct IsFinite {
-  template <Real C>
-  bool operator()(C x) const { return std::isfinite(x); }
-};
-struct Not {
-  bool operator()(bool x) const { return !x; }
-  template <Int C>
-  C operator()(C x) const { return static_cast<C>(~x); }
-};
-struct RealPart {
-  template <Complex C>
-  typename C::value_type operator()(C z) const { return z.real(); }
-};
-struct ImagPart {
-  template <Complex C>
-  typename C::value_type operator()(C z) const { return z.imag(); }
-};
-struct Conj {
-  template <Complex C>
-  C operator()(C z) const { return std::conj(z); }
-  template <Real C>
-  std::complex<C> operator()(C x) const { return {x, -C(0)}; }  // x - 0j, as NumPy prints it
-};
 
 using rules::kBitTypes;
 using rules::kComplexTypes;
@@ -234,13 +43,6 @@ std::vector<Aval> round_rule(std::span<const Aval> in, const Params& params) {
   if (method != 0 && method != 1)
     detail::fail("round", "rounding_method must be 0 (away from zero) or 1 (to nearest even), got ", method);
   return {in[0]};
-}
-
-std::vector<Array> round_impl(std::span<const Array> in, const Params& params, std::span<const Aval> out_avals) {
-  Array out = detail::alloc_array(out_avals[0]);
-  if (params.get_int("rounding_method") == 0) cpu::apply_unary("round", RoundAwayFromZero{}, in[0], out);
-  else cpu::apply_unary("round", RoundToNearestEven{}, in[0], out);
-  return {out};
 }
 
 // sign on scalars: floats keep ±0 and NaN; integers (x > 0) - (x < 0), unsigned x != 0.
@@ -298,14 +100,12 @@ extern const Primitive neg_p, sin_p, cos_p, abs_p, sign_p, floor_p, ceil_p, roun
 
 const Primitive neg_p("neg", {.traits = kElementwise | kLinear,
                               .abstract_eval = rules::unary("neg", kNumberTypes),
-                              .impl = cpu::unary_impl<Neg>("neg"),
                               .jvp = ad_rules::linear(neg_p),
                               .transpose = ad_rules::unary_transpose([](const Array& ct, auto&, auto&) { return neg(ct); }),
                               .batch = batch_rules::elementwise(neg_p),
                               .lowering = {.elemental = elemental::neg(), .cost = 0}});
 const Primitive abs_p("abs", {.traits = kElementwise,
                               .abstract_eval = rules::unary_to_real("abs", kSignedTypes | kInexactTypes),
-                              .impl = cpu::unary_impl<Abs>("abs"),
                               .jvp = ad_rules::unary(abs_p, [](auto& x, auto& y, auto& t) {
                                 return abs_tangent(x, y, t);
                               }),
@@ -315,37 +115,32 @@ const Primitive abs_p("abs", {.traits = kElementwise,
                               }}});
 const Primitive sign_p("sign", {.traits = kFlat,
                                 .abstract_eval = rules::unary("sign", kNumberTypes),
-                                .impl = cpu::unary_impl<Sign>("sign"),
                                 .batch = batch_rules::elementwise(sign_p),
                                 .lowering = {.elemental = sign_elemental}});
 const Primitive floor_p("floor", {.traits = kFlat,
                                   .abstract_eval = rules::unary("floor", kFloatTypes),
-                                  .impl = cpu::unary_impl<Floor>("floor"),
                                   .batch = batch_rules::elementwise(floor_p),
                                   .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) {
                                     return b.floor(x[0]);
                                   }}});
 const Primitive ceil_p("ceil", {.traits = kFlat,
                                 .abstract_eval = rules::unary("ceil", kFloatTypes),
-                                .impl = cpu::unary_impl<Ceil>("ceil"),
                                 .batch = batch_rules::elementwise(ceil_p),
                                 .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) {
                                   return b.ceil(x[0]);
                                 }}});
-const Primitive round_p("round", {.traits = kFlat, .abstract_eval = round_rule, .impl = round_impl,
+const Primitive round_p("round", {.traits = kFlat, .abstract_eval = round_rule,
                                   .batch = batch_rules::elementwise(round_p),
                                   .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) {
                                     return b.round(x[0], /*half_to_even=*/x.params.get_int("rounding_method") == 1);
                                   }}});
 const Primitive exp_p("exp", {.traits = kElementwise,
                               .abstract_eval = rules::unary("exp", kInexactTypes),
-                              .impl = cpu::unary_impl<Exp>("exp"),
                               .jvp = ad_rules::unary(exp_p, [](auto& x, auto& y, auto& t) { return mul(t, y); }),
                               .batch = batch_rules::elementwise(exp_p),
                               .lowering = {.elemental = elemental::math_unary("exp"), .cost = kTranscendental}});
 const Primitive exp2_p("exp2", {.traits = kElementwise,
                                 .abstract_eval = rules::unary("exp2", kInexactTypes),
-                                .impl = cpu::unary_impl<Exp2>("exp2"),
                                 .jvp = ad_rules::unary(exp2_p, [](auto& x, auto& y, auto& t) {
                                   return mul(t, mul(y, full_like(y, std::numbers::ln2)));
                                 }),
@@ -353,13 +148,11 @@ const Primitive exp2_p("exp2", {.traits = kElementwise,
                                 .lowering = {.elemental = elemental::math_unary("exp2"), .cost = kTranscendental}});
 const Primitive log_p("log", {.traits = kElementwise,
                               .abstract_eval = rules::unary("log", kInexactTypes),
-                              .impl = cpu::unary_impl<Log>("log"),
                               .jvp = ad_rules::unary(log_p, [](auto& x, auto& y, auto& t) { return div(t, x); }),
                               .batch = batch_rules::elementwise(log_p),
                               .lowering = {.elemental = elemental::math_unary("log"), .cost = kTranscendental}});
 const Primitive log1p_p("log1p", {.traits = kElementwise,
                                   .abstract_eval = rules::unary("log1p", kInexactTypes),
-                                  .impl = cpu::unary_impl<Log1p>("log1p"),
                                   .jvp = ad_rules::unary(log1p_p, [](auto& x, auto& y, auto& t) {
                                     return div(t, add(x, full_like(x, 1.0)));
                                   }),
@@ -368,7 +161,6 @@ const Primitive log1p_p("log1p", {.traits = kElementwise,
                                                .cost = kTranscendental}});
 const Primitive expm1_p("expm1", {.traits = kElementwise,
                                   .abstract_eval = rules::unary("expm1", kInexactTypes),
-                                  .impl = cpu::unary_impl<Expm1>("expm1"),
                                   .jvp = ad_rules::unary(expm1_p, [](auto& x, auto& y, auto& t) {
                                     return mul(t, add(y, full_like(y, 1.0)));
                                   }),
@@ -377,7 +169,6 @@ const Primitive expm1_p("expm1", {.traits = kElementwise,
                                                .cost = kTranscendental}});
 const Primitive sqrt_p("sqrt", {.traits = kElementwise,
                                 .abstract_eval = rules::unary("sqrt", kInexactTypes),
-                                .impl = cpu::unary_impl<Sqrt>("sqrt"),
                                 .jvp = ad_rules::unary(sqrt_p, [](auto& x, auto& y, auto& t) {
                                   return mul(t, div(full_like(y, 0.5), y));
                                 }),
@@ -387,7 +178,6 @@ const Primitive sqrt_p("sqrt", {.traits = kElementwise,
                                 }, .cost = 2}});
 const Primitive rsqrt_p("rsqrt", {.traits = kElementwise,
                                   .abstract_eval = rules::unary("rsqrt", kInexactTypes),
-                                  .impl = cpu::unary_impl<Rsqrt>("rsqrt"),
                                   .jvp = ad_rules::unary(rsqrt_p, [](auto& x, auto& y, auto& t) {
                                     return mul(t, mul(full_like(x, -0.5), div(y, x)));
                                   }),
@@ -398,7 +188,6 @@ const Primitive rsqrt_p("rsqrt", {.traits = kElementwise,
                                   }, .cost = 2}});
 const Primitive cbrt_p("cbrt", {.traits = kElementwise,
                                 .abstract_eval = rules::unary("cbrt", kFloatTypes),
-                                .impl = cpu::unary_impl<Cbrt>("cbrt"),
                                 .jvp = ad_rules::unary(cbrt_p, [](auto& x, auto& y, auto& t) {
                                   return mul(t, div(full_like(y, 1.0 / 3.0), square(y)));
                                 }),
@@ -406,19 +195,16 @@ const Primitive cbrt_p("cbrt", {.traits = kElementwise,
                                 .lowering = {.elemental = elemental::math_unary("cbrt"), .cost = kTranscendental}});
 const Primitive sin_p("sin", {.traits = kElementwise,
                               .abstract_eval = rules::unary("sin", kInexactTypes),
-                              .impl = cpu::unary_impl<Sin>("sin"),
                               .jvp = ad_rules::unary(sin_p, [](const Array& x, auto&, const Array& t) { return mul(t, cos(x)); }),
                               .batch = batch_rules::elementwise(sin_p),
                               .lowering = {.elemental = elemental::math_unary("sin"), .cost = kTranscendental}});
 const Primitive cos_p("cos", {.traits = kElementwise,
                               .abstract_eval = rules::unary("cos", kInexactTypes),
-                              .impl = cpu::unary_impl<Cos>("cos"),
                               .jvp = ad_rules::unary(cos_p, [](const Array& x, auto&, const Array& t) { return neg(mul(t, sin(x))); }),
                               .batch = batch_rules::elementwise(cos_p),
                               .lowering = {.elemental = elemental::math_unary("cos"), .cost = kTranscendental}});
 const Primitive tan_p("tan", {.traits = kElementwise,
                               .abstract_eval = rules::unary("tan", kInexactTypes),
-                              .impl = cpu::unary_impl<Tan>("tan"),
                               .jvp = ad_rules::unary(tan_p, [](auto& x, auto& y, auto& t) {
                                 return mul(t, add(full_like(y, 1.0), square(y)));
                               }),
@@ -426,7 +212,6 @@ const Primitive tan_p("tan", {.traits = kElementwise,
                               .lowering = {.elemental = elemental::math_unary("tan"), .cost = kTranscendental}});
 const Primitive asin_p("asin", {.traits = kElementwise,
                                 .abstract_eval = rules::unary("asin", kInexactTypes),
-                                .impl = cpu::unary_impl<Asin>("asin"),
                                 .jvp = ad_rules::unary(asin_p, [](auto& x, auto& y, auto& t) {
                                   return mul(t, rsqrt(one_minus_square(x)));
                                 }),
@@ -434,7 +219,6 @@ const Primitive asin_p("asin", {.traits = kElementwise,
                                 .lowering = {.elemental = elemental::math_unary("asin"), .cost = kTranscendental}});
 const Primitive acos_p("acos", {.traits = kElementwise,
                                 .abstract_eval = rules::unary("acos", kInexactTypes),
-                                .impl = cpu::unary_impl<Acos>("acos"),
                                 .jvp = ad_rules::unary(acos_p, [](auto& x, auto& y, auto& t) {
                                   return neg(mul(t, rsqrt(one_minus_square(x))));
                                 }),
@@ -442,7 +226,6 @@ const Primitive acos_p("acos", {.traits = kElementwise,
                                 .lowering = {.elemental = elemental::math_unary("acos"), .cost = kTranscendental}});
 const Primitive atan_p("atan", {.traits = kElementwise,
                                 .abstract_eval = rules::unary("atan", kInexactTypes),
-                                .impl = cpu::unary_impl<Atan>("atan"),
                                 .jvp = ad_rules::unary(atan_p, [](auto& x, auto& y, auto& t) {
                                   return div(t, add(full_like(x, 1.0), square(x)));
                                 }),
@@ -450,7 +233,6 @@ const Primitive atan_p("atan", {.traits = kElementwise,
                                 .lowering = {.elemental = elemental::math_unary("atan"), .cost = kTranscendental}});
 const Primitive sinh_p("sinh", {.traits = kElementwise,
                                 .abstract_eval = rules::unary("sinh", kInexactTypes),
-                                .impl = cpu::unary_impl<Sinh>("sinh"),
                                 .jvp = ad_rules::unary(sinh_p, [](auto& x, auto& y, auto& t) {
                                   return mul(t, cosh(x));
                                 }),
@@ -458,7 +240,6 @@ const Primitive sinh_p("sinh", {.traits = kElementwise,
                                 .lowering = {.elemental = elemental::math_unary("sinh"), .cost = kTranscendental}});
 const Primitive cosh_p("cosh", {.traits = kElementwise,
                                 .abstract_eval = rules::unary("cosh", kInexactTypes),
-                                .impl = cpu::unary_impl<Cosh>("cosh"),
                                 .jvp = ad_rules::unary(cosh_p, [](auto& x, auto& y, auto& t) {
                                   return mul(t, sinh(x));
                                 }),
@@ -466,7 +247,6 @@ const Primitive cosh_p("cosh", {.traits = kElementwise,
                                 .lowering = {.elemental = elemental::math_unary("cosh"), .cost = kTranscendental}});
 const Primitive tanh_p("tanh", {.traits = kElementwise,
                                 .abstract_eval = rules::unary("tanh", kInexactTypes),
-                                .impl = cpu::unary_impl<Tanh>("tanh"),
                                 .jvp = ad_rules::unary(tanh_p, [](auto& x, auto& y, auto& t) {
                                   return mul(t, one_minus_square(y));
                                 }),
@@ -474,7 +254,6 @@ const Primitive tanh_p("tanh", {.traits = kElementwise,
                                 .lowering = {.elemental = elemental::math_unary("tanh"), .cost = kTranscendental}});
 const Primitive asinh_p("asinh", {.traits = kElementwise,
                                   .abstract_eval = rules::unary("asinh", kInexactTypes),
-                                  .impl = cpu::unary_impl<Asinh>("asinh"),
                                   .jvp = ad_rules::unary(asinh_p, [](auto& x, auto& y, auto& t) {
                                     return mul(t, rsqrt(add(square(x), full_like(x, 1.0))));
                                   }),
@@ -483,7 +262,6 @@ const Primitive asinh_p("asinh", {.traits = kElementwise,
                                                .cost = kTranscendental}});
 const Primitive acosh_p("acosh", {.traits = kElementwise,
                                   .abstract_eval = rules::unary("acosh", kInexactTypes),
-                                  .impl = cpu::unary_impl<Acosh>("acosh"),
                                   .jvp = ad_rules::unary(acosh_p, [](auto& x, auto& y, auto& t) {
                                     return mul(t, rsqrt(mul(sub(x, full_like(x, 1.0)), add(x, full_like(x, 1.0)))));
                                   }),
@@ -492,7 +270,6 @@ const Primitive acosh_p("acosh", {.traits = kElementwise,
                                                .cost = kTranscendental}});
 const Primitive atanh_p("atanh", {.traits = kElementwise,
                                   .abstract_eval = rules::unary("atanh", kInexactTypes),
-                                  .impl = cpu::unary_impl<Atanh>("atanh"),
                                   .jvp = ad_rules::unary(atanh_p, [](auto& x, auto& y, auto& t) {
                                     return div(t, one_minus_square(x));
                                   }),
@@ -501,7 +278,6 @@ const Primitive atanh_p("atanh", {.traits = kElementwise,
                                                .cost = kTranscendental}});
 const Primitive logistic_p("logistic", {.traits = kElementwise,
                                         .abstract_eval = rules::unary("logistic", kInexactTypes),
-                                        .impl = cpu::unary_impl<Logistic>("logistic"),
                                         .jvp = ad_rules::unary(logistic_p, [](auto& x, auto& y, auto& t) {
                                           return mul(t, mul(y, sub(full_like(y, 1.0), y)));
                                         }),
@@ -509,7 +285,6 @@ const Primitive logistic_p("logistic", {.traits = kElementwise,
                                         .lowering = {.elemental = logistic_elemental, .cost = kTranscendental}});
 const Primitive erf_p("erf", {.traits = kElementwise,
                               .abstract_eval = rules::unary("erf", kFloatTypes),
-                              .impl = cpu::unary_impl<Erf>("erf"),
                               .jvp = ad_rules::unary(erf_p, [](auto& x, auto& y, auto& t) {
                                 return mul(t, mul(full_like(x, kTwoOverSqrtPi), exp(neg(square(x)))));
                               }),
@@ -517,7 +292,6 @@ const Primitive erf_p("erf", {.traits = kElementwise,
                               .lowering = {.elemental = elemental::math_unary("erf"), .cost = kTranscendental}});
 const Primitive erfc_p("erfc", {.traits = kElementwise,
                                 .abstract_eval = rules::unary("erfc", kFloatTypes),
-                                .impl = cpu::unary_impl<Erfc>("erfc"),
                                 .jvp = ad_rules::unary(erfc_p, [](auto& x, auto& y, auto& t) {
                                   return mul(t, mul(full_like(x, -kTwoOverSqrtPi), exp(neg(square(x)))));
                                 }),
@@ -525,7 +299,6 @@ const Primitive erfc_p("erfc", {.traits = kElementwise,
                                 .lowering = {.elemental = elemental::math_unary("erfc"), .cost = kTranscendental}});
 const Primitive erf_inv_p("erf_inv", {.traits = kElementwise,
                                       .abstract_eval = rules::unary("erf_inv", kFloatTypes),
-                                      .impl = cpu::unary_impl<ErfInv>("erf_inv"),
                                       .jvp = ad_rules::unary(erf_inv_p, [](auto& x, auto& y, auto& t) {
                                         return mul(t, mul(full_like(y, 1 / kTwoOverSqrtPi), exp(square(y))));
                                       }),
@@ -534,7 +307,6 @@ const Primitive erf_inv_p("erf_inv", {.traits = kElementwise,
                                                    .cost = kTranscendental}});
 const Primitive lgamma_p("lgamma", {.traits = kElementwise,
                                     .abstract_eval = rules::unary("lgamma", kFloatTypes),
-                                    .impl = cpu::unary_impl<Lgamma>("lgamma"),
                                     .jvp = ad_rules::unary(lgamma_p, [](auto& x, auto& y, auto& t) {
                                       return mul(t, digamma(x));
                                     }),
@@ -543,7 +315,6 @@ const Primitive lgamma_p("lgamma", {.traits = kElementwise,
                                                  .cost = kTranscendental}});
 const Primitive digamma_p("digamma", {.traits = kElementwise,
                                       .abstract_eval = rules::unary("digamma", kFloatTypes),
-                                      .impl = cpu::unary_impl<Digamma>("digamma"),
                                       // JAX's rule: digamma' = polygamma(1, x).
                                       .jvp = ad_rules::unary(digamma_p, [](auto& x, auto& y, auto& t) {
                                         return mul(t, polygamma(full_like(x, 1.0), x));
@@ -553,7 +324,6 @@ const Primitive digamma_p("digamma", {.traits = kElementwise,
                                                    .cost = kTranscendental}});
 const Primitive is_finite_p("is_finite", {.traits = kFlat,
                                           .abstract_eval = rules::unary_to("is_finite", kFloatTypes, DType::Bool),
-                                          .impl = cpu::unary_impl<IsFinite>("is_finite"),
                                           .batch = batch_rules::elementwise(is_finite_p),
                                           .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) {
                                             const double inf = std::numeric_limits<double>::infinity();
@@ -561,14 +331,12 @@ const Primitive is_finite_p("is_finite", {.traits = kFlat,
                                           }}});
 const Primitive not_p("not", {.traits = kFlat,
                               .abstract_eval = rules::unary("not", kBitTypes),
-                              .impl = cpu::unary_impl<Not>("not"),
                               .batch = batch_rules::elementwise(not_p),
                               .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) {
                                 return b.bit_not(x[0]);
                               }, .cost = 0}});
 const Primitive real_p("real", {.traits = kElementwise | kLinear,
                                 .abstract_eval = rules::unary_to_real("real", kComplexTypes),
-                                .impl = cpu::unary_impl<RealPart>("real"),
                                 .jvp = ad_rules::linear(real_p),
                                 // JAX: the cotangent of real(z) is complex(ct, 0).
                                 .transpose = ad_rules::unary_transpose([](const Array& ct, const Aval& z, auto&) {
@@ -577,7 +345,6 @@ const Primitive real_p("real", {.traits = kElementwise | kLinear,
                                 .batch = batch_rules::elementwise(real_p)});
 const Primitive imag_p("imag", {.traits = kElementwise | kLinear,
                                 .abstract_eval = rules::unary_to_real("imag", kComplexTypes),
-                                .impl = cpu::unary_impl<ImagPart>("imag"),
                                 .jvp = ad_rules::linear(imag_p),
                                 // JAX: the cotangent of imag(z) is complex(0, -ct) = -i ct.
                                 .transpose = ad_rules::unary_transpose([](const Array& ct, const Aval& z, auto&) {
@@ -586,7 +353,6 @@ const Primitive imag_p("imag", {.traits = kElementwise | kLinear,
                                 .batch = batch_rules::elementwise(imag_p)});
 const Primitive conj_p("conj", {.traits = kElementwise | kLinear,
                                 .abstract_eval = conj_rule,
-                                .impl = cpu::unary_impl<Conj>("conj"),
                                 .jvp = ad_rules::linear(conj_p),
                                 // conj of a complex operand is its own transpose; a real operand (promoted to
                                 // complex by conj) receives the real part of the cotangent.

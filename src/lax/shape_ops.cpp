@@ -1,16 +1,15 @@
 // Shape primitives: iota, broadcast_in_dim, reshape, transpose, squeeze, expand_dims, rev.
-// Everything but iota (and reshape of a layout no view can express) returns a view
-// sharing the operand's storage: only strides and the offset change.
+// Their CPU kernels (views of the operand's storage, but for iota and some reshapes):
+// src/backend/cpu/kernels/shape.cpp.
 #include <algorithm>
 #include <numeric>
 
-#include "core/convert.h"
 #include "jx/lax.h"
-#include "lax/data_movement.h"
 #include "lax/ad_rules.h"
 #include "lax/batch_rules.h"
 #include "lax/elemental.h"
 #include "lax/rules.h"
+#include "lax/shape_params.h"
 
 namespace jx::lax {
 namespace {
@@ -29,8 +28,6 @@ void check_nonnegative_shape(std::string_view op, const Shape& shape, std::strin
     if (d < 0) fail(op, what, " must be non-negative, got ", shape_str(shape));
 }
 
-const Array& only_operand(std::span<const Array> in) { return in[0]; }
-
 // ---- iota ----
 
 std::vector<Aval> iota_rule(std::span<const Aval> in, const Params& params) {
@@ -46,28 +43,12 @@ std::vector<Aval> iota_rule(std::span<const Aval> in, const Params& params) {
   return {Aval{shape, dtype, false}};
 }
 
-std::vector<Array> iota_impl(std::span<const Array>, const Params& params, std::span<const Aval> out_avals) {
-  const Aval& aval = out_avals[0];
-  Array out = jx::detail::alloc_array(aval);
-  const auto dim = static_cast<size_t>(params.get_int("dimension"));
-  const int64_t n = aval.shape[dim];
-  const int64_t outer = shape_size(Shape(aval.shape.begin(), aval.shape.begin() + static_cast<long>(dim)));
-  const int64_t inner = shape_size(Shape(aval.shape.begin() + static_cast<long>(dim) + 1, aval.shape.end()));
-  dispatch_dtype(aval.dtype, [&]<class T>() {
-    T* d = jx::detail::mutable_data<T>(out);
-    for (int64_t o = 0; o < outer; ++o)
-      for (int64_t i = 0; i < n; ++i, d += inner) std::fill_n(d, inner, jx::detail::convert_value<T>(i));
-  });
-  return {out};
-}
-
 // iota has no operands, so vmap never reaches this rule; it exists so the registry
 // is complete: the result is the same for every batch member.
 BatchResult iota_batch(std::span<const Array>, std::span<const int64_t>, const Params& params, const BatchAxis&);
 
 const Primitive iota_p("iota", {.traits = kNotDifferentiable,
                                 .abstract_eval = iota_rule,
-                                .impl = iota_impl,
                                 .jvp = {},
                                 .transpose = {},
                                 .batch = iota_batch,
@@ -112,21 +93,6 @@ std::vector<Aval> broadcast_in_dim_rule(std::span<const Aval> in, const Params& 
   return {Aval{shape, x.dtype, x.weak_type}};
 }
 
-std::vector<Array> broadcast_in_dim_impl(std::span<const Array> in, const Params& params,
-                                         std::span<const Aval> out_avals) {
-  const Array& x = only_operand(in);
-  const Aval& aval = out_avals[0];
-  const auto& bdims = params.get_ints("broadcast_dimensions");
-  const auto& xs = jx::detail::strides(x);
-  // New dims and size-1 dims stretched to a larger size repeat the same element: stride 0.
-  std::vector<int64_t> strides(aval.shape.size(), 0);
-  for (size_t i = 0; i < bdims.size(); ++i) {
-    auto d = static_cast<size_t>(bdims[i]);
-    if (x.shape()[i] == aval.shape[d]) strides[d] = xs[i];
-  }
-  return {jx::detail::make_view(x, aval, std::move(strides), x.impl().offset)};
-}
-
 // Transpose: sum the cotangent over the new dims and the stretched size-1 dims.
 Array broadcast_in_dim_transpose(const Array& ct, const Aval& x, const Params& params) {
   const auto& bdims = params.get_ints("broadcast_dimensions");
@@ -157,7 +123,6 @@ BatchResult broadcast_in_dim_batch(std::span<const Array> args, std::span<const 
 extern const Primitive broadcast_in_dim_p;
 const Primitive broadcast_in_dim_p("broadcast_in_dim", {.traits = kLinearShapeOp,
                                                         .abstract_eval = broadcast_in_dim_rule,
-                                                        .impl = broadcast_in_dim_impl,
                                                         .jvp = ad_rules::linear(broadcast_in_dim_p),
                                                         .transpose = ad_rules::unary_transpose(broadcast_in_dim_transpose),
                                                         .batch = broadcast_in_dim_batch,
@@ -184,17 +149,6 @@ std::vector<Aval> reshape_rule(std::span<const Aval> in, const Params& params) {
   return {Aval{new_sizes, x.dtype, x.weak_type}};
 }
 
-std::vector<Array> reshape_impl(std::span<const Array> in, const Params&, std::span<const Aval> out_avals) {
-  const Array& x = only_operand(in);
-  const Aval& aval = out_avals[0];
-  std::vector<int64_t> strides;
-  if (movement::reshape_strides(x.shape(), jx::detail::strides(x), aval.shape, strides))
-    return {jx::detail::make_view(x, aval, std::move(strides), x.impl().offset)};
-  // The layout cannot be expressed with strides (e.g. flattening a transpose): copy.
-  Array dense = movement::copy_to_fresh(x, x.aval());
-  return {jx::detail::make_view(dense, aval, jx::detail::contiguous_strides(aval.shape), 0)};
-}
-
 // Batching: a row-major reshape only makes sense with the batch axis leading, where
 // every batch member is one contiguous block of the flattened order.
 BatchResult reshape_batch(std::span<const Array> args, std::span<const int64_t> dims, const Params& params,
@@ -211,7 +165,6 @@ BatchResult reshape_batch(std::span<const Array> args, std::span<const int64_t> 
 extern const Primitive reshape_p;
 const Primitive reshape_p("reshape", {.traits = kLinearShapeOp,
                                       .abstract_eval = reshape_rule,
-                                      .impl = reshape_impl,
                                       .jvp = ad_rules::linear(reshape_p),
                                       .transpose = ad_rules::unary_transpose(
                                           [](const Array& ct, const Aval& x, const Params&) {
@@ -266,14 +219,6 @@ std::vector<Aval> transpose_rule(std::span<const Aval> in, const Params& params)
   return {Aval{shape, x.dtype, x.weak_type}};
 }
 
-std::vector<Array> transpose_impl(std::span<const Array> in, const Params& params, std::span<const Aval> out_avals) {
-  const Array& x = only_operand(in);
-  const auto& xs = jx::detail::strides(x);
-  std::vector<int64_t> strides;
-  for (int64_t p : params.get_ints("permutation")) strides.push_back(xs[static_cast<size_t>(p)]);
-  return {jx::detail::make_view(x, out_avals[0], std::move(strides), x.impl().offset)};
-}
-
 Array transpose_transpose(const Array& ct, const Aval&, const Params& params) {
   const auto& perm = params.get_ints("permutation");
   std::vector<int64_t> inverse(perm.size());
@@ -297,7 +242,6 @@ BatchResult transpose_batch(std::span<const Array> args, std::span<const int64_t
 extern const Primitive transpose_p;
 const Primitive transpose_p("transpose", {.traits = kLinearShapeOp,
                                           .abstract_eval = transpose_rule,
-                                          .impl = transpose_impl,
                                           .jvp = ad_rules::linear(transpose_p),
                                           .transpose = ad_rules::unary_transpose(transpose_transpose),
                                           .batch = transpose_batch,
@@ -326,16 +270,6 @@ std::vector<Aval> squeeze_rule(std::span<const Aval> in, const Params& params) {
   return {Aval{shape, x.dtype, x.weak_type}};
 }
 
-std::vector<Array> squeeze_impl(std::span<const Array> in, const Params& params, std::span<const Aval> out_avals) {
-  const Array& x = only_operand(in);
-  auto dims = rules::canonical_axes("squeeze", params.get_ints("dimensions"), x.shape());
-  const auto& xs = jx::detail::strides(x);
-  std::vector<int64_t> strides;
-  for (size_t i = 0; i < xs.size(); ++i)
-    if (std::find(dims.begin(), dims.end(), static_cast<int64_t>(i)) == dims.end()) strides.push_back(xs[i]);
-  return {jx::detail::make_view(x, out_avals[0], std::move(strides), x.impl().offset)};
-}
-
 // Operand dims `dims` of the unbatched operand, renumbered for a batch axis at b.
 std::vector<int64_t> dims_around_batch(const std::vector<int64_t>& dims, int64_t b) {
   std::vector<int64_t> out;
@@ -359,7 +293,6 @@ BatchResult squeeze_batch(std::span<const Array> args, std::span<const int64_t> 
 extern const Primitive squeeze_p;
 const Primitive squeeze_p("squeeze", {.traits = kLinearShapeOp,
                                       .abstract_eval = squeeze_rule,
-                                      .impl = squeeze_impl,
                                       .jvp = ad_rules::linear(squeeze_p),
                                       .transpose = ad_rules::unary_transpose(
                                           [](const Array& ct, const Aval& x, const Params&) {
@@ -376,9 +309,10 @@ const Primitive squeeze_p("squeeze", {.traits = kLinearShapeOp,
                                          return r;
                                        }}});
 
-namespace {
-
 // ---- expand_dims ----
+
+// The kernel uses these too (lax/shape_params.h).
+namespace shape {
 
 // The result dims that are new, normalized against the result's rank.
 std::vector<int64_t> expand_dims_positions(const std::vector<int64_t>& dimensions, const Shape& shape) {
@@ -406,17 +340,18 @@ std::vector<int64_t> insert_at(const std::vector<int64_t>& v, const std::vector<
   return out;
 }
 
+}  // namespace shape
+
+namespace {
+
+using shape::expand_dims_positions;
+using shape::insert_at;
+
 std::vector<Aval> expand_dims_rule(std::span<const Aval> in, const Params& params) {
   rules::check_arity("expand_dims", in, 1);
   const Aval& x = in[0];
   auto positions = expand_dims_positions(params.get_ints("dimensions"), x.shape);
   return {Aval{insert_at(x.shape, positions, 1), x.dtype, x.weak_type}};
-}
-
-std::vector<Array> expand_dims_impl(std::span<const Array> in, const Params& params, std::span<const Aval> out_avals) {
-  const Array& x = only_operand(in);
-  auto positions = expand_dims_positions(params.get_ints("dimensions"), x.shape());
-  return {jx::detail::make_view(x, out_avals[0], insert_at(jx::detail::strides(x), positions, 0), x.impl().offset)};
 }
 
 // Batching: with the batch axis leading, the new positions are simply shifted by one.
@@ -434,7 +369,6 @@ BatchResult expand_dims_batch(std::span<const Array> args, std::span<const int64
 extern const Primitive expand_dims_p;
 const Primitive expand_dims_p("expand_dims", {.traits = kLinearShapeOp,
                                               .abstract_eval = expand_dims_rule,
-                                              .impl = expand_dims_impl,
                                               .jvp = ad_rules::linear(expand_dims_p),
                                               .transpose = ad_rules::unary_transpose(
                                                   [](const Array& ct, const Aval&, const Params& params) {
@@ -461,19 +395,6 @@ std::vector<Aval> rev_rule(std::span<const Aval> in, const Params& params) {
   return {in[0]};
 }
 
-std::vector<Array> rev_impl(std::span<const Array> in, const Params& params, std::span<const Aval> out_avals) {
-  const Array& x = only_operand(in);
-  std::vector<int64_t> strides = jx::detail::strides(x);
-  int64_t offset = x.impl().offset;
-  const bool empty = x.size() == 0;  // keep the offset of an empty array where it was
-  for (int64_t d : rules::canonical_axes("rev", params.get_ints("dimensions"), x.shape())) {
-    auto i = static_cast<size_t>(d);
-    if (!empty) offset += (x.shape()[i] - 1) * strides[i];
-    strides[i] = -strides[i];
-  }
-  return {jx::detail::make_view(x, out_avals[0], std::move(strides), offset)};
-}
-
 // Batching: reverse the same dims, renumbered around the batch axis (which stays put).
 BatchResult rev_batch(std::span<const Array> args, std::span<const int64_t> dims, const Params& params,
                       const BatchAxis&) {
@@ -483,7 +404,6 @@ BatchResult rev_batch(std::span<const Array> args, std::span<const int64_t> dims
 extern const Primitive rev_p;
 const Primitive rev_p("rev", {.traits = kLinearShapeOp,
                               .abstract_eval = rev_rule,
-                              .impl = rev_impl,
                               .jvp = ad_rules::linear(rev_p),
                               .transpose = ad_rules::unary_transpose(
                                   [](const Array& ct, const Aval&, const Params& params) {

@@ -1,13 +1,12 @@
 // Slicing primitives: slice, dynamic_slice, dynamic_update_slice, pad, concatenate.
-// slice and dynamic_slice return views (a strided window of the operand's storage); the
-// others write a fresh array.
+// Their CPU kernels (views for slice and dynamic_slice, fresh arrays for the others):
+// src/backend/cpu/kernels/slicing.cpp.
 #include <algorithm>
 
 #include "jx/lax.h"
 #include "lax/ad_rules.h"
 #include "lax/batch_rules.h"
 #include "lax/elemental.h"
-#include "lax/data_movement.h"
 #include "lax/rules.h"
 
 namespace jx::lax {
@@ -48,20 +47,6 @@ void check_length(std::string_view op, std::string_view what, const std::vector<
          shape_str(shape));
 }
 
-// The view of x starting at `start` with `sizes` elements and element `steps` per dim.
-// An empty window keeps x's offset, so no pointer ever leaves the storage.
-Array window_view(const Array& x, const Aval& aval, const std::vector<int64_t>& start,
-                  const std::vector<int64_t>& steps) {
-  const auto& xs = jx::detail::strides(x);
-  std::vector<int64_t> strides(xs.size());
-  int64_t offset = x.impl().offset;
-  for (size_t i = 0; i < xs.size(); ++i) {
-    strides[i] = xs[i] * steps[i];
-    if (aval.size() > 0) offset += start[i] * xs[i];
-  }
-  return jx::detail::make_view(x, aval, std::move(strides), offset);
-}
-
 // ---- slice ----
 
 std::vector<Aval> slice_rule(std::span<const Aval> in, const Params& params) {
@@ -89,10 +74,6 @@ std::vector<Aval> slice_rule(std::span<const Aval> in, const Params& params) {
     shape.push_back(span == 0 ? 0 : 1 + (span - 1) / steps[i]);  // ceil(span / step), overflow-free
   }
   return {Aval{shape, x.dtype, x.weak_type}};
-}
-
-std::vector<Array> slice_impl(std::span<const Array> in, const Params& params, std::span<const Aval> out_avals) {
-  return {window_view(in[0], out_avals[0], params.get_ints("start_indices"), params.get_ints("strides"))};
 }
 
 // Transpose: the cotangent goes back where the window was read, zeros elsewhere;
@@ -129,7 +110,6 @@ BatchResult slice_batch(std::span<const Array> args, std::span<const int64_t> di
 extern const Primitive slice_p;
 const Primitive slice_p("slice", {.traits = kLinearShapeOp,
                                   .abstract_eval = slice_rule,
-                                  .impl = slice_impl,
                                   .jvp = ad_rules::linear(slice_p),
                                   .transpose = ad_rules::unary_transpose(slice_transpose),
                                   .batch = slice_batch,
@@ -156,15 +136,6 @@ void check_start_indices(std::string_view op, std::span<const Aval> indices, con
       fail(op, "start index ", i, " must be a scalar integer, got ", indices[i].str());
 }
 
-// XLA's semantics: each start index is clamped to [0, dim - size] so the window stays
-// inside the operand; out-of-range (and negative) starts never raise.
-std::vector<int64_t> clamped_starts(std::span<const Array> indices, const Shape& shape, const Shape& sizes) {
-  std::vector<int64_t> start(shape.size());
-  for (size_t i = 0; i < shape.size(); ++i)
-    start[i] = std::clamp<int64_t>(movement::scalar_index(indices[i]), 0, shape[i] - sizes[i]);
-  return start;
-}
-
 std::vector<Aval> dynamic_slice_rule(std::span<const Aval> in, const Params& params) {
   if (in.empty()) fail("dynamic_slice", "expected an operand and start indices, got no operands");
   const Aval& x = in[0];
@@ -176,13 +147,6 @@ std::vector<Aval> dynamic_slice_rule(std::span<const Aval> in, const Params& par
       fail("dynamic_slice", "slice_sizes ", shape_str(sizes), " must be within [0, operand shape ",
            shape_str(x.shape), "] (dimension ", i, ")");
   return {Aval{sizes, x.dtype, x.weak_type}};
-}
-
-std::vector<Array> dynamic_slice_impl(std::span<const Array> in, const Params& params,
-                                      std::span<const Aval> out_avals) {
-  const Array& x = in[0];
-  auto start = clamped_starts(in.subspan(1), x.shape(), out_avals[0].shape);
-  return {window_view(x, out_avals[0], start, std::vector<int64_t>(start.size(), 1))};
 }
 
 std::vector<Array> index_values(std::span<const TransposeOperand> operands, size_t first) {
@@ -244,7 +208,6 @@ BatchResult dynamic_slice_batch(std::span<const Array> args, std::span<const int
 extern const Primitive dynamic_slice_p;
 const Primitive dynamic_slice_p("dynamic_slice", {.traits = kLinearShapeOp,
                                                   .abstract_eval = dynamic_slice_rule,
-                                                  .impl = dynamic_slice_impl,
                                                   .jvp = ad_rules::linear_in_first(dynamic_slice_p),
                                                   .transpose = dynamic_slice_transpose,
                                                   .batch = dynamic_slice_batch});
@@ -266,22 +229,6 @@ std::vector<Aval> dynamic_update_slice_rule(std::span<const Aval> in, const Para
            shape_str(x.shape), " (dimension ", i, ")");
   check_start_indices("dynamic_update_slice", in.subspan(2), x);
   return {Aval{x.shape, x.dtype, x.weak_type && update.weak_type}};
-}
-
-std::vector<Array> dynamic_update_slice_impl(std::span<const Array> in, const Params&,
-                                             std::span<const Aval> out_avals) {
-  const Array& x = in[0];
-  const Array& update = in[1];
-  Array out = movement::copy_to_fresh(x, out_avals[0]);
-  if (update.size() == 0) return {out};
-  auto start = clamped_starts(in.subspan(2), x.shape(), update.shape());
-  const auto& os = jx::detail::strides(out);
-  int64_t offset = 0;
-  for (size_t i = 0; i < start.size(); ++i) offset += start[i] * os[i];
-  auto* dst = static_cast<char*>(jx::detail::mutable_data<void>(out)) + offset * x.itemsize();
-  movement::copy_strided(x.itemsize(), update.shape(), jx::detail::raw_data(update), jx::detail::strides(update),
-                        dst, os);
-  return {out};
 }
 
 extern const Primitive dynamic_update_slice_p;
@@ -340,7 +287,6 @@ BatchResult dynamic_update_slice_batch(std::span<const Array> args, std::span<co
 
 const Primitive dynamic_update_slice_p("dynamic_update_slice", {.traits = kLinearShapeOp,
                                                                 .abstract_eval = dynamic_update_slice_rule,
-                                                                .impl = dynamic_update_slice_impl,
                                                                 .jvp = dynamic_update_slice_jvp,
                                                                 .transpose = dynamic_update_slice_transpose,
                                                                 .batch = dynamic_update_slice_batch});
@@ -366,7 +312,7 @@ std::vector<Aval> pad_rule(std::span<const Aval> in, const Params& params) {
       fail("pad", "interior padding must be non-negative, got ", interior, " for dimension ", i);
     const int64_t n = x.shape[i];
     // Checked: every position the padding addresses, cropped or not (|lo|, |hi|, the
-    // dilated operand and one step), is an int64, so neither this sum nor the impl's and
+    // dilated operand and one step), is an int64, so neither this sum nor the kernel's and
     // the transpose's index arithmetic can wrap.
     auto add = [&](int64_t a, int64_t b) {
       return jx::detail::checked_add(a, b, "pad", " in padding (lo=", lo, ", hi=", hi, ", interior=", interior,
@@ -384,73 +330,6 @@ std::vector<Aval> pad_rule(std::span<const Aval> in, const Params& params) {
     shape.push_back(size);
   }
   return {Aval{shape, x.dtype, x.weak_type && value.weak_type}};
-}
-
-// Fills every element of `out` outside the box [start, start + count) (per dim) with the
-// value at `value`: for each dim d, the slabs before and after the box in d, spanning the
-// box in earlier dims and everything in later ones. Together they tile the complement.
-void fill_outside_box(Array& out, const Shape& start, const Shape& count, const void* value) {
-  const Shape& shape = out.shape();
-  const auto& os = jx::detail::strides(out);
-  const int64_t width = out.itemsize();
-  auto* base = static_cast<char*>(jx::detail::mutable_data<void>(out));
-  for (size_t d = 0; d < shape.size(); ++d) {
-    for (int side = 0; side < 2; ++side) {
-      Shape region(shape.size());
-      int64_t offset = 0;
-      for (size_t i = 0; i < shape.size(); ++i) {
-        int64_t lo = 0, n = shape[i];
-        if (i < d) lo = start[i], n = count[i];
-        if (i == d) {
-          lo = side == 0 ? 0 : start[i] + count[i];
-          n = side == 0 ? start[i] : shape[i] - lo;
-        }
-        region[i] = n;
-        offset += lo * os[i];
-      }
-      if (shape_size(region) == 0) continue;  // also keeps `offset` inside the buffer
-      movement::fill_strided(width, region, base + offset * width, os, value);
-    }
-  }
-}
-
-std::vector<Array> pad_impl(std::span<const Array> in, const Params& params, std::span<const Aval> out_avals) {
-  const Array& x = in[0];
-  const Aval& aval = out_avals[0];
-  Array out = jx::detail::alloc_array(aval);
-  const int64_t width = x.itemsize();
-  auto* dst = static_cast<char*>(jx::detail::mutable_data<void>(out));
-  const void* value = jx::detail::raw_data(in[1]);
-  // Input element i of a dim lands at lo + i * (interior + 1); negative lo/hi crop.
-  const auto& config = params.get_ints("padding_config");
-  const auto& xs = jx::detail::strides(x);
-  const auto& os = jx::detail::strides(out);
-  Shape count(xs.size()), dst_start(xs.size());
-  std::vector<int64_t> src_strides(xs.size()), dst_strides(xs.size());
-  int64_t src_offset = 0, dst_offset = 0;
-  bool has_interior = false;
-  for (size_t i = 0; i < xs.size(); ++i) {
-    const int64_t lo = config[3 * i], step = config[3 * i + 2] + 1, n = x.shape()[i], out_n = aval.shape[i];
-    const int64_t first = lo >= 0 ? 0 : (-lo + step - 1) / step;
-    const int64_t last = out_n - 1 - lo < 0 ? 0 : std::min(n, (out_n - 1 - lo) / step + 1);
-    count[i] = std::max<int64_t>(0, last - first);
-    dst_start[i] = lo + first * step;
-    src_offset += first * xs[i];
-    dst_offset += dst_start[i] * os[i];
-    src_strides[i] = xs[i];
-    dst_strides[i] = os[i] * step;
-    has_interior = has_interior || (step > 1 && count[i] > 1);
-  }
-  if (shape_size(count) == 0) {
-    movement::fill_contiguous(width, dst, aval.size(), value);
-    return {out};
-  }
-  // Without interior padding the copied data is one dense box: fill only around it.
-  if (has_interior) movement::fill_contiguous(width, dst, aval.size(), value);
-  else fill_outside_box(out, dst_start, count, value);
-  movement::copy_strided(width, count, static_cast<const char*>(jx::detail::raw_data(x)) + src_offset * width,
-                         src_strides, dst + dst_offset * width, dst_strides);
-  return {out};
 }
 
 extern const Primitive pad_p;
@@ -514,7 +393,6 @@ BatchResult pad_batch(std::span<const Array> args, std::span<const int64_t> dims
 
 const Primitive pad_p("pad", {.traits = kLinearShapeOp,
                               .abstract_eval = pad_rule,
-                              .impl = pad_impl,
                               .jvp = ad_rules::linear(pad_p),
                               .transpose = pad_transpose,
                               .batch = pad_batch});
@@ -541,24 +419,6 @@ std::vector<Aval> concatenate_rule(std::span<const Aval> in, const Params& param
                                 " in the size of dimension ", dim, " of the result; operands ", rules::avals_str(in));
   }
   return {Aval{shape, first.dtype, rules::all_weak(in)}};
-}
-
-std::vector<Array> concatenate_impl(std::span<const Array> in, const Params& params,
-                                    std::span<const Aval> out_avals) {
-  const Aval& aval = out_avals[0];
-  Array out = jx::detail::alloc_array(aval);
-  const auto dim = static_cast<size_t>(rules::canonical_axis("concatenate", params.get_int("dimension"),
-                                                             aval.ndim(), aval.shape));
-  const auto& os = jx::detail::strides(out);
-  const int64_t width = itemsize(aval.dtype);
-  auto* dst = static_cast<char*>(jx::detail::mutable_data<void>(out));
-  int64_t at = 0;
-  for (const Array& x : in) {
-    movement::copy_strided(width, x.shape(), jx::detail::raw_data(x), jx::detail::strides(x),
-                          dst + at * os[dim] * width, os);
-    at += x.shape()[dim];
-  }
-  return {out};
 }
 
 extern const Primitive concatenate_p;
@@ -600,7 +460,6 @@ BatchResult concatenate_batch(std::span<const Array> args, std::span<const int64
 
 const Primitive concatenate_p("concatenate", {.traits = kLinearShapeOp,
                                               .abstract_eval = concatenate_rule,
-                                              .impl = concatenate_impl,
                                               .jvp = ad_rules::linear(concatenate_p),
                                               .transpose = concatenate_transpose,
                                               .batch = concatenate_batch});

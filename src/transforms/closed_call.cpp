@@ -32,7 +32,7 @@ BatchResult closed_call_batch(std::span<const Array> args, std::span<const int64
 
 const Primitive closed_call_p(
     "closed_call",
-    {.traits = kCallsSubprogram,
+    {.traits = kCallsSubprogram | kCall,
      .num_outputs = -1,
      .abstract_eval = [](std::span<const Aval> in,
                          const Params& params) { return detail::call_out_avals("closed_call", in, params); },

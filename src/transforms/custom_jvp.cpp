@@ -157,7 +157,7 @@ std::vector<Array> custom_jvp_call(const std::string& name, const FlatFn& f, con
 
 const Primitive custom_jvp_call_p(
     "custom_jvp_call",
-    {.traits = kCallsSubprogram,
+    {.traits = kCallsSubprogram | kCall,
      .num_outputs = -1,
      .abstract_eval = [](std::span<const Aval> in,
                          const Params& params) { return detail::call_out_avals("custom_jvp_call", in, params); },

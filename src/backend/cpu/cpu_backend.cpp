@@ -7,6 +7,7 @@
 #include <new>
 #include <unordered_map>
 
+#include "backend/cpu/kernels/kernels.h"
 #include "core/config_internal.h"
 
 namespace jx::detail {
@@ -111,6 +112,23 @@ class CpuBackend final : public Backend {
   std::vector<Device> devices() override { return devices_; }
   bool host_memory() const override { return true; }
   void synchronize(const Device&) override {}  // CPU dispatch is synchronous: nothing is queued
+
+ protected:
+  void load_kernels(KernelTable& table) override {
+    cpu::add_unary_kernels(table);
+    cpu::add_binary_kernels(table);
+    cpu::add_elementwise_misc_kernels(table);
+    cpu::add_shape_kernels(table);
+    cpu::add_slicing_kernels(table);
+    cpu::add_gather_scatter_kernels(table);
+    cpu::add_reduction_kernels(table);
+    cpu::add_cumulative_kernels(table);
+    cpu::add_sort_kernels(table);
+    cpu::add_dot_kernels(table);
+    cpu::add_conv_kernels(table);
+    cpu::add_linalg_kernels(table);
+    cpu::add_prng_kernels(table);
+  }
 
  private:
   const std::string platform_ = "cpu";

@@ -1,5 +1,6 @@
-// A call is any primitive with the trait kCallsSubprogram (closed_call, jit, linear_jit,
-// custom_jvp_call, fusion): its `jaxpr` param is the body that runs. custom_jvp_call (jnp's
+// A call is any primitive with the trait kCall (closed_call, jit, linear_jit,
+// custom_jvp_call, fusion): its `jaxpr` param is the body that runs, once. Other
+// primitives holding sub-programs (control flow) are not calls and stay. custom_jvp_call (jnp's
 // functions with JAX's derivative rules) is inlined too: by the time a program is
 // optimized every derivative has been taken, so only its `jaxpr` (the function) runs.
 //
@@ -28,7 +29,7 @@ class Inliner {
         convert_(&lax::convert_element_type_p) {}
 
   bool is_call(const Equation& e) const {
-    return e.primitive && e.primitive->has(kCallsSubprogram) && e.params.has("jaxpr") &&
+    return e.primitive && e.primitive->has(kCall) && e.params.has("jaxpr") &&
            e.params.get_jaxpr("jaxpr") != nullptr;
   }
 

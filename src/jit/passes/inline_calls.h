@@ -1,4 +1,4 @@
-// Call inlining: call equations (kCallsSubprogram) are replaced by their bodies' equations
+// Call inlining: call equations (kCall) are replaced by their bodies' equations
 // (fresh variables, the body's inputs bound to the call's operands), nested calls too, so
 // the later passes and fusion see one flat program.
 #pragma once
