@@ -271,14 +271,6 @@ TEST(Compositions, VmapOfGradAndGradOfGrad) {
 
 using FlatFn = std::function<Array(std::span<const Array>)>;
 
-// The batch member b of x mapped at `axis`.
-Array member(const Array& x, int64_t axis, int64_t b) {
-  std::vector<int64_t> start(x.ndim(), 0), limit = x.shape();
-  start[axis] = b;
-  limit[axis] = b + 1;
-  return lax::squeeze(lax::slice(x, start, limit), {axis});
-}
-
 // For every in_axes combination (each operand at axis 0, at its last axis, or not
 // mapped; at least one mapped) and batch sizes 3 and 1: vmap(f) equals stacking f over
 // the batch members.
@@ -330,10 +322,6 @@ void check_batching(const std::string& name, const FlatFn& f, const std::vector<
       EXPECT_ALLCLOSE(got, want, 1e-12, 1e-12);
     }
   }
-}
-
-FlatFn binary_fn(Array (*op)(const Array&, const Array&)) {
-  return [op](std::span<const Array> a) { return op(a[0], a[1]); };
 }
 
 // Every binary elementwise row and integer_pow's exponents, with the row's operand
