@@ -135,6 +135,14 @@ struct PartialEvalSplit {
   std::vector<Array> unknown_consts;
   std::vector<bool> out_unknowns;  // per output of the application
   size_t num_residuals = 0;
+  // For a primitive that reads its operands in a fixed layout (scan: consts, carries,
+  // xs), the operands of each call, as indices into
+  //   known:   [known_consts..., the application's operands...]
+  //   unknown: [unknown_consts..., residuals..., the application's operands...]
+  // Empty: [known_consts..., known operands...] and [unknown_consts..., residuals...,
+  // unknown operands...]. The known call reads no unknown operand; the unknown call may
+  // read known ones (they become constants of the staged program: residuals).
+  std::vector<size_t> known_operands, unknown_operands;
 };
 using PartialEvalRule = std::function<PartialEvalSplit(const std::vector<bool>& unknowns, const Params& params)>;
 

@@ -96,9 +96,27 @@ std::vector<Array> StagingTrace::stage(const Primitive& p, std::span<const Array
 std::vector<Array> StagingTrace::split(const Primitive& p, std::span<const Array> in, const Params& params,
                                        const std::vector<bool>& unknowns) {
   PartialEvalSplit s = p.rules().partial_eval(unknowns, params);
-  std::vector<Array> known_in = std::move(s.known_consts), unknown_in = std::move(s.unknown_consts);
-  for (size_t i = 0; i < in.size(); ++i)
-    if (!unknowns[i]) known_in.push_back(in[i]);
+  // Operand k of a call is element order[k] of [leading..., in...] (an empty order: the
+  // leading values, then the call's own operands: the known or the unknown ones). A known
+  // operand the unknown call reads becomes a constant of this program, as residuals do.
+  auto gather = [&](std::vector<Array> leading, const std::vector<size_t>& order, bool known_call) {
+    std::vector<Array> out;
+    if (order.empty()) {
+      out = std::move(leading);
+      for (size_t i = 0; i < in.size(); ++i)
+        if (unknowns[i] != known_call) out.push_back(in[i]);
+      return out;
+    }
+    for (size_t k : order) {
+      const bool is_operand = k >= leading.size() && k - leading.size() < in.size();
+      if (k >= leading.size() + in.size() || (known_call && is_operand && unknowns[k - leading.size()]))
+        fail(p.name(), "partial_eval rule gave the ", known_call ? "known" : "unknown", " call operand ", k,
+             ", which it cannot read (a bug in the rule)");
+      out.push_back(is_operand ? in[k - leading.size()] : leading[k]);
+    }
+    return out;
+  };
+  std::vector<Array> known_in = gather(std::move(s.known_consts), s.known_operands, true);
   std::vector<Array> known_out;
   if (s.known) {
     TraceScope below(parent());
@@ -108,9 +126,9 @@ std::vector<Array> StagingTrace::split(const Primitive& p, std::span<const Array
     fail(p.name(), "partial_eval rule's known call returned ", known_out.size(), " values for ", s.num_residuals,
          " residuals (a bug in the rule)");
   const size_t num_known = known_out.size() - s.num_residuals;
-  unknown_in.insert(unknown_in.end(), known_out.begin() + static_cast<std::ptrdiff_t>(num_known), known_out.end());
-  for (size_t i = 0; i < in.size(); ++i)
-    if (unknowns[i]) unknown_in.push_back(in[i]);
+  std::vector<Array> leading = std::move(s.unknown_consts);
+  leading.insert(leading.end(), known_out.begin() + static_cast<std::ptrdiff_t>(num_known), known_out.end());
+  std::vector<Array> unknown_in = gather(std::move(leading), s.unknown_operands, false);
   size_t num_unknown = 0;
   for (bool u : s.out_unknowns) num_unknown += u;
   std::vector<Array> unknown_out;
