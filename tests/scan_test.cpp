@@ -242,7 +242,7 @@ TEST(ScanGrad, LoopInvariantResidualsAreNotStacked) {
   auto f = [&xs](const Array& w) {
     auto [c, ys] = lax::scan([&w](const Array& h, const Array& x) {
       return std::pair(jnp::tanh(jnp::matmul(jnp::exp(w) * 0.1, h) + x), none);
-    }, jnp::zeros({8}, DType::Float32), xs);
+    }, jnp::zeros({8}, w.dtype()), lax::convert_element_type(xs, w.dtype()));
     return jnp::sum(c);
   };
   detail::FlatFn flat = [&](std::span<const Array> a) { return std::vector<Array>{f(a[0])}; };
@@ -279,6 +279,30 @@ TEST(ScanVmap, MatchesALoopOverTheBatch) {
     auto [rc2, rys2] = f(row(ws, b), xs0);
     EXPECT_ALLCLOSE(row(c2, b), rc2, 1e-12, 1e-12);
     EXPECT_ALLCLOSE(row(ys2, b), rys2, 1e-12, 1e-12);
+  }
+}
+
+// The batch axis of xs at 0 (vmap's default) moves to 1, so axis 0 stays the scanned one;
+// fori_loop and a batched map under vmap too.
+TEST(ScanVmap, XsBatchedAtAxisZeroForiLoopAndMap) {
+  Array xs = randn({2, 5, 3}, DType::Float64, 44);
+  auto f = [](const Array& xs) {
+    auto [c, ys] = lax::scan([](const Array& c, const Array& x) { return std::pair(c * x + x, c); },
+                             jnp::ones_like(row(xs, 0)), xs, {.reverse = true});
+    return std::pair(c, ys);
+  };
+  auto [c, ys] = jx::vmap(f)(xs);
+  auto loop = [](const Array& x) { return lax::fori_loop(0, 4, [&x](const Array& i, const Array& c) {
+    return c * x + lax::convert_element_type(i, x.dtype());
+  }, x); };
+  auto chunked = [](const Array& xs) { return lax::map([](const Array& r) { return jnp::sum(r * r); }, xs, {.batch_size = 2}); };
+  Array l = jx::vmap(loop)(xs), m = jx::vmap(chunked)(xs);
+  for (int64_t b = 0; b < 2; ++b) {
+    auto [rc, rys] = f(row(xs, b));
+    EXPECT_ALLCLOSE(row(c, b), rc, 1e-12, 1e-12);
+    EXPECT_ALLCLOSE(row(ys, b), rys, 1e-12, 1e-12);
+    EXPECT_ALLCLOSE(row(l, b), loop(row(xs, b)), 1e-12, 1e-12);
+    EXPECT_ALLCLOSE(row(m, b), chunked(row(xs, b)), 1e-12, 1e-12);
   }
 }
 
@@ -349,13 +373,16 @@ TEST(ScanProgram, DceDropsUnusedCarriesAndYs) {
   };
   ClosedJaxpr j = jx::make_jaxpr(f)(jnp::ones({4, 2}, DType::Float32));
   detail::DcedJaxpr d = detail::dce_jaxpr(j.jaxpr, {true, true});
-  ASSERT_EQ(d.jaxpr.eqns.size(), 1u) << d.jaxpr.str();
-  const Equation& e = d.jaxpr.eqns[0];
+  ASSERT_EQ(d.jaxpr.eqns.back().primitive->name(), "scan") << d.jaxpr.str();
+  const Equation& e = d.jaxpr.eqns.back();
   EXPECT_EQ(e.params.get_int("num_carry"), 1) << d.jaxpr.str();
   EXPECT_EQ(e.outputs.size(), 2u);
   EXPECT_FALSE(contains(d.jaxpr.str(), "sin")) << d.jaxpr.str();
   Array xs = randn({4, 2}, DType::Float32, 29);
-  std::vector<Array> got = eval_jaxpr(ClosedJaxpr{d.jaxpr, j.consts}, std::vector<Array>{xs});
+  std::vector<Array> consts;
+  for (size_t i = 0; i < j.consts.size(); ++i)
+    if (d.used_constvars[i]) consts.push_back(j.consts[i]);
+  std::vector<Array> got = eval_jaxpr(ClosedJaxpr{d.jaxpr, consts}, std::vector<Array>{xs});
   auto [c0, y1] = f(xs);
   EXPECT_ALLCLOSE(got[0], c0);
   EXPECT_ALLCLOSE(got[1], y1);
@@ -368,7 +395,7 @@ TEST(ScanProgram, DceDropsUnusedCarriesAndYs) {
   };
   ClosedJaxpr jg = jx::make_jaxpr(g)(jnp::ones({4, 2}, DType::Float32));
   detail::DcedJaxpr dg = detail::dce_jaxpr(jg.jaxpr, {true});
-  EXPECT_EQ(dg.jaxpr.eqns[0].params.get_int("num_carry"), 2);
+  EXPECT_EQ(dg.jaxpr.eqns.back().params.get_int("num_carry"), 2) << dg.jaxpr.str();
 }
 
 // ---- associative_scan ----
