@@ -3,9 +3,11 @@
 // Its transformation rules are in scan_rules.cpp.
 #include "jx/control_flow/scan.h"
 
+#include "core/array_internal.h"
 #include "jx/error.h"
 #include "jx/lax.h"
 #include "lax/control_flow/scan_rules.h"
+#include "lax/data_movement.h"
 #include "lax/rules.h"
 #include "transforms/ad_util.h"
 #include "transforms/jaxpr_transforms.h"
@@ -109,24 +111,33 @@ Array row(const Array& x, int64_t i) {
   return lax::squeeze(lax::slice(x, start, limit), {0});
 }
 
-// Evaluates the body step by step; the ys are stacked once at the end.
+// Writes y into row i of the freshly allocated `stacked`.
+void write_row(const Array& stacked, int64_t i, const Array& y) {
+  const std::vector<int64_t>& strides = detail::strides(stacked);
+  const int64_t width = itemsize(y.dtype());
+  char* dst = mutable_data<char>(stacked) + i * strides[0] * width;
+  lax::movement::copy_strided(width, y.shape(), raw_data(y), detail::strides(y), dst,
+                              std::vector<int64_t>(strides.begin() + 1, strides.end()));
+}
+
+// Evaluates the body step by step, each y written into its row of a preallocated stack.
 std::vector<Array> scan_impl(std::span<const Array> in, const Params& params, std::span<const Aval> out_avals) {
   TraceScope eager(nullptr);  // the body runs eagerly whatever transformation is around
   const ScanParams p = ScanParams::from(params);
   const size_t nc = p.consts(), nk = p.carry(), nx = p.xs(), ny = p.ys();
   std::vector<Array> args(in.begin(), in.end());  // [consts..., carry..., x slices...]
-  std::vector<std::vector<Array>> ys(ny, std::vector<Array>(static_cast<size_t>(p.length)));
+  std::vector<Array> ys;
+  for (size_t k = 0; k < ny; ++k) ys.push_back(alloc_array(out_avals[nk + k]));
   for (int64_t step = 0; step < p.length; ++step) {
     const int64_t i = p.reverse ? p.length - 1 - step : step;
     for (size_t k = 0; k < nx; ++k) args[nc + nk + k] = row(in[nc + nk + k], i);
     std::vector<Array> outs = eval_jaxpr(p.body->jaxpr, {}, args);
     for (size_t k = 0; k < nk; ++k) args[nc + k] = std::move(outs[k]);
-    for (size_t k = 0; k < ny; ++k) ys[k][static_cast<size_t>(i)] = lax::expand_dims(outs[nk + k], {0});
+    for (size_t k = 0; k < ny; ++k) write_row(ys[k], i, outs[nk + k]);
   }
   std::vector<Array> result(args.begin() + static_cast<std::ptrdiff_t>(nc),
                             args.begin() + static_cast<std::ptrdiff_t>(nc + nk));
-  for (size_t k = 0; k < ny; ++k)
-    result.push_back(p.length == 0 ? ad::zeros(out_avals[nk + k]) : lax::concatenate(ys[k], 0));
+  result.insert(result.end(), ys.begin(), ys.end());
   return result;
 }
 
