@@ -512,7 +512,34 @@ TEST(ScanErrors, ThePrimitivesShapeRule) {
                   "1 operands");
   EXPECT_JX_ERROR(jx::bind(scan, std::vector<Array>{c, jnp::ones({3, 4}, DType::Float32)}, params(3)), "[scan]",
                   "xs operand 0 has type f32[3,4]", "slices of type f32[2]");
+  // A body changing its carry's type, counts that do not fit, bad length and unroll.
+  ClosedJaxpr widening = jx::make_jaxpr([](const Array& c, const Array& x) {
+    return std::vector<Array>{lax::convert_element_type(c + x, DType::Float64), c};
+  })(jnp::ones({2}, DType::Float32), jnp::ones({2}, DType::Float32));
+  Params bad = params(3);
+  bad.set("body", JaxprRef(std::make_shared<ClosedJaxpr>(widening)));
+  EXPECT_JX_ERROR(jx::bind(scan, std::vector<Array>{c, xs}, bad), "[scan]", "the body must keep the carry's type",
+                  "carry 0 is f32[2] on input but f64[2] on output");
+  EXPECT_JX_ERROR(jx::bind(scan, std::vector<Array>{c, xs}, Params(params(3)).set("num_carry", int64_t{3})),
+                  "[scan]", "num_consts=0 and num_carry=3 do not fit a body of 2 inputs");
+  EXPECT_JX_ERROR(jx::bind(scan, std::vector<Array>{c, xs}, Params(params(3)).set("length", int64_t{-1})), "[scan]",
+                  "length must be nonnegative");
+  EXPECT_JX_ERROR(jx::bind(scan, std::vector<Array>{c, xs}, Params(params(3)).set("unroll", int64_t{0})), "[scan]",
+                  "unroll must be at least 1");
+  EXPECT_JX_ERROR(jx::bind(scan, std::vector<Array>{c, xs}, Params(params(3)).set("body", JaxprRef())), "[scan]",
+                  "null body");
   EXPECT_TRUE(scan.has(kLinear) && scan.has(kCallsSubprogram));
+}
+
+TEST(None, IsAPytreeWithoutLeaves) {
+  auto [leaves, def] = tree::flatten(std::pair(none, jnp::ones({2})));
+  EXPECT_EQ(leaves.size(), 1u);
+  EXPECT_EQ(def.str(), "PyTreeDef((None, *))");
+  EXPECT_TRUE(tree::leaves(none).empty());
+  auto back = tree::unflatten<std::pair<None, Array>>(def, leaves);
+  EXPECT_EQ(back.second.shape(), (Shape{2}));
+  EXPECT_JX_ERROR(tree::unflatten<None>(tree::structure(jnp::ones({2})), leaves), "[tree::unflatten]",
+                  "the type expects None");
 }
 
 }  // namespace

@@ -49,7 +49,10 @@ void append(std::vector<size_t>& a, const std::vector<size_t>& b) { a.insert(a.e
 
 std::string cache_key(const ScanParams& p, std::initializer_list<std::vector<bool>> masks) {
   std::string key = cat(p.num_consts, ",", p.num_carry);
-  for (const auto& m : masks) key += "/" + mask_str(m);
+  for (const auto& m : masks) {
+    key += '/';
+    key += mask_str(m);
+  }
   return key;
 }
 
@@ -81,12 +84,6 @@ ClosedJaxpr permuted(ClosedJaxpr p, const std::vector<size_t>& in_order, const s
 ClosedJaxpr stage_body(const FlatFn& fn, std::span<const Aval> avals) {
   TraceScope isolated(nullptr);
   return stage_flat(fn, avals, "scan");
-}
-
-Aval slice_aval(const Aval& a) {
-  Aval s = a;
-  s.shape.erase(s.shape.begin());
-  return s;
 }
 
 // ---- jvp: a scan of jvp_jaxpr(body) ----
@@ -242,6 +239,38 @@ struct ScanSplit {
 
 enum class Residual { Invariant, Stacked, KnownXs };
 
+// What each residual of the known body (its outputs after the first num_known_outs) is:
+// a known x itself (read by the unknown scan directly), a value that varies from step
+// to step (it reads a carry or an x: stacked), or a function of the known consts alone.
+// `known_ops`: the operand index of each known-body input.
+std::vector<Residual> classify_residuals(const Jaxpr& k, size_t num_known_outs, const std::vector<size_t>& known_ops,
+                                         size_t nc, size_t nk, std::vector<size_t>* xs_ops) {
+  std::unordered_set<int64_t> varying;
+  std::unordered_map<int64_t, size_t> input_op;  // known-body input id -> operand index
+  for (size_t i = 0; i < k.invars.size(); ++i) {
+    input_op[k.invars[i].id] = known_ops[i];
+    if (known_ops[i] >= nc) varying.insert(k.invars[i].id);
+  }
+  for (const Equation& e : k.eqns) {
+    bool reads_varying = false;
+    for (const Atom& a : e.inputs) reads_varying |= a.is_var() && varying.count(a.var().id);
+    if (reads_varying)
+      for (const Var& v : e.outputs) varying.insert(v.id);
+  }
+  std::vector<Residual> kinds;
+  for (size_t i = num_known_outs; i < k.outvars.size(); ++i) {
+    const Atom& a = k.outvars[i];
+    auto op = a.is_var() ? input_op.find(a.var().id) : input_op.end();
+    if (op != input_op.end() && op->second >= nc + nk) {
+      kinds.push_back(Residual::KnownXs);
+      xs_ops->push_back(op->second);
+    } else {
+      kinds.push_back(a.is_var() && varying.count(a.var().id) ? Residual::Stacked : Residual::Invariant);
+    }
+  }
+  return kinds;
+}
+
 std::shared_ptr<const ScanSplit> split_scan(const ScanParams& p, const std::vector<bool>& unknowns) {
   static auto* cache = new SubprogramCache<std::shared_ptr<const ScanSplit>>;
   return cache->get(p.body, cache_key(p, {unknowns}), [&] {
@@ -257,38 +286,16 @@ std::shared_ptr<const ScanSplit> split_scan(const ScanParams& p, const std::vect
     std::vector<size_t> known_ops, unknown_ops;  // operand index of each known / unknown body input
     for (size_t i = 0; i < n; ++i) (body_uk[i] ? unknown_ops : known_ops).push_back(i);
 
-    // Classify the residuals by what they depend on in the known body.
     const Jaxpr& k = pe.known.jaxpr;
     const size_t num_known_outs = k.outvars.size() - pe.num_residuals;
-    std::unordered_set<int64_t> varying;
-    std::unordered_map<int64_t, size_t> input_op;  // known-body input id -> operand index
-    for (size_t i = 0; i < k.invars.size(); ++i) {
-      input_op[k.invars[i].id] = known_ops[i];
-      if (known_ops[i] >= nc) varying.insert(k.invars[i].id);
-    }
-    for (const Equation& e : k.eqns) {
-      bool reads_varying = false;
-      for (const Atom& a : e.inputs) reads_varying |= a.is_var() && varying.count(a.var().id);
-      if (reads_varying)
-        for (const Var& v : e.outputs) varying.insert(v.id);
-    }
-    std::vector<Residual> kind;
     std::vector<size_t> xs_residual_ops;
-    std::vector<bool> stacked(k.outvars.size(), false), invariant(k.outvars.size(), false);
-    for (size_t i = 0; i < num_known_outs; ++i) stacked[i] = true;  // the known outputs
+    const std::vector<Residual> kind = classify_residuals(k, num_known_outs, known_ops, nc, nk, &xs_residual_ops);
+    // The known scan's outputs (the known ones and the stacked residuals), and the
+    // loop-invariant residuals.
+    std::vector<bool> known_scan_outputs(k.outvars.size(), true), invariant(k.outvars.size(), false);
     for (size_t r = 0; r < pe.num_residuals; ++r) {
-      const Atom& a = k.outvars[num_known_outs + r];
-      auto op = a.is_var() ? input_op.find(a.var().id) : input_op.end();
-      if (op != input_op.end() && op->second >= nc + nk) {
-        kind.push_back(Residual::KnownXs);
-        xs_residual_ops.push_back(op->second);
-      } else if (a.is_var() && varying.count(a.var().id)) {
-        kind.push_back(Residual::Stacked);
-        stacked[num_known_outs + r] = true;
-      } else {
-        kind.push_back(Residual::Invariant);
-        invariant[num_known_outs + r] = true;
-      }
+      known_scan_outputs[num_known_outs + r] = kind[r] == Residual::Stacked;
+      invariant[num_known_outs + r] = kind[r] == Residual::Invariant;
     }
     auto used_consts = [](const ClosedJaxpr& program, const DcedJaxpr& d) {
       ClosedJaxpr out{d.jaxpr, {}};
@@ -299,9 +306,9 @@ std::shared_ptr<const ScanSplit> split_scan(const ScanParams& p, const std::vect
 
     auto s = std::make_shared<ScanSplit>();
     s->out_unknowns = pe.out_unknowns;
-    s->num_residuals = count(stacked) - num_known_outs;
+    s->num_residuals = count(known_scan_outputs) - num_known_outs;
     // The known scan: [consts, carry, xs] known -> [known carry, known ys, stacked residuals].
-    DcedJaxpr kd = dce_jaxpr(k, stacked, std::vector<bool>(k.invars.size(), true));
+    DcedJaxpr kd = dce_jaxpr(k, known_scan_outputs, std::vector<bool>(k.invars.size(), true));
     s->known = lift(used_consts(pe.known, kd));
     s->has_known = !kd.jaxpr.outvars.empty();
     size_t known_consts = 0;
