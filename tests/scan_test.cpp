@@ -177,6 +177,10 @@ TEST(Map, MatchesALoopWithAndWithoutBatches) {
   Array ys = lax::map([](const std::pair<Array, Array>& p) { return p.first * p.second; },
                       std::pair(xs, xs + 1.0), {.batch_size = 2});
   EXPECT_ALLCLOSE(ys, xs * (xs + 1.0), 1e-12, 1e-12);
+  // Chunks and remainder differentiate.
+  check_grads([](const Array& xs) {
+    return jnp::sum(lax::map([](const Array& r) { return jnp::sin(r) * jnp::sum(r); }, xs, {.batch_size = 2}));
+  }, std::tuple{xs});
 }
 
 // ---- derivatives ----
