@@ -5,8 +5,11 @@
 #include "op_table.h"
 
 #include <cmath>
+#include <utility>
 #include <random>
 #include <stdexcept>
+
+#include "jx/control_flow/scan.h"
 
 namespace jx::op_table {
 namespace {
@@ -422,6 +425,18 @@ std::vector<OpRow> build_rows() {
                .covered_by = "jit_primitive_test.cpp"});
   // jnp functions with JAX's derivative rules stage to custom_jvp_call.
   r.push_back({.primitive = "custom_jvp_call", .arity = 2, .call = binary(jnp::logaddexp), .second_order = true});
+  // ---- control flow ----
+  // A carry through the rows of x (init: its first row), each step emitting a y.
+  r.push_back({.primitive = "scan", .call = [](std::span<const Array> a) {
+                 const Array& x = a[0];
+                 Array init = lax::squeeze(lax::slice(x, {0, 0}, {1, x.shape(1)}), {0});
+                 auto [c, ys] = lax::scan([](const Array& c, const Array& xi) {
+                   Array next = lax::add(lax::mul(c, lax::sin(xi)), xi);
+                   return std::pair(next, lax::mul(next, c));
+                 }, init, x);
+                 return std::vector<Array>{c, ys};
+               },
+               .second_order = true});
   // No lax call makes a fusion equation; `call` is the elementwise op such a kernel
   // would hold (unused: every generic check is skipped).
   r.push_back({.primitive = "fusion", .call = unary(lax::exp),
