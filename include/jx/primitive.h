@@ -135,6 +135,17 @@ struct PartialEvalSplit {
   std::vector<Array> unknown_consts;
   std::vector<bool> out_unknowns;  // per output of the application
   size_t num_residuals = 0;
+  // Operand layouts for primitives whose operands come in sections (cond's index first,
+  // while's constants before its carry); unset, the layouts above. known_operands gets
+  // the application's known operands (in order); unknown_operands the residuals and every
+  // operand of the application: a known one it passes becomes a constant of the staged
+  // program (under linearize and partial_eval_jaxpr, a residual).
+  std::function<std::vector<Array>(std::span<const Array> known_operands)> known_operands;
+  std::function<std::vector<Array>(std::span<const Array> residuals, std::span<const Array> operands)>
+      unknown_operands;
+  // The unknown call returns every output of the application, of which the unknown ones
+  // are used (while's unknown half is the whole loop, as in JAX).
+  bool unknown_returns_all = false;
 };
 using PartialEvalRule = std::function<PartialEvalSplit(const std::vector<bool>& unknowns, const Params& params)>;
 

@@ -96,9 +96,12 @@ std::vector<Array> StagingTrace::stage(const Primitive& p, std::span<const Array
 std::vector<Array> StagingTrace::split(const Primitive& p, std::span<const Array> in, const Params& params,
                                        const std::vector<bool>& unknowns) {
   PartialEvalSplit s = p.rules().partial_eval(unknowns, params);
-  std::vector<Array> known_in = std::move(s.known_consts), unknown_in = std::move(s.unknown_consts);
+  std::vector<Array> known_operands;
   for (size_t i = 0; i < in.size(); ++i)
-    if (!unknowns[i]) known_in.push_back(in[i]);
+    if (!unknowns[i]) known_operands.push_back(in[i]);
+  std::vector<Array> known_in = std::move(s.known_consts), unknown_in = std::move(s.unknown_consts);
+  if (s.known_operands) known_in = s.known_operands(known_operands);
+  else known_in.insert(known_in.end(), known_operands.begin(), known_operands.end());
   std::vector<Array> known_out;
   if (s.known) {
     TraceScope below(parent());
@@ -108,13 +111,24 @@ std::vector<Array> StagingTrace::split(const Primitive& p, std::span<const Array
     fail(p.name(), "partial_eval rule's known call returned ", known_out.size(), " values for ", s.num_residuals,
          " residuals (a bug in the rule)");
   const size_t num_known = known_out.size() - s.num_residuals;
-  unknown_in.insert(unknown_in.end(), known_out.begin() + static_cast<std::ptrdiff_t>(num_known), known_out.end());
-  for (size_t i = 0; i < in.size(); ++i)
-    if (unknowns[i]) unknown_in.push_back(in[i]);
+  std::span<const Array> residuals = std::span<const Array>(known_out).subspan(num_known);
+  if (s.unknown_operands) {
+    unknown_in = s.unknown_operands(residuals, in);
+  } else {
+    unknown_in.insert(unknown_in.end(), residuals.begin(), residuals.end());
+    for (size_t i = 0; i < in.size(); ++i)
+      if (unknowns[i]) unknown_in.push_back(in[i]);
+  }
   size_t num_unknown = 0;
   for (bool u : s.out_unknowns) num_unknown += u;
   std::vector<Array> unknown_out;
   if (num_unknown > 0) unknown_out = stage(*s.unknown, unknown_in, s.unknown_params);
+  if (s.unknown_returns_all && unknown_out.size() == s.out_unknowns.size()) {
+    std::vector<Array> picked;
+    for (size_t i = 0; i < unknown_out.size(); ++i)
+      if (s.out_unknowns[i]) picked.push_back(std::move(unknown_out[i]));
+    unknown_out = std::move(picked);
+  }
   if (unknown_out.size() != num_unknown || num_known + num_unknown != s.out_unknowns.size())
     fail(p.name(), "partial_eval rule split ", s.out_unknowns.size(), " outputs into ", num_known, " known and ",
          unknown_out.size(), " unknown ones (a bug in the rule)");
