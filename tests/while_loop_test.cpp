@@ -323,7 +323,7 @@ TEST(WhileRules, PartialEvalRunsTheKnownCarriesAndStagesTheLoopForTheRest) {
 
 TEST(WhileErrors, CondAndBodyTypes) {
   auto inc = [](const Array& x) { return x + 1.0; };
-  EXPECT_JX_ERROR(while_loop([](const Array& x) { return x; }, inc, Array(1.0f)), "[while]",
+  EXPECT_JX_ERROR(while_loop([](const Array& x) { return x; }, [](const Array& x) { return x * x; }, Array(1.0f)), "[while]",
                   "cond_fn must return a bool scalar", "f32");
   EXPECT_JX_ERROR(while_loop([](const Array& x) { return x < 2.0; }, inc, f64({1.0, 2.0})), "[while]",
                   "cond_fn must return a bool scalar", "bool[2]");
