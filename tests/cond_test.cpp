@@ -311,6 +311,9 @@ TEST(Cond, JitMatchesEager) {
   auto jitted = jit(branchy, JitOptions{.name = "cond_test.branchy"});
   for (const Array& x : {kPos, kNeg}) EXPECT_ALLCLOSE(jitted(x, kY), branchy_oracle(x, kY), 1e-15, 1e-15);
   EXPECT_TRUE(contains(jitted.lower(kPos, kY).as_text(), "cond[")) << jitted.lower(kPos, kY).as_text();
+  Array xs = randn({4, 3}, DType::Float64, 8);
+  Array batched = vmap(jitted)(xs, jnp::stack({kY, kY, kY, kY}));
+  for (int64_t i = 0; i < 4; ++i) EXPECT_ALLCLOSE(batched(i), branchy_oracle(xs(i), kY), 1e-15, 1e-15) << i;
   auto loss = [](const Array& x) { return jnp::sum(branchy(x, kY)); };
   for (const Array& x : {kPos, kNeg}) {
     EXPECT_ALLCLOSE(jit(grad(loss))(x), grad(loss)(x), 1e-14, 1e-14);

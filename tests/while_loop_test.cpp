@@ -129,6 +129,41 @@ TEST(WhileLoop, CondInsideTheBodyAndALoopInsideACond) {
   EXPECT_ALLCLOSE(f(-kX), f64(iterate_oracle({-0.3, 0.8, -0.1}, 2)), 1e-15, 1e-15);
 }
 
+// x <- sin(x) where x > 0, else x * x - 0.5, three times: a cond inside the loop body.
+Array bouncing(const Array& x) {
+  auto [i, out] = while_loop(
+      [](const Carry& c) { return std::get<0>(c) < 3; },
+      [](const Carry& c) {
+        Array y = lax::cond(std::get<1>(c) > 0.0, [](const Array& v) { return jnp::sin(v); },
+                            [](const Array& v) { return v * v - 0.5; }, std::get<1>(c));
+        return Carry{std::get<0>(c) + 1, y};
+      },
+      Carry{Array(0), x});
+  return out;
+}
+double bouncing_oracle(double x) {
+  for (int k = 0; k < 3; ++k) x = x > 0 ? std::sin(x) : x * x - 0.5;
+  return x;
+}
+
+TEST(WhileLoop, ACondInsideTheBodyUnderJvpVmapAndJit) {
+  const std::vector<double> xs{0.7, -0.2, 1.9, -1.1};
+  Array batched = vmap(bouncing)(f64(xs));  // the cond's predicate is batched inside the loop
+  Array jitted = jit(vmap(bouncing))(f64(xs));
+  for (size_t b = 0; b < xs.size(); ++b) {
+    EXPECT_NEAR(bouncing(Array(xs[b])).item<double>(), bouncing_oracle(xs[b]), 1e-15) << b;
+    EXPECT_NEAR(batched(static_cast<int64_t>(b)).item<double>(), bouncing_oracle(xs[b]), 1e-15) << b;
+    EXPECT_NEAR(jitted(static_cast<int64_t>(b)).item<double>(), bouncing_oracle(xs[b]), 1e-15) << b;
+    test_util::check_grads([](const Array& x) { return bouncing(x); }, std::tuple{Array(xs[b])},
+                           {.order = 2, .modes = test_util::Modes::Fwd});
+  }
+  Array per_lane = vmap([](const Array& x) { return jvp(bouncing, x, Array(1.0)).second; })(f64(xs));
+  for (size_t b = 0; b < xs.size(); ++b)
+    EXPECT_NEAR(per_lane(static_cast<int64_t>(b)).item<double>(), jvp(bouncing, Array(xs[b]), Array(1.0)).second.item<double>(),
+                1e-14)
+        << b;
+}
+
 // ---- forward-mode derivatives ----
 
 TEST(WhileLoop, JvpMatchesFiniteDifferences) {

@@ -92,7 +92,8 @@ std::vector<Array> StagingTrace::stage(const Primitive& p, std::span<const Array
 
 // The known call runs one level down now; the unknown call is recorded, reading the
 // residuals the known call returned (constants of this program: under linearize the
-// values the linear program closes over).
+// values the linear program closes over). A rule's operand layouts (known_operands,
+// unknown_operands) replace the default ones, its consts fields included.
 std::vector<Array> StagingTrace::split(const Primitive& p, std::span<const Array> in, const Params& params,
                                        const std::vector<bool>& unknowns) {
   PartialEvalSplit s = p.rules().partial_eval(unknowns, params);

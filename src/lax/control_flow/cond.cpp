@@ -207,6 +207,47 @@ ResidualSlots merge_residuals(std::span<const std::shared_ptr<const detail::Spli
   return slots;
 }
 
+// Branch b's known half as a branch of the known cond: (every branch's known constants...,
+// known operands...) -> (known outputs..., every residual slot...), zeros in the slots
+// of the other branches' residuals.
+JaxprRef known_branch(const detail::SplitBody& s, size_t b, const detail::JoinedConsts& consts,
+                      const ResidualSlots& slots, std::span<const Aval> known_op_avals, size_t num_known_outs) {
+  std::vector<Aval> avals = detail::avals_of(consts.values);
+  avals.insert(avals.end(), known_op_avals.begin(), known_op_avals.end());
+  return detail::stage_rewritten_body(
+      [&](std::span<const Array> xs) {
+        std::vector<Array> in;
+        for (size_t slot : consts.slots[b]) in.push_back(xs[slot]);
+        in.insert(in.end(), xs.begin() + static_cast<std::ptrdiff_t>(consts.values.size()), xs.end());
+        std::vector<Array> outs = eval_jaxpr(s.known->jaxpr, {}, in);
+        std::vector<Array> filled(slots.avals.size());
+        for (size_t k = 0; k < slots.of_branch[b].size(); ++k) filled[slots.of_branch[b][k]] = outs[num_known_outs + k];
+        outs.resize(num_known_outs);
+        for (size_t j = 0; j < filled.size(); ++j) outs.push_back(filled[j].valid() ? filled[j] : ad::zeros(slots.avals[j]));
+        return outs;
+      },
+      avals, "cond");
+}
+
+// Branch b's unknown half as a branch of the unknown cond: (every branch's unknown
+// constants..., every residual slot..., unknown operands...) -> unknown outputs.
+JaxprRef unknown_branch(const detail::SplitBody& s, size_t b, const detail::JoinedConsts& consts,
+                        const ResidualSlots& slots, std::span<const Aval> unknown_op_avals) {
+  std::vector<Aval> avals = detail::avals_of(consts.values);
+  avals.insert(avals.end(), slots.avals.begin(), slots.avals.end());
+  avals.insert(avals.end(), unknown_op_avals.begin(), unknown_op_avals.end());
+  return detail::stage_rewritten_body(
+      [&](std::span<const Array> xs) {
+        const size_t nc = consts.values.size(), nr = slots.avals.size();
+        std::vector<Array> in;
+        for (size_t slot : consts.slots[b]) in.push_back(xs[slot]);
+        for (size_t slot : slots.of_branch[b]) in.push_back(xs[nc + slot]);
+        in.insert(in.end(), xs.begin() + static_cast<std::ptrdiff_t>(nc + nr), xs.end());
+        return eval_jaxpr(s.unknown->jaxpr, {}, in);
+      },
+      avals, "cond");
+}
+
 // Known index: every branch split by partial_eval_jaxpr with the same unknown outputs.
 // The known cond (index, known constants..., known operands...) returns the known outputs
 // and every residual slot (zeros where the branch that ran has none); the unknown cond
@@ -224,54 +265,21 @@ PartialEvalSplit cond_partial_eval(const std::vector<bool>& unknowns, const Para
   for (const JaxprRef& b : branches) splits.push_back(detail::partial_eval_of_body(b, ops_unknown, out_unknowns));
   const ResidualSlots slots = merge_residuals(splits);
 
-  std::vector<BodyWithConsts> knowns, unknowns_;
+  std::vector<BodyWithConsts> known_halves, unknown_halves;
   for (const auto& s : splits) {
-    knowns.push_back({s->known, s->known_consts});
-    unknowns_.push_back({s->unknown, s->unknown_consts});
+    known_halves.push_back({s->known, s->known_consts});
+    unknown_halves.push_back({s->unknown, s->unknown_consts});
   }
-  const detail::JoinedConsts known_consts = detail::join_consts(knowns);
-  const detail::JoinedConsts unknown_consts = detail::join_consts(unknowns_);
+  const detail::JoinedConsts known_consts = detail::join_consts(known_halves);
+  const detail::JoinedConsts unknown_consts = detail::join_consts(unknown_halves);
   std::vector<Aval> known_op_avals, unknown_op_avals;
   const std::vector<Aval> op_avals = branches[0]->in_avals();
   for (size_t i = 0; i < op_avals.size(); ++i) (ops_unknown[i] ? unknown_op_avals : known_op_avals).push_back(op_avals[i]);
-  auto avals_of = [](const std::vector<Array>& xs) {
-    std::vector<Aval> a;
-    for (const Array& x : xs) a.push_back(x.aval());
-    return a;
-  };
-
-  std::vector<JaxprRef> known_bodies, unknown_bodies;
   const size_t num_known_outs = m - static_cast<size_t>(std::count(out_unknowns.begin(), out_unknowns.end(), true));
+  std::vector<JaxprRef> known_bodies, unknown_bodies;
   for (size_t b = 0; b < splits.size(); ++b) {
-    const detail::SplitBody& s = *splits[b];
-    std::vector<Aval> avals = avals_of(known_consts.values);
-    avals.insert(avals.end(), known_op_avals.begin(), known_op_avals.end());
-    known_bodies.push_back(detail::stage_rewritten_body(
-        [&](std::span<const Array> xs) {
-          std::vector<Array> in;
-          for (size_t slot : known_consts.slots[b]) in.push_back(xs[slot]);
-          in.insert(in.end(), xs.begin() + static_cast<std::ptrdiff_t>(known_consts.values.size()), xs.end());
-          std::vector<Array> outs = eval_jaxpr(s.known->jaxpr, {}, in);
-          std::vector<Array> result(outs.begin(), outs.begin() + static_cast<std::ptrdiff_t>(num_known_outs));
-          std::vector<Array> filled(slots.avals.size());
-          for (size_t k = 0; k < slots.of_branch[b].size(); ++k) filled[slots.of_branch[b][k]] = outs[num_known_outs + k];
-          for (size_t j = 0; j < filled.size(); ++j) result.push_back(filled[j].valid() ? filled[j] : ad::zeros(slots.avals[j]));
-          return result;
-        },
-        avals, "cond"));
-    avals = avals_of(unknown_consts.values);
-    avals.insert(avals.end(), slots.avals.begin(), slots.avals.end());
-    avals.insert(avals.end(), unknown_op_avals.begin(), unknown_op_avals.end());
-    unknown_bodies.push_back(detail::stage_rewritten_body(
-        [&](std::span<const Array> xs) {
-          const size_t nc = unknown_consts.values.size(), nr = slots.avals.size();
-          std::vector<Array> in;
-          for (size_t slot : unknown_consts.slots[b]) in.push_back(xs[slot]);
-          for (size_t slot : slots.of_branch[b]) in.push_back(xs[nc + slot]);
-          in.insert(in.end(), xs.begin() + static_cast<std::ptrdiff_t>(nc + nr), xs.end());
-          return eval_jaxpr(s.unknown->jaxpr, {}, in);
-        },
-        avals, "cond"));
+    known_bodies.push_back(known_branch(*splits[b], b, known_consts, slots, known_op_avals, num_known_outs));
+    unknown_bodies.push_back(unknown_branch(*splits[b], b, unknown_consts, slots, unknown_op_avals));
   }
 
   PartialEvalSplit split;

@@ -40,8 +40,7 @@ JoinedConsts join_consts(std::span<const BodyWithConsts> bodies) {
 
 std::vector<JaxprRef> bodies_taking_joined_consts(std::span<const BodyWithConsts> bodies, const JoinedConsts& joined,
                                                   std::string_view prim) {
-  std::vector<Aval> const_avals;
-  for (const Array& c : joined.values) const_avals.push_back(c.aval());
+  const std::vector<Aval> const_avals = avals_of(joined.values);
   std::vector<JaxprRef> out;
   for (size_t b = 0; b < bodies.size(); ++b) {
     const std::vector<size_t>& slots = joined.slots[b];
@@ -96,6 +95,13 @@ std::vector<Array> with_weak_types(std::vector<Array> outs, std::span<const Aval
   for (size_t i = 0; i < outs.size() && i < avals.size(); ++i)
     if (outs[i].aval().weak_type != avals[i].weak_type) outs[i] = with_weak_type(outs[i], avals[i].weak_type);
   return outs;
+}
+
+std::vector<Aval> avals_of(std::span<const Array> xs) {
+  std::vector<Aval> a;
+  a.reserve(xs.size());
+  for (const Array& x : xs) a.push_back(x.aval());
+  return a;
 }
 
 void or_into(std::vector<bool>& a, const std::vector<bool>& b) {

@@ -51,6 +51,8 @@ void check_body_inputs(std::string_view prim, std::string_view what, const Jaxpr
                        std::span<const Aval> operands);
 // The outputs of an impl given the weak types its shape rule promised (shape and dtype agree).
 std::vector<Array> with_weak_types(std::vector<Array> outs, std::span<const Aval> avals);
+// The types of these arrays.
+std::vector<Aval> avals_of(std::span<const Array> xs);
 // a |= b, elementwise.
 void or_into(std::vector<bool>& a, const std::vector<bool>& b);
 

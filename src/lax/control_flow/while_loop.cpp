@@ -68,12 +68,6 @@ std::vector<T> concat(const std::vector<T>& a, const std::vector<T>& b) {
   return out;
 }
 
-std::vector<Aval> avals_of(std::span<const Array> xs) {
-  std::vector<Aval> a;
-  for (const Array& x : xs) a.push_back(x.aval());
-  return a;
-}
-
 // ---- shape rule and impl ----
 
 std::vector<Aval> while_abstract_eval(std::span<const Aval> in, const Params& params) {
@@ -385,7 +379,7 @@ std::vector<Array> while_flat(const FlatFn& cond_fn, const FlatFn& body_fn, std:
   std::vector<Array> carry(init.begin(), init.end());
   for (size_t k = 0; k < carry.size(); ++k)
     if (!carry[k].valid()) fail("while_loop", "init leaf ", k, " is a null jx::Array");
-  std::vector<Aval> avals = lax::avals_of(carry);
+  std::vector<Aval> avals = avals_of(carry);
   BodyWithConsts body = stage_user_body(body_fn, avals, "while_loop");
   // A weakly typed initial leaf takes the dtype body_fn gives it (JAX's _promote_weak_typed_inputs).
   std::vector<Aval> outs = body.body->out_avals();
@@ -396,7 +390,7 @@ std::vector<Array> while_flat(const FlatFn& cond_fn, const FlatFn& body_fn, std:
       promoted = true;
     }
   if (promoted) {
-    avals = lax::avals_of(carry);
+    avals = avals_of(carry);
     body = stage_user_body(body_fn, avals, "while_loop");
     outs = body.body->out_avals();
   }
