@@ -198,6 +198,18 @@ TEST(Cond, GradVjpLinearizeAndJacobiansAgree) {
   }
 }
 
+TEST(Cond, DerivativesThroughCapturedValues) {
+  // y reaches the branches only as a captured value: a constant operand of the cond that
+  // carries the tangent.
+  auto f = [](const Array& y) {
+    return jnp::sum(cond(jnp::sum(y) > 0.0, [&](const Array& x) { return x * y * y; }, [&](const Array& x) { return x + y; }, kPos));
+  };
+  EXPECT_ALLCLOSE(grad(f)(kY), kPos * kY * 2.0, 1e-15, 1e-15);
+  EXPECT_ALLCLOSE(grad(f)(-kY), jnp::ones_like(kY), 1e-15, 1e-15);
+  EXPECT_ALLCLOSE(jit(grad(f))(kY), kPos * kY * 2.0, 1e-15, 1e-15);
+  test_util::check_grads(f, std::tuple{kY}, {.order = 2});
+}
+
 TEST(Cond, TangentsNonzeroInOneBranchOnly) {
   // The false branch ignores x (its tangent is zero there) and returns an integer too.
   auto f = [](const Array& x, const Array& y) {

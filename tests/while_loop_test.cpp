@@ -186,6 +186,19 @@ TEST(WhileLoop, JvpMatchesFiniteDifferences) {
   EXPECT_ALLCLOSE(tan, kX * (1 + 2 * 1.3), 1e-14, 1e-14);
 }
 
+TEST(WhileLoop, JvpThroughACapturedValue) {
+  // s enters only as a captured constant of the body (and of cond).
+  auto f = [](const Array& s) {
+    return while_loop([&](const Array& x) { return jnp::sum(x) < s * 10.0; }, [&](const Array& x) { return x * s; },
+                      f64({1.0, 2.0}));
+  };
+  // s = 1.5: 3 -> 4.5 -> 6.75 -> 10.125 -> 15.19 (>= 15): 4 steps, x = x0 s^4, dx/ds = 4 x0 s^3.
+  auto [out, tan] = jvp(f, Array(1.5), Array(1.0));
+  EXPECT_ALLCLOSE(out, f64({1.0, 2.0}) * std::pow(1.5, 4), 1e-14, 1e-14);
+  EXPECT_ALLCLOSE(tan, f64({4.0, 8.0}) * std::pow(1.5, 3), 1e-14, 1e-14);
+  EXPECT_ALLCLOSE(jit([&](const Array& s) { return jvp(f, s, Array(1.0)).second; })(Array(1.5)), tan, 1e-14, 1e-14);
+}
+
 TEST(WhileLoop, LinearizeAndJacfwdAgreeWithJvp) {
   auto f = [](const Array& x) { return iterate(x, 4); };
   Array t = f64({1.0, -2.0, 0.5});
