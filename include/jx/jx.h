@@ -4,6 +4,9 @@
 
 #include "jx/array.h"
 #include "jx/config.h"
+#include "jx/control_flow/cond.h"
+#include "jx/control_flow/scan.h"
+#include "jx/control_flow/while_loop.h"
 #include "jx/device.h"
 #include "jx/dtype.h"
 #include "jx/error.h"

@@ -43,25 +43,29 @@ BodyPtr lifted(ClosedJaxpr program, std::vector<bool> flags) {
 
 }  // namespace
 
-BodyPtr jvp_of_body(const JaxprRef& body, const std::vector<bool>& nonzero) {
+BodyPtr jvp_of_body(const JaxprRef& body, const std::vector<bool>& nonzero, const std::vector<bool>& instantiate) {
   static auto* cache = new SubprogramCache<BodyPtr>;
-  return cache->get(body, mask_str(nonzero), [&] {
-    JvpJaxpr j = jvp_jaxpr(*body, nonzero, {});
+  return cache->get(body, mask_str(nonzero) + "/" + mask_str(instantiate), [&] {
+    JvpJaxpr j = jvp_jaxpr(*body, nonzero, instantiate);
     return lifted(std::move(j.jaxpr), std::move(j.out_nonzero));
   });
 }
 
 BodyPtr batch_of_body(const JaxprRef& body, std::span<const int64_t> dims, const BatchAxis& axis,
-                      bool instantiate_all) {
+                      const std::vector<bool>& instantiate) {
   static auto* cache = new SubprogramCache<BodyPtr>;
-  std::string key = std::to_string(axis.size) + "/" + axis.name + "/" + (instantiate_all ? "i" : "");
+  std::string key = std::to_string(axis.size) + "/" + axis.name + "/" + mask_str(instantiate);
   for (int64_t d : dims) key += "," + std::to_string(d);
   return cache->get(body, key, [&] {
     std::vector<int64_t> in_dims(dims.begin(), dims.end());
-    std::vector<bool> instantiate(instantiate_all ? body->jaxpr.outvars.size() : 0, true);
     BatchedJaxpr b = batch_jaxpr(*body, axis.size, in_dims, instantiate, axis.name);
     return lifted(std::move(b.jaxpr), std::move(b.out_batched));
   });
+}
+
+BodyPtr batch_of_body(const JaxprRef& body, std::span<const int64_t> dims, const BatchAxis& axis,
+                      bool instantiate_all) {
+  return batch_of_body(body, dims, axis, std::vector<bool>(instantiate_all ? body->jaxpr.outvars.size() : 0, true));
 }
 
 BodyPtr transpose_of_body(const JaxprRef& body, const std::vector<bool>& linear, const std::vector<bool>& ct_nonzero) {
@@ -70,10 +74,11 @@ BodyPtr transpose_of_body(const JaxprRef& body, const std::vector<bool>& linear,
                     [&] { return lifted(transpose_jaxpr(*body, linear, ct_nonzero), {}); });
 }
 
-std::shared_ptr<const SplitBody> partial_eval_of_body(const JaxprRef& body, const std::vector<bool>& unknowns) {
+std::shared_ptr<const SplitBody> partial_eval_of_body(const JaxprRef& body, const std::vector<bool>& unknowns,
+                                                      const std::vector<bool>& instantiate) {
   static auto* cache = new SubprogramCache<std::shared_ptr<const SplitBody>>;
-  return cache->get(body, mask_str(unknowns), [&] {
-    PartialEvalJaxpr pe = partial_eval_jaxpr(*body, unknowns, {});
+  return cache->get(body, mask_str(unknowns) + "/" + mask_str(instantiate), [&] {
+    PartialEvalJaxpr pe = partial_eval_jaxpr(*body, unknowns, instantiate);
     auto s = std::make_shared<SplitBody>();
     s->known = body_with_consts_first(std::move(pe.known), &s->known_consts);
     s->unknown = body_with_consts_first(std::move(pe.unknown), &s->unknown_consts);
@@ -94,6 +99,16 @@ PartialEvalSplit split_call(const SplitBody& split, const Primitive& known, Para
   s.unknown_consts = split.unknown_consts;
   s.out_unknowns = split.out_unknowns;
   s.num_residuals = split.num_residuals;
+  return s;
+}
+
+PartialEvalSplit stage_whole(const Primitive& p, const Params& params, size_t num_operands, size_t num_outputs) {
+  PartialEvalSplit s;
+  s.unknown = &p;
+  s.unknown_params = params;
+  for (size_t i = 0; i < num_operands; ++i) s.unknown_operands.push_back(i);  // every operand, known ones too
+  s.unknown_returns_all = true;
+  s.out_unknowns.assign(num_outputs, true);
   return s;
 }
 

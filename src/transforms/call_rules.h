@@ -28,14 +28,19 @@ struct TransformedBody {
   std::vector<Array> consts;
   std::vector<bool> out_flags;  // jvp: out_nonzero; batching: out_batched
 };
-// jvp_jaxpr(body): [consts..., primals..., nonzero tangents...] -> [outs..., nonzero tangent outs...]
-std::shared_ptr<const TransformedBody> jvp_of_body(const JaxprRef& body, const std::vector<bool>& nonzero);
+// jvp_jaxpr(body): [consts..., primals..., nonzero tangents...] -> [outs..., nonzero tangent outs...];
+// `instantiate` (per output, or empty: none) as jvp_jaxpr's.
+std::shared_ptr<const TransformedBody> jvp_of_body(const JaxprRef& body, const std::vector<bool>& nonzero,
+                                                   const std::vector<bool>& instantiate = {});
 // The operands of a call of a jvp_of_body program: its consts, the primals, the nonzero tangents.
 std::vector<Array> jvp_call_operands(const TransformedBody& jvp, std::span<const Array> primals,
                                      std::span<const Array> tangents);
 // That call's outputs as primal outputs and tangents (invalid where out_flags is false).
 JvpResult split_jvp_outputs(std::vector<Array> outs, const std::vector<bool>& out_flags);
-// batch_jaxpr(body); batched outputs have their batch axis at 0.
+// batch_jaxpr(body); batched outputs have their batch axis at 0. `instantiate`: per output
+// (or empty: none), whether an unbatched output is broadcast to the batch anyway.
+std::shared_ptr<const TransformedBody> batch_of_body(const JaxprRef& body, std::span<const int64_t> dims,
+                                                     const BatchAxis& axis, const std::vector<bool>& instantiate);
 std::shared_ptr<const TransformedBody> batch_of_body(const JaxprRef& body, std::span<const int64_t> dims,
                                                      const BatchAxis& axis, bool instantiate_all);
 // transpose_jaxpr(body): [consts..., non-linear operands..., nonzero cts...] -> a ct per linear operand
@@ -48,11 +53,17 @@ struct SplitBody {
   std::vector<bool> out_unknowns;
   size_t num_residuals = 0;
 };
-std::shared_ptr<const SplitBody> partial_eval_of_body(const JaxprRef& body, const std::vector<bool>& unknowns);
+// `instantiate` (per output, or empty: none) as partial_eval_jaxpr's.
+std::shared_ptr<const SplitBody> partial_eval_of_body(const JaxprRef& body, const std::vector<bool>& unknowns,
+                                                      const std::vector<bool>& instantiate = {});
 // A partial_eval rule's answer for a call split by partial_eval_of_body: `known` and
 // `unknown` called with the halves (their `jaxpr` param set; the rest of the params given).
 PartialEvalSplit split_call(const SplitBody& split, const Primitive& known, Params known_params,
                             const Primitive& unknown, Params unknown_params);
+// A partial_eval rule's answer when the application cannot split (cond's index or while's
+// predicate is unknown): nothing runs now, the whole application is staged (JAX's
+// default_process_primitive), every output unknown.
+PartialEvalSplit stage_whole(const Primitive& p, const Params& params, size_t num_operands, size_t num_outputs);
 // The dce rule of a call: dce_jaxpr(body) keeping the used outputs; the equation drops
 // the outputs and operands the pruned body no longer has (and num_residuals follows).
 DceEquationResult dce_of_call(const std::vector<bool>& used_outputs, Equation& eqn);

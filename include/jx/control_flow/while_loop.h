@@ -1,0 +1,80 @@
+// jx::lax::while_loop: JAX's structured loop.
+//
+//   auto [i, x] = lax::while_loop([](const auto& c) { return std::get<0>(c) < 10; },
+//                                 [](const auto& c) { auto [i, x] = c; return std::tuple{i + 1, x * 2.0}; },
+//                                 std::tuple{Array(0), x});
+//   lax::while_loop(cond_fn, body_fn, init, {.max_steps = 100});   // at most 100 iterations
+//
+// cond_fn and body_fn are staged into one `while` equation (src/lax/control_flow/
+// while_loop.cpp): while cond_fn(carry): carry = body_fn(carry). The carry is a pytree;
+// body_fn returns one of the same structure, shapes and dtypes (a weakly typed initial
+// leaf takes the dtype body_fn returns for it, as in JAX). The loop composes with jvp,
+// vmap (a batched predicate runs until every lane is done, finished lanes keeping their
+// carry) and jit. Reverse mode (grad, vjp) through a while loop raises: it needs a static
+// trip count (a later slice differentiates loops with max_steps).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <type_traits>
+#include <vector>
+
+#include "jx/transforms.h"
+
+namespace jx {
+namespace lax {
+
+struct WhileOptions {
+  // Stop after at most this many iterations even if cond_fn is still true (none: unbounded).
+  std::optional<int64_t> max_steps;
+};
+
+}  // namespace lax
+
+namespace detail {
+
+// Stages cond_fn and body_fn on the carry's types and binds one `while` equation.
+std::vector<Array> while_flat(const FlatFn& cond_fn, const FlatFn& body_fn, std::span<const Array> init,
+                              std::optional<int64_t> max_steps);
+
+}  // namespace detail
+
+namespace lax {
+
+// Runs body_fn on the carry while cond_fn(carry) (a bool scalar) is true; returns the
+// final carry. See the top of this header.
+template <class CondFn, class BodyFn, class T>
+tree::array_tree_t<T> while_loop(const CondFn& cond_fn, const BodyFn& body_fn, const T& init,
+                                 const WhileOptions& options = {}) {
+  static_assert(tree::detail::Tree<T>,
+                "jx::lax::while_loop: init must be a pytree (jx::Array, a C++ scalar, a std container of them or a "
+                "JX_TREE_NODE struct)");
+  using Carry = tree::array_tree_t<T>;
+  constexpr bool callable = std::is_invocable_v<const CondFn&, Carry&> && std::is_invocable_v<const BodyFn&, Carry&>;
+  static_assert(callable,
+                "jx::lax::while_loop: cond_fn and body_fn must be callable with the carry, a pytree of jx::Array "
+                "shaped like init");
+  if constexpr (callable) {
+    auto [leaves, def] = tree::flatten(detail::to_array_tree(init));
+    detail::FlatFn cond = [&, &def = def](std::span<const Array> xs) {
+      Carry carry = tree::unflatten<Carry>(def, xs);
+      auto [out, out_def] = tree::flatten(detail::to_array_tree(cond_fn(carry)));
+      if (out.size() != 1)
+        detail::fail("while", "cond_fn must return a bool scalar, got a pytree ", out_def.str(), " of ", out.size(),
+                     " leaves");
+      return out;
+    };
+    detail::FlatFn body = [&, &def = def](std::span<const Array> xs) {
+      Carry carry = tree::unflatten<Carry>(def, xs);
+      auto [out, out_def] = tree::flatten(detail::to_array_tree(body_fn(carry)));
+      if (!(out_def == def))
+        detail::fail("while", "body_fn must return the carry's structure ", def.str(), ", got ", out_def.str());
+      return out;
+    };
+    return tree::unflatten<Carry>(def, detail::while_flat(cond, body, leaves, options.max_steps));
+  }
+}
+
+}  // namespace lax
+}  // namespace jx
