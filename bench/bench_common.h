@@ -158,7 +158,7 @@ inline std::pair<Array, Array> leapfrog_step(const Array& q, const Array& p) {
   Array q_next = q + dt * p_half;
   return {q_next, p_half + (0.5 * dt) * leapfrog_force(q_next)};
 }
-// Ten steps traced as one program (jx's lax has no scan / fori_loop yet).
+// Ten steps traced as one program (unrolled by the C++ loop).
 inline std::pair<Array, Array> leapfrog_10_steps(const Array& q, const Array& p) {
   std::pair<Array, Array> s{q, p};
   for (int i = 0; i < 10; ++i) s = leapfrog_step(s.first, s.second);

@@ -346,8 +346,7 @@ void bench_small_kernels() {
     se = {q0, p0};
     for (int i = 0; i < 1000; ++i) se = leapfrog_step(se.first, se.second);
   };
-  // One step per call, 1000 calls; and ten steps unrolled into one program (jx's lax has
-  // no scan / fori_loop yet), 100 calls.
+  // One step per call, 1000 calls; and ten steps unrolled into one program, 100 calls.
   auto jit1 = [&] {
     s1 = {q0, p0};
     for (int i = 0; i < 1000; ++i) s1 = step(s1.first, s1.second);
@@ -356,11 +355,58 @@ void bench_small_kernels() {
     s10 = {q0, p0};
     for (int i = 0; i < 100; ++i) s10 = step10(s10.first, s10.second);
   };
-  auto t = best_interleaved({eager, jit1, jit10}, reps);
+  // The 1000 steps as one lax::fori_loop (static bounds: a scan) in one jit: the body is
+  // compiled once and the loop runs inside the compiled program.
+  auto fori = jx::jit(
+      [](const Array& q, const Array& p) {
+        return jx::lax::fori_loop(
+            0, 1000, [](const Array&, const std::pair<Array, Array>& s) { return leapfrog_step(s.first, s.second); },
+            std::pair<Array, Array>{q, p});
+      },
+      options("bench_leapfrog_fori"));
+  std::pair<Array, Array> sf;
+  auto jit_fori = [&] { sf = fori(q0, p0); };
+  auto t = best_interleaved({eager, jit1, jit10, jit_fori}, reps);
   emit("small_kernels", "leapfrog_1000_steps", "jx_eager", t[0]);
   jit_row("small_kernels", "leapfrog_1000_steps", t[1], Extra().num("rel_diff", rel_diff(s1.first, se.first)));
   emit("small_kernels", "leapfrog_1000_unroll10", "jx_eager", t[0]);
   jit_row("small_kernels", "leapfrog_1000_unroll10", t[2], Extra().num("rel_diff", rel_diff(s10.first, se.first)));
+  emit("small_kernels", "leapfrog_1000_fori_loop", "jx_eager", t[0]);
+  jit_row("small_kernels", "leapfrog_1000_fori_loop", t[3], Extra().num("rel_diff", rel_diff(sf.first, se.first)));
+
+  // Loop overhead: a while_loop whose body only counts, 10^5 iterations in one jit.
+  auto count = jx::jit(
+      [](const Array& n) {
+        return jx::lax::while_loop([&](const Array& i) { return i < n; }, [](const Array& i) { return i + 1; },
+                                   jnp::zeros({}, jx::int32));
+      },
+      options("bench_while_count"));
+  const Array trips = jnp::full({}, 100000, jx::int32);
+  auto tw = best_interleaved({[&] { (void)count(trips); }}, reps);
+  emit("small_kernels", "while_trivial_100k", "jx_jit", tw[0],
+       Extra().num("ns_per_iteration", tw[0] / 100000 * 1e9));
+
+  // A small RNN cell, h' = tanh(h W + x U + b) (hidden 64, input 16), scanned over 10^4
+  // steps; forward (the last state), and the gradient of sum(h_T^2) in W, U, b.
+  {
+    Array kr = jx::random::split(ks(1), 5);
+    Array w = 0.1 * jx::random::normal(kr(0), {64, 64}), u = 0.1 * jx::random::normal(kr(1), {16, 64});
+    Array b = 0.1 * jx::random::normal(kr(2), {64}), h0 = jnp::zeros({64});
+    Array xs = jx::random::normal(kr(3), {10000, 16});
+    auto rnn = [](const Array& w, const Array& u, const Array& b, const Array& h0, const Array& xs) {
+      auto cell = [&](const Array& h, const Array& x) {
+        Array next = jnp::tanh(jnp::matmul(h, w) + jnp::matmul(x, u) + b);
+        return std::pair<Array, jx::None>(next, jx::none);
+      };
+      return jnp::sum(jnp::square(jx::lax::scan(cell, h0, xs).first));
+    };
+    auto fwd = jx::jit(rnn, options("bench_rnn_scan"));
+    auto grad = jx::jit(jx::grad(rnn, jx::argnums<0, 1, 2>), options("bench_rnn_scan_grad"));
+    Array eager_value = rnn(w, u, b, h0, xs), value = fwd(w, u, b, h0, xs);
+    auto tr = best_interleaved({[&] { (void)fwd(w, u, b, h0, xs); }, [&] { (void)grad(w, u, b, h0, xs); }}, reps);
+    jit_row("small_kernels", "rnn_scan_10k", tr[0], Extra().num("rel_diff", rel_diff(value, eager_value)));
+    jit_row("small_kernels", "rnn_scan_10k_grad", tr[1], Extra().num("grad_over_forward", tr[1] / tr[0]));
+  }
 
   MlpInputs in = mlp_inputs();
   auto vg = jx::jit(mlp_value_and_grad, options("bench_mlp_value_and_grad"));

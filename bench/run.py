@@ -248,6 +248,19 @@ def jax_workloads(reps, quick):
     out["leapfrog_1000_unroll10"] = best(lambda: run(jstep10, 100), reps)
     fori = jax.jit(lambda q, p: jax.lax.fori_loop(0, 1000, lambda i, s: step(*s), (q, p)))
     out["leapfrog_1000_fori_loop"] = best(lambda: jax.block_until_ready(fori(q0, p0)), reps)
+    count = jax.jit(lambda n: jax.lax.while_loop(lambda i: i < n, lambda i: i + 1, jnp.int32(0)))
+    out["while_trivial_100k"] = best(lambda: jax.block_until_ready(count(100000)), reps)
+    kr = jax.random.split(jax.random.PRNGKey(2), 5)
+    w, u = 0.1 * jax.random.normal(kr[0], (64, 64)), 0.1 * jax.random.normal(kr[1], (16, 64))
+    b, h0, xs = 0.1 * jax.random.normal(kr[2], (64,)), jnp.zeros(64), jax.random.normal(kr[3], (10000, 16))
+
+    def rnn(w, u, b, h0, xs):
+        def cell(h, x):
+            return jnp.tanh(h @ w + x @ u + b), None
+        return jnp.sum(jax.lax.scan(cell, h0, xs)[0] ** 2)
+    fwd, grad = jax.jit(rnn), jax.jit(jax.grad(rnn, argnums=(0, 1, 2)))
+    out["rnn_scan_10k"] = best(lambda: jax.block_until_ready(fwd(w, u, b, h0, xs)), reps)
+    out["rnn_scan_10k_grad"] = best(lambda: jax.block_until_ready(grad(w, u, b, h0, xs)), reps)
     params, x, y = mlp_params(jax, jnp)
     vg = jax.jit(jax.value_and_grad(mlp_loss(jnp)))
     out["mlp_value_and_grad_b64"] = per_call(lambda: jax.block_until_ready(vg(params, x, y)), 20, reps)
@@ -623,9 +636,6 @@ def main():
             print_section(title, {w: i for w, i in table.items() if not w.startswith("error_")}, present)
             if f"error_{key}" in table:
                 print(f"  * jit section failed: {table[f'error_{key}']['jx_jit'].get('error')}")
-    if "leapfrog_1000_fori_loop" in present.get("jax", {}):
-        print(f"  * jax.lax.fori_loop over the 1000 steps in one jax.jit: "
-              f"{fmt(present['jax']['leapfrog_1000_fori_loop'])} (jx's lax has no loop primitive yet)")
 
     grads = rows.get("grad", {})
     if grads:

@@ -15,6 +15,7 @@
 
 #include "backend/backend.h"
 #include "core/array_internal.h"
+#include "core/subprogram.h"
 #include "jit/codegen/kernel.h"
 #include "jit/dump.h"
 #include "jit/fusion_primitive.h"
@@ -39,6 +40,41 @@ struct Step {
   std::vector<int> outputs;
   std::vector<Aval> out_avals;
   std::vector<int> release;  // slots whose last reader is this step
+  bool runs_subprograms = false;  // a runtime call of a control-flow primitive
+};
+
+// The sub-programs (loop bodies, predicates, branches) of one compiled program's
+// control-flow equations, each compiled on first use into a program of its own and kept
+// for later runs (core/subprogram.h). Only the programs of those equations' params are
+// compiled: any other program a rule interprets at run time stays interpreted.
+class CompiledSubprograms final : public detail::SubprogramRunner {
+ public:
+  explicit CompiledSubprograms(CompileOptions options) : options_(std::move(options)) {}
+  void allow(const ClosedJaxpr* program) { compiled_.emplace(program, nullptr); }
+  bool empty() const { return compiled_.empty(); }
+
+  std::vector<Array> run(const ClosedJaxpr& program, std::span<const Array> args) const override {
+    auto it = compiled_.find(&program);
+    if (it == compiled_.end()) return eval_jaxpr(program, args);
+    std::shared_ptr<const Executable> exe;
+    {
+      std::lock_guard lock(mu_);
+      if (!it->second) {
+        CompileOptions o = options_;
+        o.name += ".body" + std::to_string(num_compiled_++);
+        it->second = compile_program(program, o);
+      }
+      exe = it->second;
+    }
+    return exe->run(args);
+  }
+
+ private:
+  CompileOptions options_;
+  mutable std::mutex mu_;
+  mutable int num_compiled_ = 0;
+  // The keys are fixed at construction (so lookups need no lock); values fill lazily.
+  mutable std::unordered_map<const ClosedJaxpr*, std::shared_ptr<const Executable>> compiled_;
 };
 
 // Recycled kernel output buffers, by byte size.
@@ -125,6 +161,7 @@ class ProgramExecutable final : public Executable {
   int num_kernels_ = 0;
   mutable std::mutex pool_mu_;
   mutable BufferPool pool_;
+  CompiledSubprograms subprograms_;
 };
 
 }  // namespace
@@ -134,7 +171,7 @@ namespace jx::compiler {
 namespace {
 
 ProgramExecutable::ProgramExecutable(ClosedJaxpr program, const CompileOptions& options, const Dump& dump)
-    : program_(std::move(program)), text_(program_.str()), in_avals_(program_.in_avals()) {
+    : program_(std::move(program)), text_(program_.str()), in_avals_(program_.in_avals()), subprograms_(options) {
   const Jaxpr& j = program_.jaxpr;
   auto new_slot = [&](const Var& v) {
     slots_[v.id] = num_slots_++;
@@ -165,6 +202,11 @@ ProgramExecutable::ProgramExecutable(ClosedJaxpr program, const CompileOptions& 
       s.kernel = compile_kernel(body->jaxpr, e.params.get_string("kind"), ko);
       ++num_kernels_;
       for (int o : s.outputs) kernel_owned_[o] = true;
+    } else if (e.primitive->has(kCallsSubprogram) && !e.primitive->has(kCall)) {
+      // Control flow (plain calls were inlined): its bodies run compiled.
+      for (const auto& [name, value] : e.params.items())
+        if (const auto* sub = std::get_if<JaxprRef>(&value); sub && *sub) subprograms_.allow(sub->get());
+      s.runs_subprograms = true;
     }
     steps_.push_back(std::move(s));
   }
@@ -231,6 +273,7 @@ std::vector<Array> ProgramExecutable::run(std::span<const Array> args) const {
       }
       s.kernel->run(in_ptrs.data(), out_ptrs.data());
     } else {
+      detail::SubprogramScope compiled_bodies(s.runs_subprograms ? &subprograms_ : nullptr);
       std::vector<Array> outs = s.eqn->primitive->run_impl(ins, s.eqn->params, s.out_avals);
       for (size_t k = 0; k < s.outputs.size(); ++k) values[s.outputs[k]] = std::move(outs[k]);
     }

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <map>
 
+#include "core/subprogram.h"
 #include "jx/error.h"
 #include "jx/lax.h"
 #include "lax/batch_rules.h"
@@ -100,7 +101,7 @@ int64_t clamped_index(const Array& index, size_t num_branches) {
 std::vector<Array> cond_impl(std::span<const Array> in, const Params& params, std::span<const Aval> out) {
   std::vector<JaxprRef> branches = branches_of(params);
   const JaxprRef& taken = branches[static_cast<size_t>(clamped_index(in[0], branches.size()))];
-  return detail::with_weak_types(eval_jaxpr(taken->jaxpr, {}, in.subspan(1)), out);
+  return detail::with_weak_types(detail::run_subprogram(*taken, in.subspan(1)), out);
 }
 
 // ---- jvp ----

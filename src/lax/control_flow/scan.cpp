@@ -4,6 +4,7 @@
 #include "jx/control_flow/scan.h"
 
 #include "core/array_internal.h"
+#include "core/subprogram.h"
 #include "jx/error.h"
 #include "jx/lax.h"
 #include "lax/control_flow/scan_rules.h"
@@ -131,7 +132,7 @@ std::vector<Array> scan_impl(std::span<const Array> in, const Params& params, st
   for (int64_t step = 0; step < p.length; ++step) {
     const int64_t i = p.reverse ? p.length - 1 - step : step;
     for (size_t k = 0; k < nx; ++k) args[nc + nk + k] = row(in[nc + nk + k], i);
-    std::vector<Array> outs = eval_jaxpr(p.body->jaxpr, {}, args);
+    std::vector<Array> outs = detail::run_subprogram(*p.body, args);
     for (size_t k = 0; k < nk; ++k) args[nc + k] = std::move(outs[k]);
     for (size_t k = 0; k < ny; ++k) write_row(ys[k], i, outs[nk + k]);
   }

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 
+#include "core/subprogram.h"
 #include "jx/error.h"
 #include "jx/lax.h"
 #include "lax/batch_rules.h"
@@ -100,10 +101,10 @@ std::vector<Array> while_impl(std::span<const Array> in, const Params& params, s
   const std::span<const Array> body_consts = in.subspan(l.cond_nconsts, l.body_nconsts);
   std::vector<Array> carry(in.begin() + static_cast<std::ptrdiff_t>(l.carry_begin()), in.end());
   for (int64_t step = 0; l.max_steps < 0 || step < l.max_steps; ++step) {
-    if (!eval_jaxpr(l.cond->jaxpr, {}, concat(std::span<const Array>(cond_consts), std::span<const Array>(carry)))[0]
+    if (!detail::run_subprogram(*l.cond, concat(std::span<const Array>(cond_consts), std::span<const Array>(carry)))[0]
              .item<bool>())
       break;
-    carry = eval_jaxpr(l.body->jaxpr, {}, concat(body_consts, std::span<const Array>(carry)));
+    carry = detail::run_subprogram(*l.body, concat(body_consts, std::span<const Array>(carry)));
   }
   return detail::with_weak_types(std::move(carry), out);
 }
