@@ -167,8 +167,8 @@ JaxprRef as_body(Jaxpr j) {
 
 // The known half K: [kconsts..., known ins...] -> [known outs..., residuals...] and the
 // unknown half U: [uconsts..., residuals..., unknown ins...] -> unknown outs, as
-// partial_eval_jaxpr splits the body. Of K's residuals the policy saves those it allows
-// (K's inputs are always at hand); the rest are recomputed by the unknown call, a
+// partial_eval_jaxpr splits the body. The policy saves the values of K it allows that
+// the residuals are computed from (K's inputs are always at hand); the unknown call, a
 // checkpoint of [uconsts..., kconsts..., known ins..., saved..., unknown ins...] that
 // reruns K's work on barriered inputs and then U. The known call computes only the known
 // outputs and the saved values.
@@ -179,21 +179,30 @@ PartialEvalSplit checkpoint_partial_eval(const std::vector<bool>& unknowns, cons
 
   const Jaxpr& k = split->known->jaxpr;
   const size_t n_res = split->num_residuals, n_kout = k.outvars.size() - n_res;
-  const size_t n_kconsts = split->known_consts.size(), n_uconsts = split->unknown_consts.size();
-  std::unordered_set<int64_t> k_inputs;
-  for (const Var& v : k.invars) k_inputs.insert(v.id);
-  std::unordered_map<int64_t, const Equation*> producer;
+  const size_t n_uconsts = split->unknown_consts.size();
+  // Every value of K the policy lets the forward pass save; R reads those it needs
+  // instead of computing them (JAX's partial_eval_jaxpr_custom: an unsaveable value is
+  // recomputed from its operands, recursively, down to saveable values or K's inputs).
+  std::vector<Var> candidates;
+  std::unordered_set<int64_t> candidate_ids;
   for (const Equation& e : k.eqns)
-    for (const Var& v : e.outputs) producer[v.id] = &e;
-  std::vector<Var> saved;  // K's residuals the policy keeps (each once)
-  std::unordered_set<int64_t> saved_ids;
-  for (size_t r = 0; r < n_res; ++r) {
-    const Atom& a = k.outvars[n_kout + r];
-    if (!a.is_var() || k_inputs.count(a.var().id)) continue;
-    auto it = producer.find(a.var().id);
-    if (it != producer.end() && policy.saves(*it->second) && saved_ids.insert(a.var().id).second)
-      saved.push_back(a.var());
-  }
+    if (policy.saves(e)) {
+      candidates.push_back(e.outputs[0]);
+      candidate_ids.insert(e.outputs[0].id);
+    }
+  // The recomputation R: [kconsts..., known ins..., saved...] -> K's residuals.
+  Jaxpr recompute = k;
+  recompute.invars.insert(recompute.invars.end(), candidates.begin(), candidates.end());
+  std::erase_if(recompute.eqns, [&](const Equation& e) {
+    return e.outputs.size() == 1 && candidate_ids.count(e.outputs[0].id) > 0;
+  });
+  recompute.outvars.erase(recompute.outvars.begin(), recompute.outvars.begin() + static_cast<std::ptrdiff_t>(n_kout));
+  std::vector<bool> keep(recompute.invars.size(), false);
+  std::fill(keep.begin(), keep.begin() + static_cast<std::ptrdiff_t>(k.invars.size()), true);
+  detail::DcedJaxpr rd = detail::dce_jaxpr(recompute, std::vector<bool>(recompute.outvars.size(), true), keep);
+  std::vector<Var> saved;
+  for (size_t i = 0; i < candidates.size(); ++i)
+    if (rd.used_inputs[k.invars.size() + i]) saved.push_back(candidates[i]);
 
   // The known call: K's known outputs and the saved values.
   Jaxpr known = k;
@@ -201,16 +210,6 @@ PartialEvalSplit checkpoint_partial_eval(const std::vector<bool>& unknowns, cons
   known.outvars.insert(known.outvars.end(), saved.begin(), saved.end());
   detail::DcedJaxpr kd = detail::dce_jaxpr(known, std::vector<bool>(known.outvars.size(), true),
                                            std::vector<bool>(known.invars.size(), true));
-  // The recomputation R: [kconsts..., known ins..., saved...] -> K's residuals, the saved
-  // values read instead of computed.
-  Jaxpr recompute = k;
-  recompute.invars.insert(recompute.invars.end(), saved.begin(), saved.end());
-  std::erase_if(recompute.eqns, [&](const Equation& e) {
-    return e.outputs.size() == 1 && saved_ids.count(e.outputs[0].id) > 0;
-  });
-  recompute.outvars.erase(recompute.outvars.begin(), recompute.outvars.begin() + static_cast<std::ptrdiff_t>(n_kout));
-  detail::DcedJaxpr rd = detail::dce_jaxpr(recompute, std::vector<bool>(recompute.outvars.size(), true),
-                                           std::vector<bool>(recompute.invars.size(), true));
   JaxprRef r_body = as_body(std::move(rd.jaxpr)), u_body = split->unknown;
   const bool barrier = params.get_bool("prevent_cse");
 
@@ -259,7 +258,6 @@ PartialEvalSplit checkpoint_partial_eval(const std::vector<bool>& unknowns, cons
     if (unknowns[i]) s.unknown_operands.push_back(ops + i);
   s.out_unknowns = split->out_unknowns;
   s.num_residuals = n_saved;
-  (void)n_kconsts;
   return s;
 }
 
