@@ -297,6 +297,24 @@ TEST(Cse, MergesConstvarsHoldingTheSameArray) {
 
 // ---- constant_folding ----
 
+// The recomputation of a checkpoint reads its inputs through barriers: two of them are
+// never one value, so a recomputation is not merged with the forward pass.
+TEST(Cse, NeverMergesOptimizationBarriers) {
+  expect_unchanged(kCsePass, R"({ lambda ; a:f32[3]. let
+    b:f32[3] = optimization_barrier a
+    c:f32[3] = optimization_barrier a
+    d:f32[3] = sin b
+    e:f32[3] = sin a
+  in (c, d, e) })");
+}
+
+TEST(ConstantFolding, KeepsOptimizationBarriers) {
+  expect_unchanged(kConstantFoldingPass, R"({ lambda ; . let
+    a:f32[] = optimization_barrier 2.0:f32[]
+    b:f32[] = sin a
+  in (b,) })");
+}
+
 TEST(ConstantFolding, FoldsLiteralArithmeticIntoALiteral) {
   expect_rewrite(kConstantFoldingPass, R"({ lambda ; a:f32[]. let
     b:f32[] = mul 2.0:f32[] 3.0:f32[]
@@ -538,6 +556,11 @@ const RuleCase kRuleCases[] = {
      "{ lambda ; a:bool[3] b:f32[3]. let\n  in (b,) }"},
     {"SelectStays", "{ lambda ; a:bool[3] b:f32[3] c:f32[3]. let\n    d:f32[3] = select_n a b c\n  in (d,) }",
      nullptr},
+    // checkpoint names (jx::checkpoint) are for partial evaluation only; barriers stay
+    {"DropCheckpointName", "{ lambda ; a:f32[3]. let\n    b:f32[3] = checkpoint_name[name='h'] a\n  in (b,) }",
+     "{ lambda ; a:f32[3]. let\n  in (a,) }"},
+    {"OptimizationBarrierStays",
+     "{ lambda ; a:f32[3]. let\n    b:f32[3] = optimization_barrier a\n  in (b,) }", nullptr},
 };
 
 INSTANTIATE_TEST_SUITE_P(Rules, SimplifyRule, ::testing::ValuesIn(kRuleCases),

@@ -9,6 +9,7 @@
 #include <random>
 #include <stdexcept>
 
+#include "jx/checkpoint.h"
 #include "jx/control_flow/scan.h"
 
 namespace jx::op_table {
@@ -454,6 +455,19 @@ std::vector<OpRow> build_rows() {
                  return std::vector<Array>{c, ys};
                },
                .second_order = true});
+  // Rematerialization (checkpoint_test.cpp): a checkpointed body naming an intermediate.
+  r.push_back({.primitive = "checkpoint", .call = one([](auto a) {
+                 auto f = jx::checkpoint([](const Array& x) { return body(jx::checkpoint_name(body(x), "h")); },
+                                         {.policy = jx::checkpoint_policies::save_only_these_names({"h"})});
+                 return f(a[0]);
+               }),
+               .second_order = true});
+  r.push_back({.primitive = "checkpoint_name", .call = one([](auto a) { return jx::checkpoint_name(a[0], "n"); }),
+               .second_order = true});
+  r.push_back({.primitive = "optimization_barrier", .call = unary(lax::sin),
+               .skip = kCheckJit | kCheckVmap | kCheckGrad,
+               .skip_reason = "only checkpoint's partial evaluation makes it, in the recomputation",
+               .covered_by = "checkpoint_test.cpp"});
   // No lax call makes a fusion equation; `call` is the elementwise op such a kernel
   // would hold (unused: every generic check is skipped).
   r.push_back({.primitive = "fusion", .call = unary(lax::exp),

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "jx/array.h"
+#include "jx/checkpoint.h"
 #include "jx/config.h"
 #include "jx/control_flow/cond.h"
 #include "jx/control_flow/scan.h"

@@ -3,11 +3,13 @@
 // (Params::operator==), as JAX compares jaxprs: two calls of the same body merge, two
 // equal-looking bodies built separately do not. Side-effecting equations never merge.
 // Random numbers are pure functions of their key (threefry2x32), so they merge too.
+// An optimization_barrier never merges: it marks a recomputation (jx::checkpoint).
 #include "jit/passes/cse.h"
 
 #include <unordered_map>
 
 #include "jit/passes/rewrite.h"
+#include "lax/primitives.h"
 
 namespace jx::compiler {
 namespace {
@@ -65,7 +67,8 @@ bool eliminate_common_subexpressions(ClosedJaxpr& program, PassContext& ctx) {
   kept.reserve(j.eqns.size());
   for (Equation& e : j.eqns) {
     subst.apply_to_inputs(e);
-    bool pure = e.primitive && !e.primitive->has(kSideEffects) && !e.outputs.empty();
+    bool pure = e.primitive && !e.primitive->has(kSideEffects) && !e.outputs.empty() &&
+                e.primitive != &lax::optimization_barrier_p;
     if (pure) {
       size_t h = equation_hash(e);
       const Equation* earlier = nullptr;

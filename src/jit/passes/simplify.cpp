@@ -11,6 +11,8 @@
 //   reshape, squeeze, expand_dims, broadcast_in_dim, convert_element_type to x's own type -> x
 //   select_n p a b ... with a literal p  -> the case it selects
 //   select_n p x x ...                   -> x
+//   checkpoint_name x                    -> x      names matter only to checkpoint's partial
+//                                                  evaluation, done before jit compiles
 //
 // A rule replacing an equation by an operand does so only when the operand's type is the
 // output's exactly (weak_type included): a weakly typed x * 1.0:f32 is strongly typed,
@@ -223,12 +225,18 @@ std::optional<Rewrite> select_between_equal_cases(const Equation& e, const Produ
   return forward(e, e.inputs[1]);
 }
 
+std::optional<Rewrite> drop_checkpoint_name(const Equation& e, const Producers&) {
+  if (!is(e, lax::checkpoint_name_p)) return std::nullopt;
+  return forward(e, e.inputs[0]);
+}
+
 using Rule = std::optional<Rewrite> (*)(const Equation&, const Producers&);
 constexpr Rule kRules[] = {
     multiply_by_one,         divide_by_one,        add_zero,
     subtract_zero,           double_negation,      no_op_shape_or_type_change,
     reshape_of_reshape,      identity_transpose,   transpose_of_transpose,
     broadcast_of_broadcast,  select_with_literal_predicate, select_between_equal_cases,
+    drop_checkpoint_name,
 };
 
 }  // namespace
