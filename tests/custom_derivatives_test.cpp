@@ -3,6 +3,9 @@
 // test fails if the composition's own derivative is used); a true rule against finite
 // differences (check_grads, orders 1 and 2); pytree arguments and outputs; integer
 // arguments; vmap against a loop, jit against eager; every error message.
+#include <cmath>
+#include <functional>
+#include <limits>
 #include <map>
 #include <string>
 #include <tuple>
@@ -271,6 +274,61 @@ TEST(CustomVmap, Errors) {
   };
   EXPECT_JX_ERROR(vmap(closes)(xs), "[custom_vmap]", "'scale' closes over a value being batched (f64[2])",
                   "pass it as an argument");
+}
+
+// ---- derivatives at edge inputs against JAX ----
+
+// Expected values: JAX 0.10.2 with jax_enable_x64, jax.grad of each function over all its
+// arguments (the script is in this commit's message). NaN where JAX gives NaN.
+bool same_as_jax(double got, double want) {
+  if (std::isnan(want)) return std::isnan(got);
+  if (std::isinf(want)) return got == want;
+  return std::abs(got - want) <= 1e-12 * std::max(1.0, std::abs(want));
+}
+
+TEST(EdgeGradients, MatchJax) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+  struct Binary {
+    const char* name;
+    Array (*f)(const Array&, const Array&);
+    double x, y, gx, gy;
+  };
+  const std::vector<Binary> binary = {
+      {"logaddexp", jnp::logaddexp, 0.0, 0.0, 0.5, 0.5},
+      {"logaddexp", jnp::logaddexp, -inf, -inf, nan, nan},
+      {"logaddexp", jnp::logaddexp, 1000.0, 1000.0, 0.5000000000000275, 0.5000000000000275},
+      {"logaddexp", jnp::logaddexp, -inf, 0.0, 0.0, 1.0},
+      {"logaddexp", jnp::logaddexp, 0.0, -inf, 1.0, 0.0},
+      {"logaddexp", jnp::logaddexp, inf, inf, 1.0, 1.0},
+      {"hypot", jnp::hypot, 0.0, 0.0, 0.5, 0.5},
+      {"hypot", jnp::hypot, 0.0, 1.0, 0.0, 1.0},
+  };
+  for (const Binary& b : binary) {
+    auto [gx, gy] = grad(b.f, argnums<0, 1>)(Array(b.x), Array(b.y));
+    EXPECT_TRUE(same_as_jax(gx.item<double>(), b.gx) && same_as_jax(gy.item<double>(), b.gy))
+        << b.name << "(" << b.x << ", " << b.y << "): jx " << gx.item<double>() << ", " << gy.item<double>()
+        << " JAX " << b.gx << ", " << b.gy;
+  }
+  struct Vector {
+    const char* name;
+    std::function<Array(const Array&)> f;
+    std::vector<double> x, g;
+  };
+  const std::vector<Vector> vector = {
+      {"logsumexp", [](const Array& x) { return jnp::logsumexp(x); }, {-inf, -inf}, {nan, nan}},
+      {"logsumexp", [](const Array& x) { return jnp::logsumexp(x); }, {1000.0, 1000.0}, {0.5, 0.5}},
+      {"logsumexp", [](const Array& x) { return jnp::logsumexp(x); }, {0.0, -inf}, {1.0, 0.0}},
+      {"logsumexp", [](const Array& x) { return jnp::logsumexp(x); }, {inf, 1.0}, {nan, 0.0}},
+      {"norm", [](const Array& x) { return jnp::linalg::norm(x); }, {0.0, 0.0}, {nan, nan}},
+      {"norm", [](const Array& x) { return jnp::linalg::norm(x); }, {0.0, 1e-200}, {nan, inf}},
+  };
+  for (const Vector& v : vector) {
+    Array g = grad(v.f)(Array(v.x));
+    for (size_t i = 0; i < v.x.size(); ++i)
+      EXPECT_TRUE(same_as_jax(g[static_cast<int64_t>(i)].item<double>(), v.g[i]))
+          << v.name << " at " << v.x[0] << ", " << v.x[1] << ": element " << i << " jx "
+          << g[static_cast<int64_t>(i)].item<double>() << " JAX " << v.g[i];
+  }
 }
 
 }  // namespace
