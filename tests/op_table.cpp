@@ -11,6 +11,7 @@
 
 #include "jx/checkpoint.h"
 #include "jx/control_flow/scan.h"
+#include "jx/custom_derivatives.h"
 
 namespace jx::op_table {
 namespace {
@@ -443,6 +444,16 @@ std::vector<OpRow> build_rows() {
                .covered_by = "while_loop_test.cpp (forward mode against finite differences)"});
   // jnp functions with JAX's derivative rules stage to custom_jvp_call.
   r.push_back({.primitive = "custom_jvp_call", .arity = 2, .call = binary(jnp::logaddexp), .second_order = true});
+  // jx::custom_vmap stages to custom_vmap_call; its rule here is sin's own batching, so the
+  // vmap check (against a loop) holds (custom_derivatives_test.cpp checks the rule is used).
+  r.push_back({.primitive = "custom_vmap_call", .call = one([](auto a) {
+                 static const auto f = custom_vmap([](const Array& x) { return lax::sin(x); },
+                                                   [](int64_t, const std::vector<bool>& batched, const Array& x) {
+                                                     return std::pair{lax::sin(x), batched[0]};
+                                                   });
+                 return f(a[0]);
+               }),
+               .second_order = true});
   // ---- control flow ----
   // A carry through the rows of x (init: its first row), each step emitting a y.
   r.push_back({.primitive = "scan", .call = [](std::span<const Array> a) {

@@ -1,0 +1,192 @@
+// jx::custom_jvp: a function with a user-written derivative rule, JAX's jax.custom_jvp.
+//
+//   auto log1pexp = jx::custom_jvp(
+//       [](const Array& x) { return jnp::log1p(jnp::exp(x)); },
+//       [](std::tuple<Array> primals, std::tuple<Array> tangents) {
+//         auto [x] = primals;
+//         auto [t] = tangents;
+//         return std::pair{jnp::log1p(jnp::exp(x)), t * jx::lax::logistic(x)};
+//       });
+//   Array y = log1pexp(x);                // runs f
+//   Array g = jx::grad(log1pexp)(x);      // uses the rule: finite at x = 100
+//
+// f takes pytrees (jx::Array, C++ scalars, std containers, JX_TREE_NODE structs) and returns
+// one. The rule takes the primal arguments and one tangent per argument, each as a std::tuple
+// of the arguments' Array-leaved pytrees (a tangent has its primal's structure, shape and
+// dtype; a symbolic zero arrives as zeros), and returns (f's output, its tangent) with the
+// output's structure. As in JAX, the tangent output must be linear in the tangents and the
+// primal output must not depend on them: reverse mode (grad, vjp, jacrev) linearizes and
+// transposes the rule.
+//
+// Eagerly (no transformation active) f simply runs. Under any transformation the call is one
+// `custom_jvp_call` equation holding f's program and the rule's: jvp and grad use the rule,
+// vmap batches both programs (so grad(vmap(f)) still uses the rule), jit compiles f. Higher
+// derivatives differentiate the rule's program. f and the rule must not close over values
+// being differentiated (pass them as arguments): such a value's tangent would bypass the
+// rule, so it raises a jx::Error.
+//
+// jx::custom_vmap: a function with a user-written batching rule, JAX's
+// jax.custom_batching.custom_vmap.
+//
+//   auto f = jx::custom_vmap([](const Array& x) { return jnp::sum(x); },
+//       [](int64_t axis_size, const std::vector<bool>& in_batched, const Array& xs) {
+//         return std::pair{jnp::sum(xs, 1), true};   // (outputs, out_batched)
+//       });
+//
+// The rule gets the batch size, whether each argument leaf (in flattening order) carries the
+// batch axis, and the arguments (a batched leaf with its batch axis at 0, an unbatched one
+// as it is); it returns (the batched outputs, out_batched): out_batched is a bool for every
+// output leaf, or a std::vector<bool> with one per output leaf; a batched output carries the
+// batch axis at 0. Eagerly and under jit f runs; vmap calls the rule (nested vmaps call it once
+// per level). Derivatives (jvp, grad) are f's own, taken through f's program, so a vmap of a
+// derivative batches f's derivative, not the rule (JAX differentiates the rule instead).
+// The rule is kept, with the structures it needs, for as long as the process runs: each
+// traced call registers one, referred to by the equation's `rule` param.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "jx/transforms.h"
+#include "jx/tree.h"
+
+namespace jx {
+namespace detail {
+
+// The rule over flat leaves: (primal outputs, tangent outputs) from the primals and their
+// tangents.
+using FlatJvpRule = std::function<std::pair<std::vector<Array>, std::vector<Array>>(
+    std::span<const Array> primals, std::span<const Array> tangents)>;
+
+// Binds (or, eagerly, runs) f differentiated by `rule`, checking that the rule's tangents
+// match its outputs in number, shape and dtype (errors name custom_jvp and `name`).
+std::vector<Array> custom_jvp_flat(const std::string& name, const FlatFn& f, const FlatJvpRule& rule,
+                                   std::span<const Array> args);
+
+// Raises the error for a rule output whose structure is not f's.
+[[noreturn]] void custom_jvp_structure_error(const std::string& name, const std::string& what,
+                                             const std::string& got, const std::string& expected);
+[[noreturn]] void custom_vmap_structure_error(const std::string& name, const std::string& got,
+                                              const std::string& expected);
+
+// The batching rule over flat leaves: (outputs, out_batched per output leaf).
+using FlatVmapRule = std::function<std::pair<std::vector<Array>, std::vector<bool>>(
+    int64_t axis_size, const std::vector<bool>& in_batched, std::span<const Array> args)>;
+
+// Binds (or, eagerly, runs) f batched by `rule` (errors name custom_vmap and `name`).
+std::vector<Array> custom_vmap_flat(const std::string& name, const FlatFn& f, FlatVmapRule rule,
+                                    std::span<const Array> args);
+
+}  // namespace detail
+
+// The callable custom_jvp returns; holds copies of f and the rule.
+template <class F, class Rule>
+class CustomJvp {
+ public:
+  CustomJvp(F f, Rule rule, std::string name) : f_(std::move(f)), rule_(std::move(rule)), name_(std::move(name)) {}
+
+  template <class... A>
+  auto operator()(const A&... args) const {
+    static_assert((tree::detail::Tree<A> && ...),
+                  "jx::custom_jvp: every argument must be a pytree (jx::Array, a C++ scalar, a std container of "
+                  "them or a JX_TREE_NODE struct)");
+    using Args = detail::traced_args_t<A...>;
+    using R = tree::array_tree_t<std::decay_t<decltype(std::apply(std::declval<const F&>(), std::declval<Args&>()))>>;
+    auto [leaves, in_def] = tree::flatten(Args(detail::to_array_tree(args)...));
+    tree::TreeDef out_def;
+    bool have_out_def = false;
+    detail::FlatFn f = [&](std::span<const Array> xs) {
+      Args a = tree::unflatten<Args>(in_def, xs);
+      auto [out, def] = tree::flatten(detail::to_array_tree(std::apply(f_, a)));
+      out_def = def;
+      have_out_def = true;
+      return out;
+    };
+    detail::FlatJvpRule rule = [&](std::span<const Array> p, std::span<const Array> t) {
+      auto [out, tan] = rule_(tree::unflatten<Args>(in_def, p), tree::unflatten<Args>(in_def, t));
+      auto [out_leaves, def] = tree::flatten(detail::to_array_tree(out));
+      auto [tan_leaves, tan_def] = tree::flatten(detail::to_array_tree(tan));
+      // f is staged before the rule, so its structure is known here.
+      if (have_out_def && !(def == out_def))
+        detail::custom_jvp_structure_error(name_, "primal output", def.str(), out_def.str());
+      if (!(tan_def == def)) detail::custom_jvp_structure_error(name_, "tangent output", tan_def.str(), def.str());
+      return std::pair{std::move(out_leaves), std::move(tan_leaves)};
+    };
+    std::vector<Array> outs = detail::custom_jvp_flat(name_, f, rule, leaves);
+    return tree::unflatten<R>(out_def, outs);
+  }
+
+ private:
+  F f_;
+  Rule rule_;
+  std::string name_;
+};
+
+// f(args...) whose derivatives come from jvp_rule(std::tuple{primals...}, std::tuple{tangents...})
+// -> std::pair{out, out_tangent}. `name` names the function in programs and errors.
+template <class F, class Rule>
+CustomJvp<std::decay_t<F>, std::decay_t<Rule>> custom_jvp(F&& f, Rule&& jvp_rule, std::string name = "custom_jvp") {
+  return {std::forward<F>(f), std::forward<Rule>(jvp_rule), std::move(name)};
+}
+
+// The callable custom_vmap returns; holds copies of f and the rule (shared with every
+// program that records a call, so the rule outlives the callable).
+template <class F, class Rule>
+class CustomVmap {
+ public:
+  CustomVmap(F f, Rule rule, std::string name)
+      : f_(std::move(f)), rule_(std::make_shared<const Rule>(std::move(rule))), name_(std::move(name)) {}
+
+  template <class... A>
+  auto operator()(const A&... args) const {
+    static_assert((tree::detail::Tree<A> && ...),
+                  "jx::custom_vmap: every argument must be a pytree (jx::Array, a C++ scalar, a std container of "
+                  "them or a JX_TREE_NODE struct)");
+    using Args = detail::traced_args_t<A...>;
+    using R = tree::array_tree_t<std::decay_t<decltype(std::apply(std::declval<const F&>(), std::declval<Args&>()))>>;
+    auto [leaves, in_def] = tree::flatten(Args(detail::to_array_tree(args)...));
+    auto out_def = std::make_shared<tree::TreeDef>();
+    detail::FlatFn f = [&](std::span<const Array> xs) {
+      Args a = tree::unflatten<Args>(in_def, xs);
+      auto [out, def] = tree::flatten(detail::to_array_tree(std::apply(f_, a)));
+      *out_def = def;
+      return out;
+    };
+    // Runs later (when a program holding the call is batched): owns what it uses.
+    detail::FlatVmapRule rule = [rule = rule_, in_def = in_def, out_def, name = name_](
+                                    int64_t size, const std::vector<bool>& in_batched, std::span<const Array> xs) {
+      Args a = tree::unflatten<Args>(in_def, xs);
+      auto [out, out_batched] = std::apply(
+          [&](const auto&... as) { return (*rule)(size, in_batched, as...); }, a);
+      auto [out_leaves, def] = tree::flatten(detail::to_array_tree(out));
+      if (!(def == *out_def)) detail::custom_vmap_structure_error(name, def.str(), out_def->str());
+      std::vector<bool> flags;
+      if constexpr (std::is_same_v<std::decay_t<decltype(out_batched)>, bool>)
+        flags.assign(out_leaves.size(), out_batched);
+      else
+        flags.assign(out_batched.begin(), out_batched.end());
+      return std::pair{std::move(out_leaves), std::move(flags)};
+    };
+    std::vector<Array> outs = detail::custom_vmap_flat(name_, f, std::move(rule), leaves);
+    return tree::unflatten<R>(*out_def, outs);
+  }
+
+ private:
+  F f_;
+  std::shared_ptr<const Rule> rule_;
+  std::string name_;
+};
+
+// f(args...) batched by rule(axis_size, in_batched, args...) -> std::pair{out, out_batched}.
+template <class F, class Rule>
+CustomVmap<std::decay_t<F>, std::decay_t<Rule>> custom_vmap(F&& f, Rule&& rule, std::string name = "custom_vmap") {
+  return {std::forward<F>(f), std::forward<Rule>(rule), std::move(name)};
+}
+
+}  // namespace jx
