@@ -107,6 +107,16 @@ TEST(WhileGrad, VmapWithDifferentTripCountsPerLane) {
   EXPECT_ALLCLOSE(jit(vmap(d))(xs, limits), got, 1e-14, 1e-14);
 }
 
+TEST(WhileGrad, GradStagesAScanOfMaxStepsAndPlainEvaluationAWhile) {
+  auto loss = [](const Array& x) { return jnp::sum(iterate(x, Array(3), 7)); };
+  const std::string text = make_jaxpr(grad(loss))(kX).str();
+  EXPECT_NE(text.find("scan["), std::string::npos) << text;
+  EXPECT_NE(text.find("length=7"), std::string::npos) << text;
+  EXPECT_EQ(text.find("while["), std::string::npos) << text;
+  const std::string forward = make_jaxpr(loss)(kX).str();
+  EXPECT_NE(forward.find("while["), std::string::npos) << forward;
+}
+
 TEST(WhileGrad, UnboundedLoopsStillRaise) {
   auto loss = [](const Array& x) {
     return jnp::sum(while_loop([](const Array& v) { return jnp::sum(v) < 10.0; }, [](const Array& v) { return v * 2.0; }, x));
