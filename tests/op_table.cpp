@@ -425,7 +425,8 @@ std::vector<OpRow> build_rows() {
                .skip = kCheckJit | kCheckVmap,
                .skip_reason = "it is made only by linearizing a jit equation (the grad check does that, and transposes it)",
                .covered_by = "jit_primitive_test.cpp"});
-  // Control flow (cond_test.cpp, while_loop_test.cpp): the predicate depends on the
+  // Control flow (cond_test.cpp, while_loop_test.cpp, while_grad_test.cpp; reverse mode
+  // through while needs max_steps): the predicate depends on the
   // operand, so the vmap check runs the batched-predicate rules.
   r.push_back({.primitive = "cond", .call = one([](auto a) {
                  return lax::cond(jnp::sum(a[0]) > 0.0, [](const Array& x) { return body(x); },
@@ -436,12 +437,9 @@ std::vector<OpRow> build_rows() {
                  using Carry = std::tuple<Array, Array>;
                  auto [i, x] = lax::while_loop([](const Carry& c) { return std::get<0>(c) < 3; },
                                                [](const Carry& c) { return Carry{std::get<0>(c) + 1, body(std::get<1>(c))}; },
-                                               Carry{Array(0), a[0]});
+                                               Carry{Array(0), a[0]}, {.max_steps = 5});
                  return x;
-               }),
-               .skip = kCheckGrad,
-               .skip_reason = "reverse mode through while needs a static trip count (not in this slice)",
-               .covered_by = "while_loop_test.cpp (forward mode against finite differences)"});
+               })});
   // jnp functions with JAX's derivative rules stage to custom_jvp_call.
   r.push_back({.primitive = "custom_jvp_call", .arity = 2, .call = binary(jnp::logaddexp), .second_order = true});
   // jx::custom_vmap stages to custom_vmap_call; its rule here is sin's own batching, so the

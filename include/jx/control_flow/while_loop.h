@@ -10,8 +10,8 @@
 // body_fn returns one of the same structure, shapes and dtypes (a weakly typed initial
 // leaf takes the dtype body_fn returns for it, as in JAX). The loop composes with jvp,
 // vmap (a batched predicate runs until every lane is done, finished lanes keeping their
-// carry) and jit. Reverse mode (grad, vjp) through a while loop raises: it needs a static
-// trip count (a later slice differentiates loops with max_steps).
+// carry) and jit. Reverse mode (grad, vjp, jacrev) needs max_steps: see the note on
+// its costs at the end of this header. After max_steps iterations the loop stops (no error).
 #pragma once
 
 #include <cstdint>
@@ -78,3 +78,15 @@ tree::array_tree_t<T> while_loop(const CondFn& cond_fn, const BodyFn& body_fn, c
 
 }  // namespace lax
 }  // namespace jx
+
+// Reverse mode and its costs. Linearizing (grad, vjp, jacrev, linearize) a while_loop with
+// max_steps = N turns it into the equivalent scan of N guarded steps,
+// `carry = cond(cond_fn(carry), body_fn, identity)(carry)`, which the scan's rules
+// differentiate: the forward pass saves the body's residuals at every one of the N steps
+// (memory O(N) residuals of the body, whatever the actual trip count), and
+// runs N steps even if cond_fn turns false sooner (the steps after are skipped by the
+// cond, cheaply when eager or jitted; under vmap a batched cond evaluates the body in every
+// step). The backward pass is one transposed scan of N steps: time about 2-3x the forward.
+// jvp, jacfwd and plain evaluation keep the while loop and run only the actual trip count.
+// Without max_steps, reverse mode raises: give a bound. Checkpointing (O(sqrt N) or
+// O(log N) saved carries) and reverse mode for unbounded loops are not implemented.

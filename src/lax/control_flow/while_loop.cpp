@@ -9,10 +9,12 @@
 #include <algorithm>
 
 #include "core/subprogram.h"
+#include "jx/control_flow/cond.h"
 #include "jx/error.h"
 #include "jx/lax.h"
 #include "lax/batch_rules.h"
 #include "lax/control_flow/control_flow_util.h"
+#include "lax/control_flow/scan_rules.h"
 #include "lax/rules.h"
 #include "transforms/ad_util.h"
 #include "transforms/call_rules.h"
@@ -242,6 +244,27 @@ BatchResult while_batch(std::span<const Array> args, std::span<const int64_t> di
 
 // ---- partial evaluation ----
 
+// A loop with max_steps as the equivalent scan of max_steps steps whose step is guarded:
+// `carry = cond(pred(carry), body, identity)(carry)`, so that steps after the predicate
+// turns false (or under vmap, in lanes whose predicate did) leave the carry alone. The
+// scan reads the while's operands in the same layout: (cond consts, body consts) as its
+// consts, the carries as its carries, no xs.
+detail::ScanParams bounded_as_scan(const Loop& l, std::span<const Aval> operand_avals) {
+  const size_t cn = l.cond_nconsts, bn = l.body_nconsts, c0 = l.carry_begin();
+  JaxprRef step = detail::stage_rewritten_body(
+      [&](std::span<const Array> xs) {
+        const std::span<const Array> carry = xs.subspan(c0);
+        const Array pred = eval_jaxpr(l.cond->jaxpr, {}, concat(xs.first(cn), carry))[0];
+        const std::vector<detail::FlatFn> branches{
+            [&](std::span<const Array> ops) { return std::vector<Array>(ops.begin() + static_cast<std::ptrdiff_t>(bn), ops.end()); },
+            [&](std::span<const Array> ops) { return eval_jaxpr(l.body->jaxpr, {}, ops); }};
+        return detail::cond_flat(detail::cond_index(pred), branches, xs.subspan(cn), detail::cond_branch_name);
+      },
+      operand_avals, "while");
+  return detail::ScanParams{step, static_cast<int64_t>(c0), static_cast<int64_t>(operand_avals.size() - c0),
+                            l.max_steps, false, 1};
+}
+
 // JAX's rule: the carries that depend on unknowns (a fixpoint through the body) are
 // unknown. A known loop over the known carries runs now; the whole loop is staged for the
 // unknown ones (recomputing the known carries there). With an unknown predicate, or no
@@ -261,6 +284,17 @@ PartialEvalSplit while_partial_eval(const std::vector<bool>& unknowns, const Par
   }
   auto cond = detail::partial_eval_of_body(l.cond, concat(cconst_uk, carry_uk));
   JX_CHECK(cond->out_unknowns[0] || cond->num_residuals == 0, "while", "a known predicate left residuals");
+  // A bounded loop with unknown carries (linearize: the tangents) is split as its scan,
+  // whose known half saves each step's residuals and whose unknown half scan transposes:
+  // reverse mode through while_loop with max_steps.
+  if (!cond->out_unknowns[0] && l.max_steps >= 0 &&
+      std::find(carry_uk.begin(), carry_uk.end(), true) != carry_uk.end()) {
+    std::vector<Aval> avals = l.cond->in_avals();
+    avals.resize(cn);
+    const std::vector<Aval> body_in = l.body->in_avals();
+    avals.insert(avals.end(), body_in.begin(), body_in.end());
+    return detail::scan_partial_eval(unknowns, bounded_as_scan(l, avals).to_params());
+  }
   const bool all_unknown = std::find(carry_uk.begin(), carry_uk.end(), false) == carry_uk.end();
   if (cond->out_unknowns[0] || all_unknown) return detail::stage_whole(while_p, params, unknowns.size(), nc);
 
@@ -303,11 +337,9 @@ PartialEvalSplit while_partial_eval(const std::vector<bool>& unknowns, const Par
 // ---- transposition ----
 
 // A jvp loop is linear in its tangent carries, but running it backwards needs the trip
-// count ahead of time (JAX raises the same way).
-std::vector<Array> while_transpose(std::span<const Array>, std::span<const TransposeOperand>, const Params& params) {
-  if (params.get_int("max_steps") >= 0)
-    detail::fail("while", "reverse-mode differentiation (grad, vjp, jacrev) of a while loop with max_steps is not "
-                          "implemented yet; use fori_loop with static bounds (or scan)");
+// count ahead of time (JAX raises the same way). A loop with max_steps never gets here
+// under grad/vjp: partial evaluation splits it as a scan (while_partial_eval).
+std::vector<Array> while_transpose(std::span<const Array>, std::span<const TransposeOperand>, const Params&) {
   detail::fail("while", "reverse-mode differentiation (grad, vjp, jacrev) of a while loop needs a bounded number of "
                         "iterations: give while_loop max_steps, or use fori_loop with static bounds (or scan). "
                         "Forward mode (jvp, jacfwd) works.");
@@ -355,7 +387,7 @@ DceEquationResult while_dce(const std::vector<bool>& used_outputs, Equation& eqn
 }  // namespace
 
 // kLinear: a jvp loop is linear in its tangent carries; its transpose rule explains why
-// reverse mode needs a static trip count.
+// reverse mode needs a bounded trip count.
 const Primitive while_p("while", {.traits = kCallsSubprogram | kLinear,
                                   .num_outputs = -1,
                                   .abstract_eval = while_abstract_eval,
