@@ -7,6 +7,7 @@
 #include "jx/control_flow/cond.h"
 #include "jx/control_flow/scan.h"
 #include "jx/control_flow/while_loop.h"
+#include "jx/debug.h"
 #include "jx/device.h"
 #include "jx/dtype.h"
 #include "jx/error.h"

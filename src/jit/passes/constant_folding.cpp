@@ -20,6 +20,7 @@
 #include "core/array_internal.h"
 #include "jit/passes/rewrite.h"
 #include "jx/error.h"
+#include "transforms/effects.h"
 
 namespace jx::compiler {
 namespace {
@@ -65,7 +66,7 @@ bool fold_constants(ClosedJaxpr& program, PassContext& ctx) {
   kept.reserve(j.eqns.size());
   for (Equation& e : j.eqns) {
     subst.apply_to_inputs(e);
-    if (!e.primitive || e.primitive->has(kSideEffects)) {
+    if (!e.primitive || detail::has_effects(e)) {
       kept.push_back(std::move(e));
       continue;
     }

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "jit/passes/rewrite.h"
+#include "transforms/effects.h"
 
 namespace jx::compiler {
 namespace {
@@ -65,7 +66,7 @@ bool eliminate_common_subexpressions(ClosedJaxpr& program, PassContext& ctx) {
   kept.reserve(j.eqns.size());
   for (Equation& e : j.eqns) {
     subst.apply_to_inputs(e);
-    bool pure = e.primitive && !e.primitive->has(kSideEffects) && !e.outputs.empty();
+    bool pure = e.primitive && !detail::has_effects(e) && !e.outputs.empty();
     if (pure) {
       size_t h = equation_hash(e);
       const Equation* earlier = nullptr;
