@@ -39,7 +39,8 @@ std::string describe(const Config& c) {
   os << "num_threads=" << c.num_threads << "\nnum_cpu_devices=" << c.num_cpu_devices << "\ncache_dir=" << c.cache_dir
      << "\ndisk_cache=" << c.disk_cache << "\nlog_compiles=" << c.log_compiles << "\ndump_dir=" << c.dump_dir
      << "\nverify_passes=" << c.verify_passes << "\nvector_isa=" << c.vector_isa
-     << "\nblock_cache_mb=" << c.block_cache_mb << "\njit_every_op=" << c.jit_every_op << "\n";
+     << "\nblock_cache_mb=" << c.block_cache_mb << "\njit_every_op=" << c.jit_every_op
+     << "\ndebug_nans=" << c.debug_nans << "\n";
   return os.str();
 }
 
@@ -68,7 +69,7 @@ std::string run_child(const std::string& env) {
       fs::temp_directory_path() / ("jx_config_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
   const std::string cmd = "env -u JX_NUM_THREADS -u JX_NUM_CPU_DEVICES -u JX_CACHE_DIR -u JX_DISABLE_DISK_CACHE "
                           "-u JX_LOG_COMPILES -u JX_DUMP -u JX_VERIFY_PASSES -u JX_VECTOR_ISA -u JX_BLOCK_CACHE_MB "
-                          "-u JX_JIT_EVERY_OP -u XDG_CACHE_HOME " +
+                          "-u JX_JIT_EVERY_OP -u JX_DEBUG_NANS -u XDG_CACHE_HOME " +
                           env + " JX_CONFIG_TEST_OUT=" + out.string() + " /proc/" + std::to_string(::getpid()) +
                           "/exe --gtest_filter=ConfigChild.Report > /dev/null 2>&1";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
@@ -85,17 +86,17 @@ TEST(Config, EnvironmentAtStartupIsHonouredAndReadOnce) {
   const std::string seen = run_child(
       "JX_NUM_THREADS=3 JX_NUM_CPU_DEVICES=4 JX_CACHE_DIR=/tmp/jx_cfg_cache JX_DISABLE_DISK_CACHE=1 "
       "JX_LOG_COMPILES=yes JX_DUMP=/tmp/jx_cfg_dump JX_VERIFY_PASSES=true JX_VECTOR_ISA=scalar "
-      "JX_BLOCK_CACHE_MB=7 JX_JIT_EVERY_OP=off");
+      "JX_BLOCK_CACHE_MB=7 JX_JIT_EVERY_OP=off JX_DEBUG_NANS=1");
   for (const char* line : {"num_threads=3", "num_cpu_devices=4", "cache_dir=/tmp/jx_cfg_cache", "disk_cache=0",
                            "log_compiles=1", "dump_dir=/tmp/jx_cfg_dump", "verify_passes=1", "vector_isa=scalar",
-                           "block_cache_mb=7", "jit_every_op=0", "stable", "pool_threads=3"})
+                           "block_cache_mb=7", "jit_every_op=0", "debug_nans=1", "stable", "pool_threads=3"})
     EXPECT_TRUE(has_line(seen, line)) << line << " not in:\n" << seen;
 }
 
 TEST(Config, DefaultsWithoutTheVariables) {
   const std::string seen = run_child("HOME=/tmp/jx_cfg_home");
   for (const char* line : {"num_threads=0", "num_cpu_devices=1", "cache_dir=/tmp/jx_cfg_home/.cache/jx",
-                           "disk_cache=1", "log_compiles=0", "dump_dir=", "block_cache_mb=1024", "jit_every_op=0",
+                           "disk_cache=1", "log_compiles=0", "dump_dir=", "block_cache_mb=1024", "jit_every_op=0", "debug_nans=0",
                            "stable"})
     EXPECT_TRUE(has_line(seen, line)) << line << " not in:\n" << seen;
   EXPECT_TRUE(has_line(seen, std::string("vector_isa=") + cpu::vector_isa_name(cpu::best_vector_isa()))) << seen;
@@ -114,6 +115,7 @@ TEST(Config, MalformedVariablesRaiseNamingTheVariableAndValue) {
       {"JX_LOG_COMPILES=maybe", "[config] JX_LOG_COMPILES='maybe' is not a boolean"},
       {"JX_DISABLE_DISK_CACHE=2", "[config] JX_DISABLE_DISK_CACHE='2' is not a boolean"},
       {"JX_BLOCK_CACHE_MB=12x", "[config] JX_BLOCK_CACHE_MB='12x' is not an integer"},
+      {"JX_DEBUG_NANS=sometimes", "[config] JX_DEBUG_NANS='sometimes' is not a boolean"},
   };
   for (const auto& [env, message] : cases) {
     const std::string seen = run_child(env);

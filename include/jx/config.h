@@ -15,6 +15,7 @@
 //   JX_VECTOR_ISA            vector_isa        "auto" (the best the CPU has)
 //   JX_BLOCK_CACHE_MB        block_cache_mb    1024
 //   JX_JIT_EVERY_OP          jit_every_op      off (a test hook)
+//   JX_DEBUG_NANS            debug_nans        off
 //
 // Booleans accept 1/0, true/false, on/off, yes/no. A malformed value (JX_NUM_THREADS=-2,
 // JX_VECTOR_ISA=sse9) raises jx::Error naming the variable and the value from the first
@@ -53,6 +54,10 @@ struct Config {
   // Every eager operation runs as a compiled one-equation program (the compiler's
   // differential test against the eager suites).
   bool jit_every_op = false;
+  // An eager operation whose float result holds a NaN its operands did not raises
+  // naming it; a jitted call returning a NaN re-runs its program eagerly, equation by
+  // equation, and raises naming the first one that produced it (jx/debug.h).
+  bool debug_nans = false;
 };
 
 namespace config {
@@ -73,6 +78,7 @@ void set_verify_passes(bool on);
 void set_vector_isa(std::string_view isa);  // auto | scalar | avx2 | avx512
 void set_block_cache_mb(int64_t mb);        // >= 0
 void set_jit_every_op(bool on);
+void set_debug_nans(bool on);
 
 }  // namespace config
 }  // namespace jx

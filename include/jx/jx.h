@@ -9,6 +9,7 @@
 #include "jx/control_flow/scan.h"
 #include "jx/control_flow/while_loop.h"
 #include "jx/custom_derivatives.h"
+#include "jx/debug.h"
 #include "jx/device.h"
 #include "jx/dtype.h"
 #include "jx/error.h"

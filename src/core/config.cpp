@@ -4,6 +4,7 @@
 #include "jx/config.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
@@ -25,7 +26,10 @@ struct State {
   bool threads_fixed = false;
   bool devices_fixed = false;
   detail::EagerHook jit_every_op_hook = nullptr;
+  detail::NanCheck nan_check = nullptr;
 };
+// What Primitive::eval calls: the registered check while debug_nans is on.
+std::atomic<detail::NanCheck> g_active_nan_check{nullptr};
 // Never destroyed: arrays (and so the allocator reading the block cache size) may die
 // after main returns.
 State& state() {
@@ -94,6 +98,7 @@ Config from_environment() {
   }
   if (const char* v = env("JX_BLOCK_CACHE_MB")) c.block_cache_mb = parse_count("JX_BLOCK_CACHE_MB", v, 0, kMaxBlockCacheMb);
   if (const char* v = env("JX_JIT_EVERY_OP")) c.jit_every_op = parse_bool("JX_JIT_EVERY_OP", v);
+  if (const char* v = env("JX_DEBUG_NANS")) c.debug_nans = parse_bool("JX_DEBUG_NANS", v);
   return c;
 }
 
@@ -103,6 +108,7 @@ Config& loaded(State& s) {
   if (!s.config) {
     s.config = from_environment();
     detail::set_eager_hook(s.config->jit_every_op ? s.jit_every_op_hook : nullptr);
+    g_active_nan_check.store(s.config->debug_nans ? s.nan_check : nullptr);
   }
   return *s.config;
 }
@@ -163,6 +169,15 @@ void set_jit_every_op_hook(EagerHook hook) {
   if (!s.config) set_eager_hook(&load_then_dispatch);
   else set_eager_hook(s.config->jit_every_op ? hook : nullptr);
 }
+
+void register_nan_check(NanCheck check) {
+  State& s = state();
+  std::lock_guard lock(s.mu);
+  s.nan_check = check;
+  if (s.config) g_active_nan_check.store(s.config->debug_nans ? check : nullptr);
+}
+
+NanCheck active_nan_check() { return g_active_nan_check.load(std::memory_order_acquire); }
 
 }  // namespace detail
 
@@ -241,6 +256,13 @@ void set_jit_every_op(bool on) {
     if (on && !s.jit_every_op_hook) detail::fail("config", "set_jit_every_op(true): jit is not linked into this program");
     c.jit_every_op = on;
     detail::set_eager_hook(on ? s.jit_every_op_hook : nullptr);
+  });
+}
+
+void set_debug_nans(bool on) {
+  update([on](State& s, Config& c) {
+    c.debug_nans = on;
+    g_active_nan_check.store(on ? s.nan_check : nullptr);
   });
 }
 

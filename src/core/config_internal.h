@@ -3,10 +3,23 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "jx/config.h"
 
+namespace jx {
+class Array;
+class Primitive;
+}  // namespace jx
+
 namespace jx::detail {
+
+// debug_nans' eager check (src/lax/debug_callback.cpp registers it): called by
+// Primitive::eval with an operation's operands and results while debug_nans is on.
+using NanCheck = void (*)(const Primitive& p, std::span<const Array> in, std::span<const Array> out);
+void register_nan_check(NanCheck check);
+// The check to run now (nullptr while debug_nans is off): one atomic load.
+NanCheck active_nan_check();
 
 // The stored settings, reading the environment on first use (raises jx::Error naming a
 // malformed variable). vector_isa is the request ("auto", ...), not the ISA in use.

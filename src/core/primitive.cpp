@@ -8,6 +8,7 @@
 
 #include "backend/backend.h"
 #include "core/array_internal.h"
+#include "core/config_internal.h"
 #include "core/eager_hook.h"
 #include "jx/jaxpr.h"
 
@@ -159,9 +160,15 @@ std::vector<Array> Primitive::eval(std::span<const Array> in, const Params& para
   // Results live on the operands' device (committed operands must share one, as in JAX);
   // operations without operands use the thread's current device.
   const detail::Placement placement = detail::placement_of(name_, in);
-  if (!placement.device) return run_impl(in, params, out);
-  detail::DeviceScope scope(placement);
-  return run_impl(in, params, out);
+  std::vector<Array> results;
+  if (!placement.device) {
+    results = run_impl(in, params, out);
+  } else {
+    detail::DeviceScope scope(placement);
+    results = run_impl(in, params, out);
+  }
+  if (detail::NanCheck check = detail::active_nan_check()) check(*this, in, results);
+  return results;
 }
 
 std::vector<Array> Primitive::run_impl(std::span<const Array> in, const Params& params,

@@ -11,9 +11,11 @@
 #include <unordered_map>
 
 #include "core/array_internal.h"
+#include "core/config_internal.h"
 #include "core/eager_hook.h"
 #include "jit/executable.h"
 #include "jit/jit_primitive.h"
+#include "lax/debug_internal.h"
 #include "jx/config.h"
 #include "jx/error.h"
 
@@ -203,7 +205,16 @@ bool all_concrete(std::span<const Array> xs) {
 }  // namespace
 
 std::vector<Array> JitFunction::call(const JitEntry& entry, std::span<const Array> leaves) {
-  if (current_trace() == nullptr && all_concrete(leaves)) return executable(entry).run(leaves);
+  if (current_trace() == nullptr && all_concrete(leaves)) {
+    std::vector<Array> outs;
+    {
+      DeferredChecks checks;  // jx::check failures raise once the program returned
+      outs = executable(entry).run(leaves);
+      checks.raise_pending();
+    }
+    if (active_nan_check()) check_jit_nans(*entry.traced, leaves, outs, entry.name);
+    return outs;
+  }
   std::vector<Array> operands = entry.traced->consts;
   operands.insert(operands.end(), leaves.begin(), leaves.end());
   return jx::bind(jit_primitive(), operands, {{"jaxpr", entry.body}, {"name", entry.name}});

@@ -6,6 +6,7 @@
 
 #include "jx/error.h"
 #include "transforms/jaxpr_transforms.h"
+#include "transforms/effects.h"
 
 namespace jx::detail {
 
@@ -33,7 +34,7 @@ DcedJaxpr dce_jaxpr(const Jaxpr& jaxpr, const std::vector<bool>& used_outputs, c
     used.assign(e.outputs.size(), false);
     bool any_used = false;
     for (size_t i = 0; i < e.outputs.size(); ++i) any_used |= (used[i] = live.count(e.outputs[i].id) > 0);
-    const bool side_effects = e.primitive && e.primitive->has(kSideEffects);
+    const bool side_effects = has_effects(e);
     if (!any_used && !side_effects) {
       out.equations_changed = true;
       continue;

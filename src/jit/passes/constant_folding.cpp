@@ -21,6 +21,7 @@
 #include "jit/passes/rewrite.h"
 #include "jx/error.h"
 #include "lax/primitives.h"
+#include "transforms/effects.h"
 
 namespace jx::compiler {
 namespace {
@@ -66,7 +67,7 @@ bool fold_constants(ClosedJaxpr& program, PassContext& ctx) {
   kept.reserve(j.eqns.size());
   for (Equation& e : j.eqns) {
     subst.apply_to_inputs(e);
-    if (!e.primitive || e.primitive->has(kSideEffects) || e.primitive == &lax::optimization_barrier_p) {
+    if (!e.primitive || detail::has_effects(e) || e.primitive == &lax::optimization_barrier_p) {
       kept.push_back(std::move(e));
       continue;
     }

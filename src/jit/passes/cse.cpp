@@ -10,6 +10,7 @@
 
 #include "jit/passes/rewrite.h"
 #include "lax/primitives.h"
+#include "transforms/effects.h"
 
 namespace jx::compiler {
 namespace {
@@ -67,7 +68,7 @@ bool eliminate_common_subexpressions(ClosedJaxpr& program, PassContext& ctx) {
   kept.reserve(j.eqns.size());
   for (Equation& e : j.eqns) {
     subst.apply_to_inputs(e);
-    bool pure = e.primitive && !e.primitive->has(kSideEffects) && !e.outputs.empty() &&
+    bool pure = e.primitive && !detail::has_effects(e) && !e.outputs.empty() &&
                 e.primitive != &lax::optimization_barrier_p;
     if (pure) {
       size_t h = equation_hash(e);

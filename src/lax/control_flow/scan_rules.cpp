@@ -4,6 +4,7 @@
 // with the others, the rule iterates to a fixpoint first: the body maps carries to
 // carries, so the property must hold of a carry's input exactly when of its output.
 // Transformed bodies are memoized per (body, flags), as call_rules does for calls.
+#include <algorithm>
 #include <unordered_set>
 
 #include "jx/error.h"
@@ -11,6 +12,7 @@
 #include "lax/batch_rules.h"
 #include "lax/control_flow/scan_rules.h"
 #include "transforms/ad_util.h"
+#include "transforms/effects.h"
 #include "transforms/jaxpr_transforms.h"
 #include "transforms/staging.h"
 #include "transforms/subprogram_cache.h"
@@ -317,8 +319,12 @@ std::shared_ptr<const ScanSplit> split_scan(const ScanParams& p, const std::vect
     s->known_operands = range(0, s->known.consts.size());
     for (size_t op : known_ops) s->known_operands.push_back(s->known.consts.size() + op);
 
-    // The loop-invariant residuals, as a program of the known consts.
-    DcedJaxpr gd = dce_jaxpr(k, invariant);
+    // The loop-invariant residuals, as a program of the known consts. Effects without
+    // results (a debug print) stay in the known scan, once per iteration: they are not
+    // hoisted with the invariants (dce would keep them, and they read the carry).
+    Jaxpr k_values = k;
+    std::erase_if(k_values.eqns, [](const Equation& e) { return e.outputs.empty() && has_effects(e); });
+    DcedJaxpr gd = dce_jaxpr(k_values, invariant);
     const ClosedJaxpr g = used_consts(pe.known, gd);
     std::vector<size_t> g_ops;
     for (size_t i = 0; i < k.invars.size(); ++i)
