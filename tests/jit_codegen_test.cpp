@@ -343,7 +343,7 @@ TEST(LoopKernel, RefusesWhatItCannotCompile) {
   Jaxpr batched = parse_jaxpr(R"({ lambda ; a:f32[2,3,4] b:f32[2,4,5]. let
     c:f32[2,3,5] = dot_general[lhs_batch_dimensions=(0,) lhs_contracting_dimensions=(2,) rhs_batch_dimensions=(0,) rhs_contracting_dimensions=(1,)] a b
   in (c) })");
-  EXPECT_JX_ERROR(compile_kernel(batched, "dot", no_cache()), "[jit] a dot kernel handles 2-d operands only");
+  EXPECT_JX_ERROR(compile_kernel(batched, "dot", no_cache()), "[jit] a dot kernel handles 1-d or 2-d operands only");
   Jaxpr ints = parse_jaxpr(R"({ lambda ; a:i32[2,3] b:i32[3,4]. let
     c:i32[2,4] = dot_general[lhs_batch_dimensions=() lhs_contracting_dimensions=(1,) rhs_batch_dimensions=() rhs_contracting_dimensions=(0,)] a b
   in (c) })");

@@ -443,7 +443,7 @@ TEST(DotFusion, DotUsedElsewhereIsRefused) {
     c:f32[4,5] = dot_general[lhs_batch_dimensions=() lhs_contracting_dimensions=(1,) preferred_element_type=float32 rhs_batch_dimensions=() rhs_contracting_dimensions=(0,)] a b
     d:f32[4,5] = exp c
   in (c, d) })");
-  EXPECT_EQ(r.fusions("dot"), 0);
+  EXPECT_EQ(r.fusions("dot"), 1);  // the product alone, its result read by the loop
   EXPECT_EQ(r.fusions("loop"), 1);
   EXPECT_TRUE(r.has_note("refused: dot_general (c) result used by 2 consumers (the epilogue must be its only user)"))
       << r.all_notes();
@@ -465,13 +465,24 @@ TEST(DotFusion, BatchedAndIntegerDotsStayRuntimeCalls) {
       << r.all_notes();
 }
 
-TEST(DotFusion, DotWithoutEpilogueIsNoted) {
+TEST(DotFusion, DotWithoutEpilogueIsADotKernelOfItsOwn) {
   Fused r = fuse_text(R"({ lambda ; a:f32[4,3] b:f32[3,5]. let
     c:f32[4,5] = dot_general[lhs_batch_dimensions=() lhs_contracting_dimensions=(1,) preferred_element_type=float32 rhs_batch_dimensions=() rhs_contracting_dimensions=(0,)] a b
   in (c,) })");
-  EXPECT_FALSE(r.changed);
-  EXPECT_TRUE(r.has_note("refused: dot_general (c) stays a runtime call: no elementwise epilogue to fuse"))
-      << r.all_notes();
+  EXPECT_TRUE(r.changed);
+  EXPECT_EQ(r.fusions("dot"), 1);
+  EXPECT_TRUE(r.has_note("fusion.0: dot over f32[4,5] of dot_general (c); 2 inputs, 1 output")) << r.all_notes();
+}
+
+TEST(DotFusion, VectorAndOuterProductsTakeEpilogues) {
+  Fused r = fuse_text(R"({ lambda ; a:f32[3] b:f32[3,5] c:f32[4]. let
+    d:f32[5] = dot_general[lhs_batch_dimensions=() lhs_contracting_dimensions=(0,) preferred_element_type=float32 rhs_batch_dimensions=() rhs_contracting_dimensions=(0,)] a b
+    e:f32[5] = tanh d
+    f:f32[4,3] = dot_general[lhs_batch_dimensions=() lhs_contracting_dimensions=() preferred_element_type=float32 rhs_batch_dimensions=() rhs_contracting_dimensions=()] c a
+    g:f32[4,3] = exp f
+  in (e, g) })");
+  EXPECT_EQ(r.fusions("dot"), 2) << r.all_notes();
+  EXPECT_EQ(r.fusions(), 2) << r.all_notes();
 }
 
 // ---- refusals ----
@@ -590,7 +601,7 @@ TEST(FusionOptions, NoMergeGivesOneFusionPerEquation) {
     g:f32[3,3] = exp f
   in (e, g) })",
                       {.merge = false});
-  EXPECT_EQ(r.fusions(), 4);
+  EXPECT_EQ(r.fusions(), 5);  // the product too: a dot kernel of its own
   EXPECT_EQ(r.fusions("reduction"), 1);
   EXPECT_EQ(r.program.jaxpr.eqns.size(), 5u);
   EXPECT_TRUE(r.has_note("fusion.1: loop over f32[3] of mul (d); 2 inputs, 1 output (merging disabled)"))

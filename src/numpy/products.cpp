@@ -45,6 +45,15 @@ Array matmul(const Array& a, const Array& b) {
   const int64_t a_k = a.ndim() - 1, b_k = b_vec ? 0 : b.ndim() - 2;
   if (a.shape()[static_cast<size_t>(a_k)] != b.shape()[static_cast<size_t>(b_k)]) not_aligned("matmul", a, b, a_k, b_k);
   auto [x, y] = promote_pair(a, b);
+  // A vector with a vector or a matrix: one dot_general contracting the vector (as JAX
+  // does), which the compiler fuses with its epilogue, rather than a product of
+  // reshaped operands.
+  if ((a_vec || b_vec) && a.ndim() <= 2 && b.ndim() <= 2) {
+    lax::DotDimensionNumbers dn;
+    dn.lhs_contracting = {a_k};
+    dn.rhs_contracting = {b_k};
+    return lax::dot_general(x, y, dn);
+  }
   if (a_vec) x = lax::expand_dims(x, {0});
   if (b_vec) y = lax::expand_dims(y, {1});
   const int64_t xb = x.ndim() - 2, yb = y.ndim() - 2, nb = std::max(xb, yb);

@@ -34,13 +34,30 @@ class DotKernel final : public Kernel {
   template <class T>
   void run_typed(const void* const* inputs, void* const* outputs) const {
     if (m_ == 0 || n_ == 0) return;
-    std::unique_ptr<T[]> product(new T[static_cast<size_t>(m_ * n_)]);
+    // Small products (a loop body's vector-matrix product, say) stay on the stack.
+    constexpr int64_t kOnStack = 1024;
+    alignas(64) T stack_product[kOnStack];
+    std::unique_ptr<T[]> heap_product;
+    T* product = stack_product;
+    if (!epilogue_) {
+      product = static_cast<T*>(outputs[0]);  // no epilogue: the product is the output
+    } else if (m_ * n_ > kOnStack) {
+      heap_product.reset(new T[static_cast<size_t>(m_ * n_)]);
+      product = heap_product.get();
+    }
     const T* a = static_cast<const T*>(inputs[lhs_]);
     const T* b = static_cast<const T*>(inputs[rhs_]);
     // op(A) is m x k: A is [m, k] (lda k) or, transposed, [k, m] (lda m); likewise B.
     const int64_t lda = std::max<int64_t>(1, lhs_t_ ? m_ : k_), ldb = std::max<int64_t>(1, rhs_t_ ? k_ : n_);
-    std::vector<const void*> ins(inputs, inputs + num_inputs_);
-    ins.push_back(product.get());
+    const void* stack_ins[16];
+    std::vector<const void*> heap_ins;
+    const void** ins = stack_ins;
+    if (num_inputs_ + 1 > std::size(stack_ins)) {
+      heap_ins.resize(num_inputs_ + 1);
+      ins = heap_ins.data();
+    }
+    std::copy_n(inputs, num_inputs_, ins);
+    ins[num_inputs_] = product;
     // One BLAS call (OpenBLAS threads it) over the whole product, then the epilogue in
     // parallel over the thread pool. Measured on the 2-core Zen 4 against row blocks
     // (gemm on 64 or 256 rows, then the epilogue on that block while it is in cache),
@@ -49,11 +66,11 @@ class DotKernel final : public Kernel {
     // the epilogue's second pass over C saves. Row blocks run by one thread each would
     // fight OpenBLAS's own threads.
     if (k_ == 0)
-      std::fill(product.get(), product.get() + m_ * n_, T(0));
+      std::fill(product, product + m_ * n_, T(0));
     else
       cpu::gemm<T>(lhs_t_ ? cpu::Op::Transpose : cpu::Op::None, rhs_t_ ? cpu::Op::Transpose : cpu::Op::None, m_, n_,
-                   k_, a, lda, b, ldb, product.get(), n_);
-    epilogue_->run(ins.data(), outputs);
+                   k_, a, lda, b, ldb, product, n_);
+    if (epilogue_) epilogue_->run(ins, outputs);
   }
 
   std::shared_ptr<const CompiledLoop> epilogue_;
@@ -87,20 +104,28 @@ std::unique_ptr<Kernel> compile_dot_kernel(const Jaxpr& fused, const KernelOptio
   const std::string what = "dot_general of " + la.str() + " and " + ra.str();
   const int lhs = input_index(fused, dot->inputs[0]), rhs = input_index(fused, dot->inputs[1]);
   if (lhs < 0 || rhs < 0) fail("jit", "a dot kernel multiplies two kernel inputs, but the ", what, " reads computed values");
-  if (la.ndim() != 2 || ra.ndim() != 2)
-    fail("jit", "a dot kernel handles 2-d operands only, got ", what);
+  if (la.ndim() < 1 || la.ndim() > 2 || ra.ndim() < 1 || ra.ndim() > 2)
+    fail("jit", "a dot kernel handles 1-d or 2-d operands only, got ", what);
   if (!dot->params.get_ints("lhs_batch_dimensions").empty() || !dot->params.get_ints("rhs_batch_dimensions").empty())
     fail("jit", "a dot kernel handles no batch dimensions, got ", what);
   const auto& lc = dot->params.get_ints("lhs_contracting_dimensions");
   const auto& rc = dot->params.get_ints("rhs_contracting_dimensions");
-  if (lc.size() != 1 || rc.size() != 1)
-    fail("jit", "a dot kernel contracts exactly one dimension, got ", what, " contracting ", shape_str(lc), " and ",
-         shape_str(rc));
+  if (lc.size() > 1 || rc.size() != lc.size() || la.ndim() - static_cast<int64_t>(lc.size()) > 1 ||
+      ra.ndim() - static_cast<int64_t>(rc.size()) > 1)
+    fail("jit", "a dot kernel computes a matrix, vector or outer product (at most one free dimension a side), got ",
+         what, " contracting ", shape_str(lc), " and ", shape_str(rc));
   if ((la.dtype != DType::Float32 && la.dtype != DType::Float64) || ra.dtype != la.dtype || out.dtype != la.dtype)
     fail("jit", "a dot kernel handles float32 or float64 operands and result of one dtype, got ", what, " -> ",
          out.str());
-  const bool lhs_t = lc[0] == 0, rhs_t = rc[0] == 1;
-  const int64_t m = la.shape[lhs_t ? 1 : 0], k = la.shape[lhs_t ? 0 : 1], n = ra.shape[rhs_t ? 0 : 1];
+  // Each side as a matrix: op(A) is m x k, op(B) is k x n (a missing free dimension or
+  // contraction has size 1), and the row-major m x n product is the result in order
+  // (dot_general puts the lhs's free dimension first).
+  const bool contracts = !lc.empty();
+  const int64_t k = contracts ? la.shape[lc[0]] : 1;
+  const int64_t m = la.ndim() == 2 ? la.shape[1 - lc[0]] : contracts ? 1 : la.shape[0];
+  const int64_t n = ra.ndim() == 2 ? ra.shape[1 - rc[0]] : contracts ? 1 : ra.shape[0];
+  // A 2-d lhs contracting its rows is stored [k, m]; a 2-d rhs contracting its columns, [n, k].
+  const bool lhs_t = la.ndim() == 2 && lc[0] == 0, rhs_t = ra.ndim() == 2 && rc[0] == 1;
   for (const Atom& o : fused.outvars)
     if (o.aval().shape != out.shape)
       fail("jit", "every output of a dot fusion has the product's shape ", shape_str(out.shape), ", got ",
@@ -113,8 +138,11 @@ std::unique_ptr<Kernel> compile_dot_kernel(const Jaxpr& fused, const KernelOptio
   for (const Equation& e : fused.eqns)
     if (&e != dot) epilogue.eqns.push_back(e);
   epilogue.outvars = fused.outvars;
-  KernelPlan plan = plan_kernel(epilogue, "loop");
-  auto loop = CompiledLoop::compile(plan, options);
+  // A lone product (the result is the fusion's only output) needs no epilogue.
+  std::shared_ptr<const CompiledLoop> loop;
+  const bool lone = epilogue.eqns.empty() && fused.outvars.size() == 1 && fused.outvars[0].is_var() &&
+                    fused.outvars[0].var().id == dot->outputs[0].id;
+  if (!lone) loop = CompiledLoop::compile(plan_kernel(epilogue, "loop"), options);
   return std::make_unique<DotKernel>(std::move(loop), la.dtype, lhs, rhs, lhs_t, rhs_t, m, n, k, fused.invars.size());
 }
 

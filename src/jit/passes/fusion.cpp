@@ -194,6 +194,19 @@ class Fuser {
     }
   }
 
+  // Whether a dot_general's result is read (unoptimized programs keep dead equations).
+  bool product_is_used(size_t dot) {
+    const Var& r = eqns_[dot].outputs[0];
+    return !var_users(r.id).empty() || outvar_ids_.count(r.id);
+  }
+
+  // 1-d or 2-d operands, contracting one dimension or none, at most one free dimension a side.
+  static bool matrix_like_product(const Equation& e) {
+    const int64_t l = e.inputs.at(0).aval().ndim(), r = e.inputs.at(1).aval().ndim();
+    const int64_t c = static_cast<int64_t>(e.params.get_ints("lhs_contracting_dimensions").size());
+    return l >= 1 && l <= 2 && r >= 1 && r <= 2 && c <= 1 && l - c <= 1 && r - c <= 1;
+  }
+
   // A dot_general takes an epilogue only in the case the dot kernel handles
   // (codegen/dot_kernel.cpp): a float32/float64 matrix product of two arrays.
   void classify_dot(size_t i) {
@@ -204,9 +217,9 @@ class Fuser {
       why = std::string(detail::dtype_short_name(out.dtype)) + " result (epilogues are fused only for f32 and f64)";
     else if (!e.params.get_ints("lhs_batch_dimensions").empty())
       why = "batch dimensions (epilogues are fused only for plain products)";
-    else if (e.inputs.at(0).aval().ndim() != 2 || e.inputs.at(1).aval().ndim() != 2 ||
-             e.params.get_ints("lhs_contracting_dimensions").size() != 1)
-      why = "not a matrix product (epilogues are fused only for 2-d operands contracting one dimension)";
+    else if (!matrix_like_product(e))
+      why = "not a matrix, vector or outer product (epilogues are fused only for 1-d and 2-d operands with at most "
+            "one free dimension a side)";
     for (const Atom& a : e.inputs)
       if (why.empty() && (!a.is_var() || a.aval().dtype != out.dtype))
         why = "operands must be arrays of the result's dtype";
@@ -705,18 +718,19 @@ class Fuser {
     std::vector<Equation> out;
     std::vector<std::string> fusion_notes;
     size_t fusions = 0;
-    std::unordered_set<size_t> dots_noted;
-    for (const Refusal& r : refusals_)
-      if (r.producer >= 0) dots_noted.insert(static_cast<size_t>(r.producer));
     while (!ready.empty()) {
       const size_t g = ready.top().second;
       ready.pop();
+      // A product with no epilogue is a dot kernel of its own (the BLAS call writes the
+      // result in place), so a loop body of products and elementwise work is all kernels.
+      if (groups_[g].kind.empty() && roles_[groups_[g].members[0]] == Role::kDot &&
+          product_is_used(groups_[g].members[0])) {
+        groups_[g].kind = "dot";
+        groups_[g].space = eqns_[groups_[g].members[0]].outputs[0].aval;
+      }
       const Group& G = groups_[g];
       if (G.kind.empty()) {
-        const size_t m = G.members[0];
-        if (roles_[m] == Role::kDot && !dots_noted.count(m))
-          refuse("refused: " + label(m) + " stays a runtime call: no elementwise epilogue to fuse");
-        out.push_back(eqns_[m]);
+        out.push_back(eqns_[G.members[0]]);
       } else {
         const std::string name = "fusion." + std::to_string(next_number++);
         out.push_back(build_fusion(g, name));
