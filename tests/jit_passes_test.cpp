@@ -505,6 +505,27 @@ const RuleCase kRuleCases[] = {
      "{ lambda ; a:f32[2,3,4]. let\n    b:f32[3,4,2] = transpose[permutation=(1, 2, 0)] a\n  in (a,) }"},
     {"IdentityTranspose", "{ lambda ; a:f32[2,3]. let\n    b:f32[2,3] = transpose[permutation=(0, 1)] a\n  in (b,) }",
      "{ lambda ; a:f32[2,3]. let\n  in (a,) }"},
+    // the transpose of a product is the product of the swapped operands
+    {"TransposeOfProduct",
+     "{ lambda ; a:f32[4,3] b:f32[3,5]. let\n    c:f32[4,5] = dot_general[lhs_batch_dimensions=() lhs_contracting_dimensions=(1,) preferred_element_type=float32 rhs_batch_dimensions=() rhs_contracting_dimensions=(0,)] a b\n"
+     "    d:f32[5,4] = transpose[permutation=(1, 0)] c\n  in (d,) }",
+     "{ lambda ; a:f32[4,3] b:f32[3,5]. let\n    c:f32[4,5] = dot_general[lhs_batch_dimensions=() lhs_contracting_dimensions=(1,) preferred_element_type=float32 rhs_batch_dimensions=() rhs_contracting_dimensions=(0,)] a b\n"
+     "    d:f32[5,4] = dot_general[lhs_batch_dimensions=() lhs_contracting_dimensions=(0,) preferred_element_type=float32 rhs_batch_dimensions=() rhs_contracting_dimensions=(1,)] b a\n  in (d,) }"},
+    // an outer product is a multiply of broadcasts, which fuses as elementwise work
+    {"OuterProductIsAMultiply",
+     "{ lambda ; a:f32[4] b:f32[2,5]. let\n    c:f32[4,2,5] = dot_general[lhs_batch_dimensions=() lhs_contracting_dimensions=() preferred_element_type=float32 rhs_batch_dimensions=() rhs_contracting_dimensions=()] a b\n  in (c,) }",
+     "{ lambda ; a:f32[4] b:f32[2,5]. let\n"
+     "    c:f32[4,2,5] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(4, 2, 5)] a\n"
+     "    d:f32[4,2,5] = broadcast_in_dim[broadcast_dimensions=(1, 2) shape=(4, 2, 5)] b\n"
+     "    e:f32[4,2,5] = mul c d\n  in (e,) }"},
+    {"MixedPrecisionOuterProductStays",
+     "{ lambda ; a:f32[4] b:f32[5]. let\n    c:f64[4,5] = dot_general[lhs_batch_dimensions=() lhs_contracting_dimensions=() preferred_element_type=float64 rhs_batch_dimensions=() rhs_contracting_dimensions=()] a b\n  in (c,) }",
+     nullptr},
+    // a product read elsewhere too would be computed twice
+    {"TransposeOfProductReadTwiceStays",
+     "{ lambda ; a:f32[4,3] b:f32[3,5]. let\n    c:f32[4,5] = dot_general[lhs_batch_dimensions=() lhs_contracting_dimensions=(1,) preferred_element_type=float32 rhs_batch_dimensions=() rhs_contracting_dimensions=(0,)] a b\n"
+     "    d:f32[5,4] = transpose[permutation=(1, 0)] c\n  in (c, d) }",
+     nullptr},
     // a square transpose keeps the type but not the values
     {"SquareTransposeStays", "{ lambda ; a:f32[3,3]. let\n    b:f32[3,3] = transpose[permutation=(1, 0)] a\n  in (b,) }",
      nullptr},

@@ -2,6 +2,7 @@
 // through the BLAS, then the fused elementwise epilogue over its result, compiled as a
 // loop kernel that reads the product as one more input.
 #include <algorithm>
+#include <vector>
 #include <memory>
 
 #include "backend/cpu/blas.h"
@@ -34,16 +35,21 @@ class DotKernel final : public Kernel {
   template <class T>
   void run_typed(const void* const* inputs, void* const* outputs) const {
     if (m_ == 0 || n_ == 0) return;
-    // Small products (a loop body's vector-matrix product, say) stay on the stack.
-    constexpr int64_t kOnStack = 1024;
-    alignas(64) T stack_product[kOnStack];
-    std::unique_ptr<T[]> heap_product;
-    T* product = stack_product;
+    // The product goes into the output when nothing follows it, else into this thread's
+    // scratch, kept between calls (a loop body's product allocates nothing per
+    // iteration); a large one is allocated for the call, so the scratch stays small.
+    constexpr int64_t kScratchElements = int64_t{1} << 16;
+    thread_local std::vector<T> scratch;
+    std::unique_ptr<T[]> large;
+    T* product = nullptr;
     if (!epilogue_) {
-      product = static_cast<T*>(outputs[0]);  // no epilogue: the product is the output
-    } else if (m_ * n_ > kOnStack) {
-      heap_product.reset(new T[static_cast<size_t>(m_ * n_)]);
-      product = heap_product.get();
+      product = static_cast<T*>(outputs[0]);
+    } else if (m_ * n_ <= kScratchElements) {
+      if (scratch.size() < static_cast<size_t>(m_ * n_)) scratch.resize(static_cast<size_t>(m_ * n_));
+      product = scratch.data();
+    } else {
+      large.reset(new T[static_cast<size_t>(m_ * n_)]);
+      product = large.get();
     }
     const T* a = static_cast<const T*>(inputs[lhs_]);
     const T* b = static_cast<const T*>(inputs[rhs_]);

@@ -7,6 +7,14 @@
 //   reshape (reshape|squeeze|expand_dims x) -> reshape x   all three keep row-major order
 //   transpose (transpose x)              -> transpose x with the composed permutation
 //   transpose x by the identity          -> x
+//   dot_general a b contracting nothing (an outer product) -> mul of a and b broadcast
+//                                                  to the product's shape: exact (each
+//                                                  element is one product), and it fuses
+//                                                  with its neighbours as elementwise work
+//   transpose (dot_general a b) swapping its two free axes -> dot_general b a
+//                                                  when the product has no other reader (so
+//                                                  the dot kernel writes the transposed
+//                                                  product and an epilogue can follow it)
 //   broadcast_in_dim (broadcast_in_dim x) -> one broadcast_in_dim
 //   reshape, squeeze, expand_dims, broadcast_in_dim, convert_element_type to x's own type -> x
 //   select_n p a b ... with a literal p  -> the case it selects
@@ -39,7 +47,14 @@ using Rewrite = std::variant<Atom, Equation>;
 
 class Producers {
  public:
-  explicit Producers(const std::vector<Equation>& eqns) : eqns_(eqns) {}
+  // uses: how many times each variable is read (by equations and as an output), counted
+  // before the sweep.
+  Producers(const std::vector<Equation>& eqns, std::unordered_map<int64_t, int> uses)
+      : eqns_(eqns), uses_(std::move(uses)) {}
+  int uses(const Var& v) const {
+    auto it = uses_.find(v.id);
+    return it == uses_.end() ? 0 : it->second;
+  }
   void add(size_t index) {
     for (const Var& v : eqns_[index].outputs) by_var_[v.id] = index;
   }
@@ -53,6 +68,7 @@ class Producers {
  private:
   const std::vector<Equation>& eqns_;
   std::unordered_map<int64_t, size_t> by_var_;
+  std::unordered_map<int64_t, int> uses_;
 };
 
 // Patterns match primitives by identity (lax/primitives.h), never by name.
@@ -183,6 +199,26 @@ std::optional<Rewrite> transpose_of_transpose(const Equation& e, const Producers
   return Rewrite{std::move(merged)};
 }
 
+// dot_general's output axes are (lhs free..., rhs free...): with one free axis a side and
+// no batch axes, its transpose is the product with the operands swapped.
+std::optional<Rewrite> transpose_of_product(const Equation& e, const Producers& producers) {
+  if (!is(e, lax::transpose_p) || e.params.get_ints("permutation") != std::vector<int64_t>{1, 0}) return std::nullopt;
+  const Equation* p = producers.of(e.inputs.at(0));
+  if (!is(p, lax::dot_general_p) || producers.uses(p->outputs.at(0)) != 1) return std::nullopt;
+  const auto& lc = p->params.get_ints("lhs_contracting_dimensions");
+  const auto& rc = p->params.get_ints("rhs_contracting_dimensions");
+  if (!p->params.get_ints("lhs_batch_dimensions").empty() || !p->params.get_ints("rhs_batch_dimensions").empty() ||
+      p->inputs.at(0).aval().ndim() - static_cast<int64_t>(lc.size()) != 1 ||
+      p->inputs.at(1).aval().ndim() - static_cast<int64_t>(rc.size()) != 1)
+    return std::nullopt;
+  Equation swapped = *p;
+  swapped.inputs = {p->inputs[1], p->inputs[0]};
+  swapped.params.set("lhs_contracting_dimensions", rc);
+  swapped.params.set("rhs_contracting_dimensions", lc);
+  swapped.outputs = e.outputs;
+  return Rewrite{std::move(swapped)};
+}
+
 // out = bid(y, s2, d2), y = bid(x, s1, d1): x's axis i lands on y's axis d1[i], which
 // lands on out's axis d2[d1[i]]; a size-1 axis of x stretches either way.
 std::optional<Rewrite> broadcast_of_broadcast(const Equation& e, const Producers& producers) {
@@ -230,11 +266,40 @@ std::optional<Rewrite> drop_checkpoint_name(const Equation& e, const Producers&)
   return forward(e, e.inputs[0]);
 }
 
+// ---- products ----
+
+// An outer product as equations: two broadcasts and a mul, writing e's output (whose axes
+// are a's, then b's). Only when the mul gives e's output type exactly.
+std::optional<std::vector<Equation>> outer_product_as_multiply(const Equation& e, PassContext& ctx) {
+  if (!is(e, lax::dot_general_p) || !e.params.get_ints("lhs_contracting_dimensions").empty() ||
+      !e.params.get_ints("lhs_batch_dimensions").empty())
+    return std::nullopt;
+  const Aval& a = e.inputs.at(0).aval();
+  const Aval& b = e.inputs.at(1).aval();
+  const Aval& out = e.outputs.at(0).aval;
+  if (a.dtype != out.dtype || b.dtype != out.dtype || (a.weak_type && b.weak_type) != out.weak_type)
+    return std::nullopt;
+  std::vector<Equation> eqns;
+  std::vector<Atom> spread;
+  for (int side = 0; side < 2; ++side) {
+    const Aval& x = side ? b : a;
+    std::vector<int64_t> dims;
+    for (int64_t d = 0; d < x.ndim(); ++d) dims.push_back(side ? a.ndim() + d : d);
+    Var v = ctx.fresh_var(Aval{out.shape, x.dtype, x.weak_type});
+    eqns.push_back(Equation{&lax::broadcast_in_dim_p, {e.inputs[static_cast<size_t>(side)]}, {v},
+                            Params{{"shape", out.shape}, {"broadcast_dimensions", dims}}});
+    spread.push_back(Atom(v));
+  }
+  eqns.push_back(Equation{&lax::mul_p, spread, e.outputs, Params{}});
+  return eqns;
+}
+
 using Rule = std::optional<Rewrite> (*)(const Equation&, const Producers&);
 constexpr Rule kRules[] = {
     multiply_by_one,         divide_by_one,        add_zero,
     subtract_zero,           double_negation,      no_op_shape_or_type_change,
     reshape_of_reshape,      identity_transpose,   transpose_of_transpose,
+    transpose_of_product,
     broadcast_of_broadcast,  select_with_literal_predicate, select_between_equal_cases,
     drop_checkpoint_name,
 };
@@ -247,7 +312,13 @@ bool simplify(ClosedJaxpr& program, PassContext& ctx) {
   Substitution subst;
   std::vector<Equation> kept;
   kept.reserve(j.eqns.size());
-  Producers producers(kept);
+  std::unordered_map<int64_t, int> uses;
+  for (const Equation& e : j.eqns)
+    for (const Atom& a : e.inputs)
+      if (a.is_var()) ++uses[a.var().id];
+  for (const Atom& a : j.outvars)
+    if (a.is_var()) ++uses[a.var().id];
+  Producers producers(kept, std::move(uses));
   for (Equation& e : j.eqns) {
     subst.apply_to_inputs(e);
     bool dropped = false;
@@ -271,12 +342,19 @@ bool simplify(ClosedJaxpr& program, PassContext& ctx) {
       }
     }
     if (dropped) continue;
+    if (std::optional<std::vector<Equation>> expanded = outer_product_as_multiply(e, ctx)) {
+      changed = true;
+      for (Equation& x : *expanded) {
+        kept.push_back(std::move(x));
+        producers.add(kept.size() - 1);
+      }
+      continue;
+    }
     kept.push_back(std::move(e));
     producers.add(kept.size() - 1);
   }
   j.eqns = std::move(kept);
   subst.apply_to_outvars(j);
-  (void)ctx;
   return changed;
 }
 
