@@ -244,12 +244,41 @@ TEST(WhileGrad, UnboundedLoopsRaiseWhereTheTripCountIsTraced) {
   EXPECT_JX_ERROR(vmap(grad(loss))(f64({1.0, 2.0, 3.0, 4.0}).reshape({2, 2})), "[while]", "reverse-mode", "traced");
 }
 
+TEST(WhileGrad, TheScheduleIsPrintedAndParsed) {
+  const ClosedJaxpr j = make_jaxpr([](const Array& x) {
+    return iterate(x, Array(3), {.max_steps = 9, .checkpoints = 4, .checkpoint_levels = 2});
+  })(kX);
+  const std::string text = j.str();
+  EXPECT_NE(text.find("checkpoints=4"), std::string::npos) << text;
+  EXPECT_NE(text.find("checkpoint_levels=2"), std::string::npos) << text;
+  EXPECT_EQ(parse_jaxpr(text).str(), text);
+}
+
+// A loop over one f64 carry, its predicate reading it; `params` goes into the while.
+Jaxpr one_carry_loop(const std::string& params) {
+  return parse_jaxpr(R"({ lambda ; a:f64[]. let
+    b:f64[] = while[body_jaxpr={ lambda ; a:f64[]. let
+        b:f64[] = mul a 2.0:f64[]
+      in (b) } body_nconsts=0 cond_jaxpr={ lambda ; a:f64[]. let
+        c:bool[] = lt a 1.0:f64[]
+      in (c) } cond_nconsts=0 )" + params + R"(] a
+  in (b) })");
+}
+
 TEST(WhileGrad, OptionErrors) {
   auto loop = [](const lax::WhileOptions& o) {
     return while_loop([](const Array& v) { return v < 2.0; }, [](const Array& v) { return v + 1.0; }, Array(0.0), o);
   };
   EXPECT_JX_ERROR(loop({.max_steps = 5, .checkpoints = 0}), "[while_loop]", "checkpoints must be at least 1, got 0");
   EXPECT_JX_ERROR(loop({.checkpoint_levels = 0}), "[while_loop]", "checkpoint_levels must be at least 1, got 0");
+  EXPECT_JX_ERROR(one_carry_loop("max_steps=4 checkpoints=0"), "[while]", "checkpoints must be positive", "got 0");
+  EXPECT_JX_ERROR(one_carry_loop("max_steps=4 checkpoint_levels=0"), "[while]", "checkpoint_levels must be at least 1");
+  const int64_t huge = int64_t{1} << 32;
+  EXPECT_JX_ERROR(grad([&](const Array& x) { return iterate(x, Array(3), huge); })(Array(0.5)), "[while]",
+                  "max_steps up to 2^31 - 1", "4294967296");
+  // Transposing a loop in a carry its predicate reads: not linear in it.
+  EXPECT_JX_ERROR(detail::transpose_jaxpr(ClosedJaxpr{one_carry_loop("max_steps=-1"), {}}, {true}), "[while]",
+                  "predicate reads a linear (tangent) value");
 }
 
 }  // namespace

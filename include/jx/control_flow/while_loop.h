@@ -10,8 +10,10 @@
 // body_fn returns one of the same structure, shapes and dtypes (a weakly typed initial
 // leaf takes the dtype body_fn returns for it, as in JAX). The loop composes with jvp,
 // vmap (a batched predicate runs until every lane is done, finished lanes keeping their
-// carry) and jit. Reverse mode (grad, vjp, jacrev) needs max_steps: see the note on
-// its costs at the end of this header. After max_steps iterations the loop stops (no error).
+// carry) and jit. Reverse mode (grad, vjp, jacrev) is checkpointed with max_steps, and
+// without it works eagerly only: see the note on its costs at the end of this header.
+// After max_steps iterations the loop stops (no error). fori_loop with jx::Array bounds
+// (possibly traced) is here too; with C++ integer bounds it is in scan.h.
 #pragma once
 
 #include <algorithm>
@@ -129,12 +131,21 @@ tree::array_tree_t<T> fori_loop(const Array& lower, const Array& upper, const F&
 
 // Reverse mode and its costs. Linearizing (grad, vjp, jacrev, linearize) a while_loop with
 // max_steps = N turns it into the equivalent scan of N guarded steps,
-// `carry = cond(cond_fn(carry), body_fn, identity)(carry)`, which the scan's rules
-// differentiate: the forward pass saves the body's residuals at every one of the N steps
-// (memory O(N) residuals of the body, whatever the actual trip count), and
-// runs N steps even if cond_fn turns false sooner (the steps after are skipped by the
-// cond, cheaply when eager or jitted; under vmap a batched cond evaluates the body in every
-// step). The backward pass is one transposed scan of N steps: time about 2-3x the forward.
+// `carry = cond(step < N && cond_fn(carry), body_fn, identity)(carry)`, which the scan's
+// rules differentiate. It runs N steps even if cond_fn turns false sooner (the steps after
+// are skipped by the cond, cheaply when eager or jitted; under vmap a batched cond
+// evaluates the body in every step). By default the steps are checkpointed: the scan runs
+// K = ceil(sqrt N) segments of ceil(N / K) steps, each a jx::checkpoint saving nothing, so
+// the forward pass keeps only the K carries at the segment starts and the backward pass
+// of a segment recomputes its steps (holding one segment's residuals at a time): memory
+// O(sqrt N) carries + O(sqrt N) step residuals, time about 2 forward passes + 1 backward.
+// WhileOptions::checkpoints = K sets the saved carries (K >= N: every step's residuals,
+// O(N) memory, 1 forward + 1 backward); checkpoint_levels = L nests the segments L deep:
+// O(L N^(1/(L+1))) memory, L + 1 forward passes (L = log2 N: O(log N) memory, O(log N)
+// forward passes; a binomial Revolve schedule would need fewer recomputations).
 // jvp, jacfwd and plain evaluation keep the while loop and run only the actual trip count.
-// Without max_steps, reverse mode raises: give a bound. Checkpointing (O(sqrt N) or
-// O(log N) saved carries) and reverse mode for unbounded loops are not implemented.
+// Without max_steps, reverse mode works when the backward pass runs eagerly (grad, vjp,
+// jacrev and their derivatives, outside jit and vmap): it counts the trip count T by
+// running the loop's known part again, then proceeds as with max_steps = T (checkpointed):
+// about one more forward pass than with max_steps, the same memory for N = T. Under jit
+// or vmap T is traced when the backward pass is built, so that raises: give max_steps.
