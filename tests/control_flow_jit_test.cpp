@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "jx/jx.h"
+#include "lax/control_flow/buffer_loop.h"
 #include "test_util.h"
 
 namespace jx {
@@ -163,6 +164,104 @@ TEST(JitLoops, VmapOfJittedWhileMatchesALoop) {
   Array batched = jit(vmap(halve_until_small))(xs);
   for (int64_t i = 0; i < 4; ++i)
     EXPECT_EQ(batched(i).item<float>(), halve_until_small(xs(i)).item<float>()) << "lane " << i;
+}
+
+
+// ---- bodies made only of kernels run on buffers (lax/control_flow/buffer_loop.h) ----
+
+TEST(JitLoopsOnBuffers, WhileWithKernelBodiesRunsOnBuffers) {
+  auto count_and_halve = [](const Array& x, const Array& n) {
+    return lax::while_loop([&](const std::pair<Array, Array>& s) { return (s.first < n) & (jnp::sum(s.second) > 1e-3); },
+                           [](const std::pair<Array, Array>& s) { return std::pair(s.first + 1, s.second * 0.5); },
+                           std::pair(Array(0), x));
+  };
+  auto f = jit(count_and_halve, named("halver"));
+  Array x = jnp::abs(randn({5}, DType::Float32, 8));
+  for (int n : {0, 1, 7, 1000}) {
+    const int64_t before = detail::loops_run_on_buffers();
+    auto [i, v] = f(x, Array(n));
+    EXPECT_EQ(detail::loops_run_on_buffers(), before + 1) << "n = " << n;
+    auto [ie, ve] = count_and_halve(x, Array(n));
+    EXPECT_EQ(i.item<int32_t>(), ie.item<int32_t>()) << "n = " << n;
+    EXPECT_ALLCLOSE(v, ve, 0, 0);
+  }
+  // Zero iterations return the initial carry itself, unchanged.
+  auto [i0, v0] = f(x, Array(0));
+  EXPECT_EQ(i0.item<int32_t>(), 0);
+  EXPECT_ALLCLOSE(v0, x, 0, 0);
+}
+
+TEST(JitLoopsOnBuffers, WhilePassesUnchangedCarriesAndStopsAtMaxSteps) {
+  // The body leaves the second carry alone (an output that is an input: copied) and
+  // the loop stops at max_steps before its predicate does.
+  auto f = [](const Array& x) {
+    return lax::while_loop([](const std::tuple<Array, Array, Array>& s) { return std::get<0>(s) < 100; },
+                           [](const std::tuple<Array, Array, Array>& s) {
+                             auto [i, a, b] = s;
+                             return std::tuple(i + 1, a, b + a);
+                           },
+                           std::tuple(Array(0), x, jnp::zeros_like(x)), {.max_steps = 6});
+  };
+  Array x = randn({3, 4}, DType::Float64, 9);
+  const int64_t before = detail::loops_run_on_buffers();
+  auto [i, a, b] = jit(f, named("passer"))(x);
+  EXPECT_EQ(detail::loops_run_on_buffers(), before + 1);
+  EXPECT_EQ(i.item<int32_t>(), 6);
+  EXPECT_ALLCLOSE(a, x, 0, 0);
+  EXPECT_ALLCLOSE(b, x * 6.0, 1e-12, 1e-12);
+}
+
+TEST(JitLoopsOnBuffers, ScanWritesRowsInPlaceForwardAndReversed) {
+  // Carries (a, b) with b passed through; ys: x itself (an input), a * 2 twice (one value
+  // as two outputs) and a constant; views as initial carry (jnp::ones) and as xs (a
+  // transpose).
+  auto body = [](const std::pair<Array, Array>& c, const Array& x) {
+    Array a = jnp::tanh(c.first + x * c.second);
+    Array twice = a * 2.0;
+    return std::pair(std::pair(a, c.second), std::tuple(x, twice, twice, jnp::full({2}, 3.0f)));
+  };
+  Array xs = jnp::transpose(randn({4, 6}, DType::Float32, 10));  // [6, 4], not contiguous
+  for (bool reverse : {false, true}) {
+    auto f = [&](const Array& b, const Array& xs) {
+      return lax::scan(body, std::pair(jnp::ones({4}), b), xs, {.reverse = reverse});
+    };
+    Array b = randn({4}, DType::Float32, 11);
+    const int64_t before = detail::loops_run_on_buffers();
+    auto [carry, ys] = jit(f, named(reverse ? "scan_rev" : "scan_fwd"))(b, xs);
+    EXPECT_EQ(detail::loops_run_on_buffers(), before + 1);
+    auto [ce, yse] = f(b, xs);
+    EXPECT_ALLCLOSE(carry.first, ce.first, 1e-6, 1e-6);
+    EXPECT_ALLCLOSE(carry.second, b, 0, 0);
+    EXPECT_ALLCLOSE(std::get<0>(ys), xs, 0, 0);
+    EXPECT_ALLCLOSE(std::get<1>(ys), std::get<1>(yse), 1e-6, 1e-6);
+    EXPECT_ALLCLOSE(std::get<2>(ys), std::get<1>(yse), 1e-6, 1e-6);
+    EXPECT_ALLCLOSE(std::get<3>(ys), jnp::full({6, 2}, 3.0f), 0, 0);
+  }
+}
+
+TEST(JitLoopsOnBuffers, EmptyScanReturnsItsInitAndEmptyStacks) {
+  auto f = [](const Array& c, const Array& xs) {
+    return lax::scan([](const Array& c, const Array& x) { return std::pair(c + x, c * x); }, c, xs);
+  };
+  Array c = randn({3}, DType::Float32, 12);
+  auto [carry, ys] = jit(f, named("empty_scan"))(c, jnp::zeros({0, 3}));
+  EXPECT_ALLCLOSE(carry, c, 0, 0);
+  EXPECT_EQ(ys.shape(), (Shape{0, 3}));
+}
+
+TEST(JitLoopsOnBuffers, BodiesWithRuntimeCallsRunThroughArrays) {
+  // A sort is a runtime call, not a kernel: the body runs as a program on arrays.
+  auto f = [](const Array& xs) {
+    return lax::scan([](const Array& c, const Array& x) { return std::pair(c + jnp::sort(x), jnp::sort(x)); },
+                     jnp::zeros({5}), xs);
+  };
+  Array xs = randn({4, 5}, DType::Float32, 13);
+  const int64_t before = detail::loops_run_on_buffers();
+  auto [c, ys] = jit(f, named("sorting_scan"))(xs);
+  EXPECT_EQ(detail::loops_run_on_buffers(), before);
+  auto [ce, yse] = f(xs);
+  EXPECT_ALLCLOSE(c, ce, 1e-6, 1e-6);
+  EXPECT_ALLCLOSE(ys, yse, 0, 0);
 }
 
 }  // namespace

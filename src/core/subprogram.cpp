@@ -10,6 +10,10 @@ std::vector<Array> run_subprogram(const ClosedJaxpr& program, std::span<const Ar
   return eval_jaxpr(program, args);
 }
 
+const BufferProgram* buffer_subprogram(const ClosedJaxpr& program) {
+  return current_runner ? current_runner->buffer_program(program) : nullptr;
+}
+
 SubprogramScope::SubprogramScope(const SubprogramRunner* runner) : previous_(current_runner) {
   current_runner = runner;
 }

@@ -10,7 +10,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 #include "backend/backend.h"
@@ -20,6 +22,7 @@
 #include "jit/dump.h"
 #include "jit/fusion_primitive.h"
 #include "jit/pipeline.h"
+#include "transforms/effects.h"
 #include "jx/config.h"
 #include "jx/error.h"
 #include "lax/data_movement.h"
@@ -54,22 +57,29 @@ class CompiledSubprograms final : public detail::SubprogramRunner {
   bool empty() const { return compiled_.empty(); }
 
   std::vector<Array> run(const ClosedJaxpr& program, std::span<const Array> args) const override {
-    auto it = compiled_.find(&program);
-    if (it == compiled_.end()) return eval_jaxpr(program, args);
-    std::shared_ptr<const Executable> exe;
-    {
-      std::lock_guard lock(mu_);
-      if (!it->second) {
-        CompileOptions o = options_;
-        o.name += ".body" + std::to_string(num_compiled_++);
-        it->second = compile_program(program, o);
-      }
-      exe = it->second;
-    }
-    return exe->run(args);
+    const Executable* exe = executable(program);
+    return exe ? exe->run(args) : eval_jaxpr(program, args);
+  }
+  const detail::BufferProgram* buffer_program(const ClosedJaxpr& program) const override {
+    const Executable* exe = executable(program);
+    return exe ? exe->buffer_program() : nullptr;
   }
 
  private:
+  // The compiled form of one of this program's sub-programs (null: not one of them).
+  const Executable* executable(const ClosedJaxpr& program) const {
+    auto it = compiled_.find(&program);
+    if (it == compiled_.end()) return nullptr;
+    std::lock_guard lock(mu_);
+    if (!it->second) {
+      CompileOptions o = options_;
+      o.name += ".body" + std::to_string(num_compiled_++);
+      it->second = compile_program(program, o);
+    }
+    // Entries are never replaced once set, so the executable outlives this call.
+    return it->second.get();
+  }
+
   CompileOptions options_;
   mutable std::mutex mu_;
   mutable int num_compiled_ = 0;
@@ -129,6 +139,82 @@ Array contiguous_input(const Array& x) {
   return detail::contiguous(x);
 }
 
+// A program whose every step is a native kernel, run on caller buffers (BufferProgram).
+// Each value lives in one place fixed when the program is compiled: a caller input or
+// output, a constant held here, or an offset in the workspace, where a value's bytes
+// are reused by later values once its last reader ran. The workspace starts with the
+// pointer arrays the kernels are called with, so a run touches no allocator.
+class KernelStepsProgram final : public detail::BufferProgram {
+ public:
+  enum class Where : uint8_t { Input, Output, Constant, Workspace };
+  struct Place {
+    Where where = Where::Workspace;
+    size_t index = 0;  // input/output/constant number, or workspace byte offset
+  };
+  struct KernelCall {
+    const Kernel* kernel = nullptr;
+    std::vector<Place> inputs, outputs;
+  };
+  struct Copy {  // an output that is an input, a constant or another output's value
+    size_t output = 0;
+    Place from;
+    size_t nbytes = 0;
+  };
+
+  size_t workspace_bytes() const override { return workspace_bytes_; }
+
+  void run(const void* const* inputs, void* const* outputs, void* workspace) const override {
+    char* ws = static_cast<char*>(workspace);
+    const void** in_ptrs = reinterpret_cast<const void**>(ws);
+    void** out_ptrs = reinterpret_cast<void**>(ws + max_inputs_ * sizeof(void*));
+    auto at = [&](const Place& p) -> void* {
+      switch (p.where) {
+        case Where::Input: return const_cast<void*>(inputs[p.index]);
+        case Where::Output: return outputs[p.index];
+        case Where::Constant: return const_cast<void*>(detail::raw_data(constants_[p.index]));
+        case Where::Workspace: break;
+      }
+      return ws + p.index;
+    };
+    for (const KernelCall& c : calls_) {
+      for (size_t i = 0; i < c.inputs.size(); ++i) in_ptrs[i] = at(c.inputs[i]);
+      for (size_t i = 0; i < c.outputs.size(); ++i) out_ptrs[i] = at(c.outputs[i]);
+      c.kernel->run(in_ptrs, out_ptrs);
+    }
+    for (const Copy& c : copies_)
+      if (c.nbytes) std::memcpy(outputs[c.output], at(c.from), c.nbytes);
+  }
+
+  // Building (ProgramExecutable's constructor).
+  size_t add_constant(const Array& x) {
+    constants_.push_back(detail::is_contiguous(x) ? x : contiguous_input(x));
+    return constants_.size() - 1;
+  }
+  // The most inputs and outputs any kernel call has: fixes where the intermediates start.
+  void set_max_arity(size_t inputs, size_t outputs) {
+    max_inputs_ = inputs;
+    max_outputs_ = outputs;
+  }
+  void add_call(KernelCall c) {
+    if (c.inputs.size() > max_inputs_ || c.outputs.size() > max_outputs_)
+      detail::fail("jit", "internal: a kernel call has more operands than its program planned for");
+    calls_.push_back(std::move(c));
+  }
+  void add_copy(Copy c) { copies_.push_back(c); }
+  const Array& constant(size_t index) const { return constants_[index]; }
+  // Pointer arrays first, then `intermediate_bytes` of values at 64-byte aligned offsets
+  // counted from the pointer arrays' end (offset_of_intermediates()).
+  size_t offset_of_intermediates() const { return round_up((max_inputs_ + max_outputs_) * sizeof(void*)); }
+  void finish(size_t intermediate_bytes) { workspace_bytes_ = offset_of_intermediates() + intermediate_bytes; }
+  static size_t round_up(size_t n) { return (n + 63) / 64 * 64; }
+
+ private:
+  std::vector<KernelCall> calls_;
+  std::vector<Copy> copies_;
+  std::vector<Array> constants_;
+  size_t max_inputs_ = 0, max_outputs_ = 0, workspace_bytes_ = 0;
+};
+
 class ProgramExecutable final : public Executable {
  public:
   ProgramExecutable(ClosedJaxpr program, const CompileOptions& options, const Dump& dump);
@@ -137,8 +223,12 @@ class ProgramExecutable final : public Executable {
   const std::string& text() const override { return text_; }
   const std::vector<Aval>& in_avals() const override { return in_avals_; }
   int num_kernels() const override { return num_kernels_; }
+  const detail::BufferProgram* buffer_program() const override { return buffer_program_.get(); }
 
  private:
+  // The buffer form of the program, when every step is a kernel (else null).
+  std::unique_ptr<KernelStepsProgram> plan_buffer_program() const;
+
   int slot_of(const Var& v) const {
     auto it = slots_.find(v.id);
     if (it == slots_.end()) detail::fail("jit", "internal: variable ", v.id, " has no slot");
@@ -162,6 +252,7 @@ class ProgramExecutable final : public Executable {
   mutable std::mutex pool_mu_;
   mutable BufferPool pool_;
   CompiledSubprograms subprograms_;
+  std::unique_ptr<KernelStepsProgram> buffer_program_;
 };
 
 }  // namespace
@@ -220,6 +311,106 @@ ProgramExecutable::ProgramExecutable(ClosedJaxpr program, const CompileOptions& 
   }
   for (auto [slot, step] : last_use)
     if (!pinned[slot]) steps_[step].release.push_back(slot);
+  buffer_program_ = plan_buffer_program();
+}
+
+std::unique_ptr<KernelStepsProgram> ProgramExecutable::plan_buffer_program() const {
+  using Place = KernelStepsProgram::Place;
+  using Where = KernelStepsProgram::Where;
+  auto program = std::make_unique<KernelStepsProgram>();
+  size_t max_inputs = 0, max_outputs = 0;
+  for (const Step& s : steps_) {
+    max_inputs = std::max(max_inputs, s.inputs.size());
+    max_outputs = std::max(max_outputs, s.outputs.size());
+  }
+  program->set_max_arity(max_inputs, max_outputs);
+  std::vector<std::optional<Place>> place(num_slots_);
+  std::vector<size_t> slot_bytes(num_slots_, 0);
+  for (size_t i = 0; i < const_slots_.size(); ++i)
+    place[const_slots_[i]] = Place{Where::Constant, program->add_constant(program_.consts[i])};
+  for (size_t i = 0; i < arg_slots_.size(); ++i) place[arg_slots_[i]] = Place{Where::Input, i};
+  // A kernel writes an output of the program straight into the caller's buffer; outputs
+  // that are inputs, constants, literals or repeats are copied once the kernels ran.
+  const Jaxpr& j = program_.jaxpr;
+  std::vector<std::optional<size_t>> output_of_slot(num_slots_);
+  for (size_t k = 0; k < outputs_.size(); ++k) {
+    const int sl = outputs_[k].slot;
+    if (sl >= 0 && !place[sl] && !output_of_slot[sl]) output_of_slot[sl] = k;
+  }
+  // Workspace offsets (relative to the intermediates' start), reused by size once freed.
+  std::unordered_map<size_t, std::vector<size_t>> free_offsets;
+  size_t intermediate_bytes = 0;
+  std::vector<KernelStepsProgram::KernelCall> calls;
+  for (const Step& s : steps_) {
+    if (!s.kernel) {
+      // A runtime call of constants only (a broadcast literal the fusion pass left
+      // alone, an iota) is a constant of the buffer program, computed now. Any other
+      // runtime call needs arrays.
+      const bool constant = !detail::has_effects(*s.eqn) && std::all_of(s.inputs.begin(), s.inputs.end(), [&](const Operand& o) {
+        return o.slot < 0 || place[o.slot]->where == Where::Constant;
+      });
+      if (!constant) return nullptr;
+      std::vector<Array> ins;
+      for (const Operand& o : s.inputs) ins.push_back(o.slot < 0 ? o.constant : program->constant(place[o.slot]->index));
+      std::vector<Array> outs = s.eqn->primitive->run_impl(ins, s.eqn->params, s.out_avals);
+      for (size_t k = 0; k < s.outputs.size(); ++k) {
+        place[s.outputs[k]] = Place{Where::Constant, program->add_constant(outs[k])};
+        output_of_slot[s.outputs[k]].reset();  // an output of the program: copied at the end
+      }
+      continue;
+    }
+    KernelStepsProgram::KernelCall call;
+    call.kernel = s.kernel.get();
+    for (const Operand& o : s.inputs)
+      call.inputs.push_back(o.slot >= 0 ? *place[o.slot] : Place{Where::Constant, program->add_constant(o.constant)});
+    for (size_t k = 0; k < s.outputs.size(); ++k) {
+      const int sl = s.outputs[k];
+      const size_t nbytes = static_cast<size_t>(s.out_avals[k].size()) * static_cast<size_t>(itemsize(s.out_avals[k].dtype));
+      slot_bytes[sl] = nbytes;
+      if (output_of_slot[sl]) {
+        place[sl] = Place{Where::Output, *output_of_slot[sl]};
+      } else {
+        const size_t rounded = KernelStepsProgram::round_up(nbytes);
+        std::vector<size_t>& reusable = free_offsets[rounded];
+        size_t offset;
+        if (!reusable.empty()) {
+          offset = reusable.back();
+          reusable.pop_back();
+        } else {
+          offset = intermediate_bytes;
+          intermediate_bytes += rounded;
+        }
+        place[sl] = Place{Where::Workspace, offset};
+      }
+      call.outputs.push_back(*place[sl]);
+    }
+    // Freed after this step's outputs are placed: a kernel's outputs never alias its inputs.
+    for (int sl : s.release)
+      if (place[sl]->where == Where::Workspace) free_offsets[KernelStepsProgram::round_up(slot_bytes[sl])].push_back(place[sl]->index);
+    calls.push_back(std::move(call));
+  }
+  const size_t base = program->offset_of_intermediates();
+  auto shifted = [&](Place p) {
+    if (p.where == Where::Workspace) p.index += base;
+    return p;
+  };
+  for (KernelStepsProgram::KernelCall& c : calls) {
+    for (Place& p : c.inputs) p = shifted(p);
+    for (Place& p : c.outputs) p = shifted(p);
+    program->add_call(std::move(c));
+  }
+  for (size_t k = 0; k < outputs_.size(); ++k) {
+    const Operand& o = outputs_[k];
+    const Aval& aval = j.outvars[k].aval();
+    const size_t nbytes = static_cast<size_t>(aval.size()) * static_cast<size_t>(itemsize(aval.dtype));
+    if (o.slot < 0) {
+      program->add_copy({k, Place{Where::Constant, program->add_constant(o.constant)}, nbytes});
+    } else if (output_of_slot[o.slot] != k) {
+      program->add_copy({k, shifted(*place[o.slot]), nbytes});
+    }
+  }
+  program->finish(intermediate_bytes);
+  return program;
 }
 
 std::vector<Array> ProgramExecutable::run(std::span<const Array> args) const {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/cpu/vector_math.h"
+#include "core/subprogram.h"
 #include "jx/jaxpr.h"
 
 namespace jx::compiler {
@@ -40,6 +41,9 @@ class Executable {
   virtual const std::vector<Aval>& in_avals() const = 0;
   // Native kernels this program runs (tests check fusion decisions through it).
   virtual int num_kernels() const = 0;
+  // The program on raw buffers when every step is a native kernel, else null (loops run
+  // such bodies without arrays: core/subprogram.h).
+  virtual const detail::BufferProgram* buffer_program() const { return nullptr; }
 };
 
 // Optimizes, fuses and compiles a traced program.

@@ -162,16 +162,40 @@ std::shared_ptr<const CompiledLoop> CompiledLoop::compile(const KernelPlan& plan
 void CompiledLoop::run(const void* const* inputs, void* const* outputs) const {
   const int64_t units = schedule_.units;
   if (schedule_.mode != LoopSchedule::Mode::FullReduce) {
+    // Small kernels (most loop bodies) call the function directly: the std::function
+    // parallel_for takes would cost an allocation per call.
+    if (units <= grain_) {
+      if (units > 0) fn_(inputs, outputs, 0, units);
+      return;
+    }
     cpu::parallel_for(units, grain_, [&](int64_t b, int64_t e) { fn_(inputs, outputs, b, e); });
     return;
   }
   // One partial per chunk and output (8 bytes holds any kernel dtype), combined in chunk
   // order by the finish function.
-  std::vector<uint64_t> storage(static_cast<size_t>(units) * output_dtypes_.size() + 1);
-  std::vector<void*> partials;
-  for (size_t m = 0; m < output_dtypes_.size(); ++m) partials.push_back(storage.data() + m * static_cast<size_t>(units));
-  cpu::parallel_for(units, grain_, [&](int64_t b, int64_t e) { fn_(inputs, partials.data(), b, e); });
-  finish_(partials.data(), outputs, units);
+  // A small reduction (a loop body's, say) keeps them on the stack.
+  constexpr size_t kOnStack = 64;
+  const size_t num_partials = static_cast<size_t>(units) * output_dtypes_.size();
+  const size_t num_outputs = output_dtypes_.size();
+  uint64_t stack_partials[kOnStack];
+  void* stack_ptrs[kOnStack / 4];
+  std::vector<uint64_t> heap_partials;
+  std::vector<void*> heap_ptrs;
+  uint64_t* storage = stack_partials;
+  void** partials = stack_ptrs;
+  if (num_partials > kOnStack || num_outputs > kOnStack / 4) {
+    heap_partials.resize(num_partials + 1);
+    heap_ptrs.resize(num_outputs + 1);
+    storage = heap_partials.data();
+    partials = heap_ptrs.data();
+  }
+  for (size_t m = 0; m < num_outputs; ++m) partials[m] = storage + m * static_cast<size_t>(units);
+  if (units > 0 && units <= grain_) {
+    fn_(inputs, partials, 0, units);
+  } else {
+    cpu::parallel_for(units, grain_, [&](int64_t b, int64_t e) { fn_(inputs, partials, b, e); });
+  }
+  finish_(partials, outputs, units);
 }
 
 namespace {

@@ -3,8 +3,12 @@
 // Its transformation rules are in scan_rules.cpp.
 #include "jx/control_flow/scan.h"
 
+#include <algorithm>
+#include <optional>
+
 #include "core/array_internal.h"
 #include "core/subprogram.h"
+#include "lax/control_flow/buffer_loop.h"
 #include "jx/error.h"
 #include "jx/lax.h"
 #include "lax/control_flow/scan_rules.h"
@@ -121,10 +125,59 @@ void write_row(const Array& stacked, int64_t i, const Array& y) {
                               std::vector<int64_t>(strides.begin() + 1, strides.end()));
 }
 
+// Under jit, when the body compiled to native kernels only (core/subprogram.h), the scan
+// runs on buffers: the body reads its x straight from row i of each xs, writes its ys
+// straight into row i of their stacks, and the carries alternate between two sets.
+std::optional<std::vector<Array>> scan_on_buffers(const ScanParams& p, std::span<const Array> in,
+                                                  std::span<const Aval> out_avals) {
+  const detail::BufferProgram* body = detail::buffer_subprogram(*p.body);
+  if (!body) return std::nullopt;
+  const size_t nc = p.consts(), nk = p.carry(), nx = p.xs(), ny = p.ys();
+  std::vector<Array> held;  // contiguous consts and xs
+  std::vector<const void*> body_in(nc + nk + nx);
+  std::vector<void*> body_out(nk + ny);
+  for (size_t k = 0; k < nc; ++k) {
+    held.push_back(contiguous(in[k]));
+    body_in[k] = raw_data(held.back());
+  }
+  auto row_bytes = [](const Aval& stacked) {
+    return stacked.shape[0] == 0 ? 0 : stacked.size() / stacked.shape[0] * itemsize(stacked.dtype);
+  };
+  std::vector<const char*> xs;
+  std::vector<int64_t> x_row_bytes, y_row_bytes;
+  for (size_t k = 0; k < nx; ++k) {
+    held.push_back(contiguous(in[nc + nk + k]));
+    xs.push_back(static_cast<const char*>(raw_data(held.back())));
+    x_row_bytes.push_back(row_bytes(held.back().aval()));
+  }
+  std::vector<Array> ys;
+  std::vector<char*> y_base;
+  for (size_t k = 0; k < ny; ++k) {
+    ys.push_back(alloc_array(out_avals[nk + k]));
+    y_base.push_back(mutable_data<char>(ys.back()));
+    y_row_bytes.push_back(row_bytes(out_avals[nk + k]));
+  }
+  detail::CarryBuffers carry(in.subspan(nc, nk));
+  detail::LoopWorkspace workspace(body->workspace_bytes());
+  for (int64_t step = 0; step < p.length; ++step) {
+    const int64_t i = p.reverse ? p.length - 1 - step : step;
+    std::copy_n(carry.current(), nk, body_in.begin() + static_cast<std::ptrdiff_t>(nc));
+    for (size_t k = 0; k < nx; ++k) body_in[nc + nk + k] = xs[k] + i * x_row_bytes[k];
+    std::copy_n(carry.next(), nk, body_out.begin());
+    for (size_t k = 0; k < ny; ++k) body_out[nk + k] = y_base[k] + i * y_row_bytes[k];
+    body->run(body_in.data(), body_out.data(), workspace.data());
+    carry.advance();
+  }
+  std::vector<Array> result = carry.take();
+  result.insert(result.end(), ys.begin(), ys.end());
+  return result;
+}
+
 // Evaluates the body step by step, each y written into its row of a preallocated stack.
 std::vector<Array> scan_impl(std::span<const Array> in, const Params& params, std::span<const Aval> out_avals) {
   TraceScope eager(nullptr);  // the body runs eagerly whatever transformation is around
   const ScanParams p = ScanParams::from(params);
+  if (std::optional<std::vector<Array>> done = scan_on_buffers(p, in, out_avals)) return std::move(*done);
   const size_t nc = p.consts(), nk = p.carry(), nx = p.xs(), ny = p.ys();
   std::vector<Array> args(in.begin(), in.end());  // [consts..., carry..., x slices...]
   std::vector<Array> ys;

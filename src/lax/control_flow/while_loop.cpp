@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "core/array_internal.h"
 #include "core/subprogram.h"
@@ -19,6 +20,7 @@
 #include "jx/lax.h"
 #include "jx/numpy/core.h"
 #include "lax/batch_rules.h"
+#include "lax/control_flow/buffer_loop.h"
 #include "lax/control_flow/control_flow_util.h"
 #include "lax/control_flow/scan_rules.h"
 #include "lax/rules.h"
@@ -114,8 +116,41 @@ std::vector<Aval> while_abstract_eval(std::span<const Aval> in, const Params& pa
   return outs;
 }
 
+// Under jit, when the predicate and the body both compiled to native kernels only
+// (core/subprogram.h), the loop runs on buffers: the carries alternate between two sets,
+// the predicate lands in one byte, and an iteration is two kernel-program calls.
+std::optional<std::vector<Array>> while_on_buffers(const Loop& l, std::span<const Array> in) {
+  const detail::BufferProgram* cond = detail::buffer_subprogram(*l.cond);
+  const detail::BufferProgram* body = cond ? detail::buffer_subprogram(*l.body) : nullptr;
+  if (!body) return std::nullopt;
+  std::vector<Array> consts;
+  std::vector<const void*> cond_in, body_in;
+  for (size_t i = 0; i < l.carry_begin(); ++i) {
+    consts.push_back(detail::contiguous(in[i]));
+    (i < l.cond_nconsts ? cond_in : body_in).push_back(detail::raw_data(consts.back()));
+  }
+  detail::CarryBuffers carry(in.subspan(l.carry_begin()));
+  const size_t nc = cond_in.size(), nb = body_in.size();
+  cond_in.resize(nc + carry.size());
+  body_in.resize(nb + carry.size());
+  detail::LoopWorkspace workspace(std::max(cond->workspace_bytes(), body->workspace_bytes()));
+  bool pred = false;
+  void* pred_out = &pred;
+  for (int64_t step = 0; l.max_steps < 0 || step < l.max_steps; ++step) {
+    std::copy_n(carry.current(), carry.size(), cond_in.begin() + static_cast<std::ptrdiff_t>(nc));
+    cond->run(cond_in.data(), &pred_out, workspace.data());
+    if (!pred) break;
+    std::copy_n(carry.current(), carry.size(), body_in.begin() + static_cast<std::ptrdiff_t>(nb));
+    body->run(body_in.data(), carry.next(), workspace.data());
+    carry.advance();
+  }
+  return carry.take();
+}
+
 std::vector<Array> while_impl(std::span<const Array> in, const Params& params, std::span<const Aval> out) {
   const Loop l = loop_of(params);
+  if (std::optional<std::vector<Array>> done = while_on_buffers(l, in))
+    return detail::with_weak_types(std::move(*done), out);
   const std::vector<Array> cond_consts(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(l.cond_nconsts));
   const std::span<const Array> body_consts = in.subspan(l.cond_nconsts, l.body_nconsts);
   std::vector<Array> carry(in.begin() + static_cast<std::ptrdiff_t>(l.carry_begin()), in.end());
