@@ -124,15 +124,20 @@ DceEquationResult dce_of_call(const std::vector<bool>& used_outputs, Equation& e
   auto pruned = std::make_shared<ClosedJaxpr>();
   pruned->jaxpr = std::move(d.jaxpr);
   eqn.params.set("jaxpr", JaxprRef(pruned));
+  drop_unused_inputs_and_outputs(eqn, d.used_inputs, used_outputs);
+  return DceEquationResult{std::move(d.used_inputs), true};
+}
+
+void drop_unused_inputs_and_outputs(Equation& eqn, const std::vector<bool>& used_inputs,
+                                    const std::vector<bool>& used_outputs) {
   std::vector<Atom> inputs;
   for (size_t i = 0; i < eqn.inputs.size(); ++i)
-    if (d.used_inputs[i]) inputs.push_back(std::move(eqn.inputs[i]));
+    if (used_inputs[i]) inputs.push_back(std::move(eqn.inputs[i]));
   eqn.inputs = std::move(inputs);
   std::vector<Var> outputs;
   for (size_t i = 0; i < eqn.outputs.size(); ++i)
     if (used_outputs[i]) outputs.push_back(std::move(eqn.outputs[i]));
   eqn.outputs = std::move(outputs);
-  return DceEquationResult{std::move(d.used_inputs), true};
 }
 
 JvpResult jvp_of_call(const JaxprRef& body, std::span<const Array> primals, std::span<const Array> tangents) {

@@ -67,6 +67,9 @@ PartialEvalSplit stage_whole(const Primitive& p, const Params& params, size_t nu
 // The dce rule of a call: dce_jaxpr(body) keeping the used outputs; the equation drops
 // the outputs and operands the pruned body no longer has (and num_residuals follows).
 DceEquationResult dce_of_call(const std::vector<bool>& used_outputs, Equation& eqn);
+// A dce rule's last step: the equation keeps only the inputs and outputs flagged used.
+void drop_unused_inputs_and_outputs(Equation& eqn, const std::vector<bool>& used_inputs,
+                                    const std::vector<bool>& used_outputs);
 
 // The body evaluated under jvp, inline: its primal outputs and (materialized) output tangents.
 JvpResult jvp_of_call(const JaxprRef& body, std::span<const Array> primals, std::span<const Array> tangents);

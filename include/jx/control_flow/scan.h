@@ -208,10 +208,34 @@ auto map(const F& f, const Xs& xs, const MapOptions& options = {}) {
   return tree::unflatten<Y>(y_def, detail::map_unchunk(chunked, rest));
 }
 
+}  // namespace jx::lax
+
+namespace jx::detail {
+
+// fori_loop as a scan of `steps` steps, i starting at `counter` (whose dtype i keeps).
+template <class F, class T>
+tree::array_tree_t<T> fori_scan(const Array& counter, int64_t steps, const F& body_fn, const T& init) {
+  using C = tree::array_tree_t<T>;
+  constexpr ScanNames names{.op = "fori_loop", .fn = "body_fn", .hidden_carry = 1};
+  const tree::TreeDef init_def = tree::structure(init);
+  auto step = [&](const std::pair<Array, C>& carry, const None&) {
+    auto [out, out_def] = tree::flatten(to_array_tree(body_fn(carry.first, carry.second)));
+    check_carry_structure(out_def, init_def, names);
+    return std::pair<std::pair<Array, C>, None>({carry.first + 1, tree::unflatten<C>(out_def, out)}, none);
+  };
+  return scan_with_names(names, step, std::pair<Array, C>(counter, to_array_tree(init)), none,
+                         lax::ScanOptions{.length = steps})
+      .first.second;
+}
+
+}  // namespace jx::detail
+
+namespace jx::lax {
+
 // JAX's lax.fori_loop with static bounds: for i in [lower, upper): carry = body_fn(i, carry),
 // i an int32 scalar Array. A scan of upper - lower steps (none when upper <= lower), so
 // it differentiates in reverse mode too. body_fn must keep the carry's structure, shapes
-// and dtypes.
+// and dtypes. With jx::Array bounds (possibly traced): jx/control_flow/while_loop.h.
 template <class F, class T>
 tree::array_tree_t<T> fori_loop(int64_t lower, int64_t upper, const F& body_fn, const T& init) {
   static_assert(tree::detail::Tree<T>, "jx::lax::fori_loop: init must be a pytree");
@@ -220,18 +244,7 @@ tree::array_tree_t<T> fori_loop(int64_t lower, int64_t upper, const F& body_fn, 
                 "jx::lax::fori_loop: body_fn must be callable as body_fn(i, carry), i an int32 jx::Array");
   using R = std::decay_t<std::invoke_result_t<const F&, const Array&, const C&>>;
   static_assert(tree::detail::Tree<R>, "jx::lax::fori_loop: body_fn must return a pytree shaped like init");
-  constexpr detail::ScanNames names{.op = "fori_loop", .fn = "body_fn", .hidden_carry = 1};
-  Array counter = detail::fori_counter(lower, upper);
-  const tree::TreeDef init_def = tree::structure(init);
-  auto step = [&](const std::pair<Array, C>& carry, const None&) {
-    auto [out, out_def] = tree::flatten(detail::to_array_tree(body_fn(carry.first, carry.second)));
-    detail::check_carry_structure(out_def, init_def, names);
-    return std::pair<std::pair<Array, C>, None>({carry.first + 1, tree::unflatten<C>(out_def, out)}, none);
-  };
-  const int64_t steps = upper > lower ? upper - lower : 0;
-  return detail::scan_with_names(names, step, std::pair<Array, C>(counter, detail::to_array_tree(init)), none,
-                                 ScanOptions{.length = steps})
-      .first.second;
+  return detail::fori_scan(detail::fori_counter(lower, upper), upper > lower ? upper - lower : 0, body_fn, init);
 }
 
 // JAX's lax.associative_scan: the inclusive prefix combination of elems along `axis`,

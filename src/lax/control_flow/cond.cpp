@@ -357,14 +357,7 @@ DceEquationResult cond_dce(const std::vector<bool>& used_outputs, Equation& eqn)
   used_inputs.insert(used_inputs.end(), used_ops.begin(), used_ops.end());
   if (!changed) return {std::move(used_inputs), false};
   eqn.params = cond_params(pruned);
-  std::vector<Atom> inputs;
-  for (size_t i = 0; i < eqn.inputs.size(); ++i)
-    if (used_inputs[i]) inputs.push_back(std::move(eqn.inputs[i]));
-  eqn.inputs = std::move(inputs);
-  std::vector<Var> outputs;
-  for (size_t i = 0; i < eqn.outputs.size(); ++i)
-    if (used_outputs[i]) outputs.push_back(std::move(eqn.outputs[i]));
-  eqn.outputs = std::move(outputs);
+  detail::drop_unused_inputs_and_outputs(eqn, used_inputs, used_outputs);
   return {std::move(used_inputs), true};
 }
 

@@ -12,6 +12,7 @@
 #include "lax/batch_rules.h"
 #include "lax/control_flow/scan_rules.h"
 #include "transforms/ad_util.h"
+#include "transforms/call_rules.h"
 #include "transforms/effects.h"
 #include "transforms/jaxpr_transforms.h"
 #include "transforms/staging.h"
@@ -481,18 +482,10 @@ DceEquationResult scan_dce(const std::vector<bool>& used_outputs, Equation& eqn)
   } while (merge(used_carry, part(d.used_inputs, nc, nk)));
   const bool outputs_dropped = count(used_carry) + count(used_ys) < eqn.outputs.size();
   if (!d.changed && !outputs_dropped) return DceEquationResult{d.used_inputs, false};
-  std::vector<Atom> inputs;
-  for (size_t i = 0; i < eqn.inputs.size(); ++i)
-    if (d.used_inputs[i]) inputs.push_back(std::move(eqn.inputs[i]));
-  const std::vector<bool> kept_outputs = join({used_carry, used_ys});
-  std::vector<Var> outputs;
-  for (size_t i = 0; i < eqn.outputs.size(); ++i)
-    if (kept_outputs[i]) outputs.push_back(std::move(eqn.outputs[i]));
   auto pruned = std::make_shared<ClosedJaxpr>();
   pruned->jaxpr = std::move(d.jaxpr);
   eqn.params = p.with(pruned, count(part(d.used_inputs, 0, nc)), count(used_carry)).to_params();
-  eqn.inputs = std::move(inputs);
-  eqn.outputs = std::move(outputs);
+  drop_unused_inputs_and_outputs(eqn, d.used_inputs, join({used_carry, used_ys}));
   return DceEquationResult{d.used_inputs, true};
 }
 

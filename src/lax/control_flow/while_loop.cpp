@@ -3,17 +3,22 @@
 // cond_nconsts, body_nconsts and max_steps (-1: unbounded; else at most that many
 // iterations). The rules follow JAX's lax/control_flow/loops.py: jvp and batching find
 // by fixpoint which carries get tangents / a batch axis; partial evaluation runs the
-// known carries in a known loop and stages the whole loop for the unknown ones.
+// known carries in a known loop and stages the whole loop for the unknown ones; a loop
+// with max_steps is split as an equivalent scan instead (checkpointed: see "reverse
+// mode"), and an unbounded one is transposed by counting its trip count first.
 #include "jx/control_flow/while_loop.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 
 #include "core/array_internal.h"
 #include "core/subprogram.h"
+#include "jx/checkpoint.h"
 #include "jx/control_flow/cond.h"
 #include "jx/error.h"
 #include "jx/lax.h"
+#include "jx/numpy/core.h"
 #include "lax/batch_rules.h"
 #include "lax/control_flow/buffer_loop.h"
 #include "lax/control_flow/control_flow_util.h"
@@ -36,14 +41,20 @@ struct Loop {
   JaxprRef cond, body;
   size_t cond_nconsts = 0, body_nconsts = 0;
   int64_t max_steps = -1;
+  // Reverse mode's checkpointing (WhileOptions); printed only when not the default.
+  int64_t checkpoints = -1;  // -1: ceil(max_steps^(1 / (checkpoint_levels + 1)))
+  int64_t checkpoint_levels = 1;
 
   size_t carry_begin() const { return cond_nconsts + body_nconsts; }
   Params params() const {
-    return Params{{"cond_jaxpr", cond},
-                  {"body_jaxpr", body},
-                  {"cond_nconsts", static_cast<int64_t>(cond_nconsts)},
-                  {"body_nconsts", static_cast<int64_t>(body_nconsts)},
-                  {"max_steps", max_steps}};
+    Params p{{"cond_jaxpr", cond},
+             {"body_jaxpr", body},
+             {"cond_nconsts", static_cast<int64_t>(cond_nconsts)},
+             {"body_nconsts", static_cast<int64_t>(body_nconsts)},
+             {"max_steps", max_steps}};
+    if (checkpoints != -1) p.set("checkpoints", checkpoints);
+    if (checkpoint_levels != 1) p.set("checkpoint_levels", checkpoint_levels);
+    return p;
   }
 };
 
@@ -58,6 +69,11 @@ Loop loop_of(const Params& params) {
   l.body_nconsts = static_cast<size_t>(bn);
   l.max_steps = params.get_int("max_steps");
   if (l.max_steps < -1) detail::fail("while", "max_steps must be -1 (unbounded) or nonnegative, got ", l.max_steps);
+  if (params.has("checkpoints")) l.checkpoints = params.get_int("checkpoints");
+  if (params.has("checkpoint_levels")) l.checkpoint_levels = params.get_int("checkpoint_levels");
+  if (l.checkpoints < -1 || l.checkpoints == 0)
+    detail::fail("while", "checkpoints must be positive (or -1: the default), got ", l.checkpoints);
+  if (l.checkpoint_levels < 1) detail::fail("while", "checkpoint_levels must be at least 1, got ", l.checkpoint_levels);
   return l;
 }
 
@@ -280,25 +296,184 @@ BatchResult while_batch(std::span<const Array> args, std::span<const int64_t> di
 
 // ---- partial evaluation ----
 
-// A loop with max_steps as the equivalent scan of max_steps steps whose step is guarded:
-// `carry = cond(pred(carry), body, identity)(carry)`, so that steps after the predicate
-// turns false (or under vmap, in lanes whose predicate did) leave the carry alone. The
-// scan reads the while's operands in the same layout: (cond consts, body consts) as its
-// consts, the carries as its carries, no xs.
+// Which carries are unknown given which operands are: those whose initial value is,
+// closed under the body (a fixpoint); and whether the predicate then is. Also the split
+// bodies, whose known halves run the known carries.
+struct UnknownCarries {
+  std::vector<bool> cconst, bconst, carry;
+  std::shared_ptr<const detail::SplitBody> body, cond;
+  bool pred() const { return cond->out_unknowns[0]; }
+  bool any() const { return std::find(carry.begin(), carry.end(), true) != carry.end(); }
+};
+
+UnknownCarries unknown_carries(const Loop& l, const std::vector<bool>& unknowns) {
+  const size_t cn = l.cond_nconsts, c0 = l.carry_begin(), nc = unknowns.size() - c0;
+  UnknownCarries u;
+  u.cconst.assign(unknowns.begin(), unknowns.begin() + static_cast<std::ptrdiff_t>(cn));
+  u.bconst.assign(unknowns.begin() + static_cast<std::ptrdiff_t>(cn), unknowns.begin() + static_cast<std::ptrdiff_t>(c0));
+  u.carry.assign(unknowns.begin() + static_cast<std::ptrdiff_t>(c0), unknowns.end());
+  for (size_t iter = 0; iter <= nc; ++iter) {
+    u.body = detail::partial_eval_of_body(l.body, concat(u.bconst, u.carry), u.carry);
+    if (u.body->out_unknowns == u.carry) break;
+    detail::or_into(u.carry, u.body->out_unknowns);
+  }
+  u.cond = detail::partial_eval_of_body(l.cond, concat(u.cconst, u.carry));
+  JX_CHECK(u.pred() || u.cond->num_residuals == 0, "while", "a known predicate left residuals");
+  return u;
+}
+
+// One step of the loop, guarded: `carry = cond(pred(carry), body, identity)(carry)`, so
+// that a step after the predicate turned false (or under vmap, in a lane whose predicate
+// did) leaves the carry alone. `consts`: (cond consts, body consts). With `step` (the
+// global step index, an int32 scalar) the step also stops at max_steps: the checkpointed
+// scan runs a few steps more than max_steps when the segments do not divide it.
+std::vector<Array> guarded_step(const Loop& l, std::span<const Array> consts, std::span<const Array> carry,
+                                const Array* step) {
+  const size_t cn = l.cond_nconsts, bn = l.body_nconsts;
+  Array pred = eval_jaxpr(l.cond->jaxpr, {}, concat(consts.first(cn), carry))[0];
+  if (step) pred = lax::bitwise_and(lax::lt(*step, detail::scalar<int32_t>(static_cast<int32_t>(l.max_steps))), pred);
+  const std::vector<detail::FlatFn> branches{
+      [&](std::span<const Array> ops) { return std::vector<Array>(ops.begin() + static_cast<std::ptrdiff_t>(bn), ops.end()); },
+      [&](std::span<const Array> ops) { return eval_jaxpr(l.body->jaxpr, {}, ops); }};
+  return detail::cond_flat(detail::cond_index(pred), branches, concat(consts.subspan(cn), carry),
+                           detail::cond_branch_name);
+}
+
+// A loop with max_steps as the equivalent scan of max_steps guarded steps, saving every
+// step's residuals under reverse mode. The scan reads the while's operands in the same
+// layout: (cond consts, body consts) as its consts, the carries as its carries, no xs.
 detail::ScanParams bounded_as_scan(const Loop& l, std::span<const Aval> operand_avals) {
-  const size_t cn = l.cond_nconsts, bn = l.body_nconsts, c0 = l.carry_begin();
+  const size_t c0 = l.carry_begin();
   JaxprRef step = detail::stage_rewritten_body(
-      [&](std::span<const Array> xs) {
-        const std::span<const Array> carry = xs.subspan(c0);
-        const Array pred = eval_jaxpr(l.cond->jaxpr, {}, concat(xs.first(cn), carry))[0];
-        const std::vector<detail::FlatFn> branches{
-            [&](std::span<const Array> ops) { return std::vector<Array>(ops.begin() + static_cast<std::ptrdiff_t>(bn), ops.end()); },
-            [&](std::span<const Array> ops) { return eval_jaxpr(l.body->jaxpr, {}, ops); }};
-        return detail::cond_flat(detail::cond_index(pred), branches, xs.subspan(cn), detail::cond_branch_name);
-      },
-      operand_avals, "while");
+      [&](std::span<const Array> xs) { return guarded_step(l, xs.first(c0), xs.subspan(c0), nullptr); }, operand_avals,
+      "while");
   return detail::ScanParams{step, static_cast<int64_t>(c0), static_cast<int64_t>(operand_avals.size() - c0),
                             l.max_steps, false, 1};
+}
+
+// ---- reverse mode: checkpointed segments ----
+//
+// Reverse mode through a loop of N = max_steps steps splits it as a scan over
+// `segments` runs of segment_steps() guarded steps each; a run is a checkpoint (save
+// nothing) of a scan over radices.back() runs of the level below, down to a scan of
+// radices[0] single steps. Partial evaluation of the top scan then saves only the carry
+// at the start of each run (a checkpoint's known inputs are all it keeps), and the
+// backward pass of each run recomputes its steps from that carry: one level holds
+// O(sqrt N) carries and costs one more forward pass; L levels hold O(L N^(1/(L+1)))
+// and cost L more.
+struct CheckpointPlan {
+  int64_t segments = 0;          // carries saved: the length of the top scan
+  std::vector<int64_t> radices;  // innermost first: level j + 1 scans radices[j] runs of level j
+  int64_t steps_below(size_t level) const {  // the steps in one run of `level` (level 0: a single step)
+    int64_t n = 1;
+    for (size_t j = 0; j < level; ++j) n *= radices[j];
+    return n;
+  }
+};
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The smallest r >= 1 with r^k >= x, for x >= 1 and k >= 1.
+int64_t ceil_root(int64_t x, int64_t k) {
+  auto reaches = [&](int64_t r) {  // r^k >= x, without overflow
+    int64_t p = 1;
+    for (int64_t j = 0; j < k; ++j) {
+      if (p >= ceil_div(x, r)) return true;
+      p *= r;
+    }
+    return p >= x;
+  };
+  auto r = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(std::pow(static_cast<double>(x), 1.0 / static_cast<double>(k)))));
+  while (r > 1 && reaches(r - 1)) --r;
+  while (!reaches(r)) ++r;
+  return r;
+}
+
+// None when every step's residuals are saved: N <= 1, or checkpoints >= N.
+std::optional<CheckpointPlan> checkpoint_plan(const Loop& l) {
+  const int64_t n = l.max_steps;
+  if (n <= 1) return std::nullopt;
+  const int64_t k = l.checkpoints > 0 ? l.checkpoints : ceil_root(n, l.checkpoint_levels + 1);
+  if (k >= n) return std::nullopt;
+  const int64_t segment = ceil_div(n, k);  // >= 2
+  int64_t levels = 0;                      // at most log2(segment): every radix at least 2
+  while (levels < l.checkpoint_levels && (int64_t{2} << levels) <= segment) ++levels;
+  CheckpointPlan plan;
+  for (int64_t j = levels, rest = segment; j >= 1; --j) {  // outermost first
+    const int64_t r = ceil_root(rest, j);
+    plan.radices.insert(plan.radices.begin(), r);
+    rest = ceil_div(rest, r);
+  }
+  plan.segments = ceil_div(n, plan.steps_below(plan.radices.size()));
+  if (plan.segments * plan.steps_below(plan.radices.size()) > INT32_MAX)
+    detail::fail("while", "reverse mode supports max_steps up to 2^31 - 1 (the step index is int32), got ", n);
+  return plan;
+}
+
+std::vector<Array> checkpointed_run(const Loop& l, const CheckpointPlan& plan, size_t level,
+                                    std::span<const Array> consts, std::span<const Array> carry, const Array& step);
+
+// One run of `level` >= 1 from global step `step`: a scan of radices[level - 1] runs of
+// the level below, carrying the step index with the carries.
+std::vector<Array> run(const Loop& l, const CheckpointPlan& plan, size_t level, std::span<const Array> consts,
+                       std::span<const Array> carry, const Array& step) {
+  const int64_t stride = plan.steps_below(level - 1);
+  detail::FlatFn body = [&](std::span<const Array> c) {
+    std::vector<Array> next = level == 1 ? guarded_step(l, consts, c.subspan(1), &c[0])
+                                         : checkpointed_run(l, plan, level - 1, consts, c.subspan(1), c[0]);
+    next.insert(next.begin(), lax::add(c[0], detail::scalar<int32_t>(static_cast<int32_t>(stride))));
+    return next;
+  };
+  std::vector<Array> init{step};
+  init.insert(init.end(), carry.begin(), carry.end());
+  std::vector<Array> out = detail::scan_flat(body, std::move(init), {}, lax::ScanOptions{.length = plan.radices[level - 1]},
+                                             detail::ScanNames{.op = "while", .fn = "body_fn", .hidden_carry = 1});
+  out.erase(out.begin());
+  return out;
+}
+
+// run() inside a checkpoint that saves nothing, its inputs explicit.
+std::vector<Array> checkpointed_run(const Loop& l, const CheckpointPlan& plan, size_t level,
+                                    std::span<const Array> consts, std::span<const Array> carry, const Array& step) {
+  const size_t n = consts.size(), nc = carry.size();
+  std::vector<Array> args = concat(consts, carry);
+  args.push_back(step);
+  return detail::checkpoint_flat(
+      [&](std::span<const Array> in) { return run(l, plan, level, in.first(n), in.subspan(n, nc), in[n + nc]); }, args,
+      CheckpointOptions{});
+}
+
+// The top scan: operands (cond consts, body consts, carries, the start step of each
+// run); the last is no operand of the while, so its value comes back too.
+struct SegmentedScan {
+  detail::ScanParams params;
+  Array starts;
+};
+SegmentedScan segmented_as_scan(const Loop& l, const CheckpointPlan& plan, std::span<const Aval> operand_avals) {
+  const size_t c0 = l.carry_begin(), nc = operand_avals.size() - c0, top = plan.radices.size();
+  std::vector<Aval> avals(operand_avals.begin(), operand_avals.end());
+  avals.push_back(Aval{{}, DType::Int32, false});
+  JaxprRef body = detail::stage_rewritten_body(
+      [&](std::span<const Array> xs) {
+        return checkpointed_run(l, plan, top, xs.first(c0), xs.subspan(c0, nc), xs[c0 + nc]);
+      },
+      avals, "while");
+  std::vector<int32_t> starts;
+  for (int64_t k = 0; k < plan.segments; ++k) starts.push_back(static_cast<int32_t>(k * plan.steps_below(top)));
+  return {detail::ScanParams{body, static_cast<int64_t>(c0), static_cast<int64_t>(nc), plan.segments, false, 1},
+          Array(starts)};
+}
+
+// A scan's split whose last operand `extra` is no operand of the while: it becomes the
+// last constant of both halves (the operand indices follow).
+PartialEvalSplit with_last_operand_as_const(PartialEvalSplit s, size_t num_operands, const Array& extra) {
+  const size_t nk = s.known_consts.size(), nu = s.unknown_consts.size(), nr = s.num_residuals;
+  JX_CHECK(!s.unknown_operands.empty() && !s.known_operands.empty(), "while", "a scan split without operand lists");
+  for (size_t& i : s.known_operands) i = i < nk ? i : i == nk + num_operands ? nk : i + 1;
+  for (size_t& i : s.unknown_operands) i = i < nu ? i : i == nu + nr + num_operands ? nu : i + 1;
+  s.known_consts.push_back(extra);
+  s.unknown_consts.push_back(extra);
+  return s;
 }
 
 // JAX's rule: the carries that depend on unknowns (a fixpoint through the body) are
@@ -308,31 +483,30 @@ detail::ScanParams bounded_as_scan(const Loop& l, std::span<const Aval> operand_
 PartialEvalSplit while_partial_eval(const std::vector<bool>& unknowns, const Params& params) {
   const Loop l = loop_of(params);
   const size_t cn = l.cond_nconsts, c0 = l.carry_begin(), nc = unknowns.size() - c0;
-  const std::vector<bool> cconst_uk(unknowns.begin(), unknowns.begin() + static_cast<std::ptrdiff_t>(cn));
-  const std::vector<bool> bconst_uk(unknowns.begin() + static_cast<std::ptrdiff_t>(cn),
-                                    unknowns.begin() + static_cast<std::ptrdiff_t>(c0));
-  std::vector<bool> carry_uk(unknowns.begin() + static_cast<std::ptrdiff_t>(c0), unknowns.end());
-  std::shared_ptr<const detail::SplitBody> body;
-  for (size_t iter = 0; iter <= nc; ++iter) {
-    body = detail::partial_eval_of_body(l.body, concat(bconst_uk, carry_uk), carry_uk);
-    if (body->out_unknowns == carry_uk) break;
-    detail::or_into(carry_uk, body->out_unknowns);
-  }
-  auto cond = detail::partial_eval_of_body(l.cond, concat(cconst_uk, carry_uk));
-  JX_CHECK(cond->out_unknowns[0] || cond->num_residuals == 0, "while", "a known predicate left residuals");
+  const UnknownCarries uk = unknown_carries(l, unknowns);
+  const std::vector<bool>& carry_uk = uk.carry;
   // A bounded loop with unknown carries (linearize: the tangents) is split as its scan,
-  // whose known half saves each step's residuals and whose unknown half scan transposes:
-  // reverse mode through while_loop with max_steps.
-  if (!cond->out_unknowns[0] && l.max_steps >= 0 &&
-      std::find(carry_uk.begin(), carry_uk.end(), true) != carry_uk.end()) {
+  // whose known half saves the residuals and whose unknown half scan transposes: reverse
+  // mode through while_loop with max_steps. Checkpointed unless told to save every step.
+  if (!uk.pred() && l.max_steps >= 0 && uk.any()) {
     std::vector<Aval> avals = l.cond->in_avals();
     avals.resize(cn);
     const std::vector<Aval> body_in = l.body->in_avals();
     avals.insert(avals.end(), body_in.begin(), body_in.end());
-    return detail::scan_partial_eval(unknowns, bounded_as_scan(l, avals).to_params());
+    const std::optional<CheckpointPlan> plan = checkpoint_plan(l);
+    if (!plan) return detail::scan_partial_eval(unknowns, bounded_as_scan(l, avals).to_params());
+    const SegmentedScan scan = segmented_as_scan(l, *plan, avals);
+    std::vector<bool> scan_unknowns = unknowns;
+    scan_unknowns.push_back(false);
+    return with_last_operand_as_const(detail::scan_partial_eval(scan_unknowns, scan.params.to_params()),
+                                      unknowns.size(), scan.starts);
   }
   const bool all_unknown = std::find(carry_uk.begin(), carry_uk.end(), false) == carry_uk.end();
-  if (cond->out_unknowns[0] || all_unknown) return detail::stage_whole(while_p, params, unknowns.size(), nc);
+  if (uk.pred() || all_unknown) return detail::stage_whole(while_p, params, unknowns.size(), nc);
+  const auto& body = uk.body;
+  const auto& cond = uk.cond;
+  const std::vector<bool>& cconst_uk = uk.cconst;
+  const std::vector<bool>& bconst_uk = uk.bconst;
 
   // The known body without its residual outputs (a loop has no use for them).
   const size_t num_known = nc - static_cast<size_t>(std::count(carry_uk.begin(), carry_uk.end(), true));
@@ -372,13 +546,93 @@ PartialEvalSplit while_partial_eval(const std::vector<bool>& unknowns, const Par
 
 // ---- transposition ----
 
-// A jvp loop is linear in its tangent carries, but running it backwards needs the trip
-// count ahead of time (JAX raises the same way). A loop with max_steps never gets here
-// under grad/vjp: partial evaluation splits it as a scan (while_partial_eval).
-std::vector<Array> while_transpose(std::span<const Array>, std::span<const TransposeOperand>, const Params&) {
-  detail::fail("while", "reverse-mode differentiation (grad, vjp, jacrev) of a while loop needs a bounded number of "
-                        "iterations: give while_loop max_steps, or use fori_loop with static bounds (or scan). "
-                        "Forward mode (jvp, jacfwd) works.");
+// The concrete value behind x, through the tracers that know it (jvp and linearize carry
+// their primal); invalid when x is abstract (jit, vmap).
+Array known_value(const Array& x) {
+  const Array* cur = &x;
+  while (cur->impl().tracer) {
+    cur = cur->impl().tracer->known_value();
+    if (!cur) return Array();
+  }
+  return *cur;
+}
+
+// The iterations the loop makes from these concrete values of its known operands: its
+// known part (no linear carry) run now.
+int64_t trip_count(const Loop& l, const UnknownCarries& uk, std::span<const Array> values) {
+  detail::TraceScope eager(nullptr);
+  const size_t cn = l.cond_nconsts, c0 = l.carry_begin();
+  std::vector<Array> cconsts = uk.cond->known_consts, bconsts = uk.body->known_consts, carry;
+  for (size_t i = 0; i < values.size(); ++i) {
+    const bool unknown = i < cn ? uk.cconst[i] : i < c0 ? uk.bconst[i - cn] : uk.carry[i - c0];
+    if (unknown) continue;
+    (i < cn ? cconsts : i < c0 ? bconsts : carry).push_back(values[i]);
+  }
+  const size_t num_known = carry.size();
+  int64_t steps = 0;
+  for (; l.max_steps < 0 || steps < l.max_steps; ++steps) {
+    if (!eval_jaxpr(uk.cond->known->jaxpr, {}, concat(std::span<const Array>(cconsts), std::span<const Array>(carry)))[0]
+             .item<bool>())
+      break;
+    carry = eval_jaxpr(uk.body->known->jaxpr, {}, concat(std::span<const Array>(bconsts), std::span<const Array>(carry)));
+    carry.resize(num_known);  // drop the residuals
+  }
+  return steps;
+}
+
+// A jvp loop is linear in its tangent carries. A loop with max_steps never gets here
+// under grad/vjp: partial evaluation splits it as a scan (while_partial_eval). Without
+// max_steps, running it backwards needs its trip count T: when the known operands have
+// concrete values (eager reverse mode, also under an outer jvp), the known part of the
+// loop runs now to count T, and the loop is transposed as the same loop with max_steps =
+// T: its checkpointed scan is split, the known half runs (saving the checkpoints) and
+// the unknown half is transposed. Under jit or vmap T is unknown when the backward pass
+// is built, so this raises (JAX always does).
+std::vector<Array> while_transpose(std::span<const Array> cts, std::span<const TransposeOperand> operands,
+                                   const Params& params) {
+  const Loop l = loop_of(params);
+  std::vector<bool> linear;
+  std::vector<Array> values;
+  bool concrete = true;
+  for (const TransposeOperand& o : operands) {
+    linear.push_back(o.is_linear());
+    values.push_back(o.is_linear() ? Array() : known_value(o.value));
+    concrete = concrete && (o.is_linear() || values.back().valid());
+  }
+  const UnknownCarries uk = unknown_carries(l, linear);
+  if (!concrete)
+    detail::fail("while", "reverse-mode differentiation (grad, vjp, jacrev) of a while loop without max_steps needs a "
+                          "bounded number of iterations when the backward pass is built: it counts them eagerly, but "
+                          "here the loop's inputs are traced (jit or vmap); give while_loop max_steps, or use "
+                          "fori_loop with static bounds (or scan). Forward mode (jvp, jacfwd) works.");
+  if (uk.pred())
+    detail::fail("while", "cannot transpose a loop whose predicate reads a linear (tangent) value");
+  Loop bounded = l;
+  bounded.max_steps = trip_count(l, uk, values);
+
+  std::vector<Aval> avals;
+  for (const TransposeOperand& o : operands) avals.push_back(o.aval);
+  const JaxprRef loop = detail::stage_rewritten_body(
+      [&](std::span<const Array> xs) { return jx::bind(while_p, xs, bounded.params()); }, avals, "while");
+  const detail::PartialEvalJaxpr pe = detail::partial_eval_jaxpr(*loop, linear, {});
+  std::vector<Array> known_in;
+  for (size_t i = 0; i < operands.size(); ++i)
+    if (!linear[i]) known_in.push_back(operands[i].value);
+  std::vector<Array> known_out = eval_jaxpr(pe.known, known_in);
+  std::vector<Array> t_in(known_out.end() - static_cast<std::ptrdiff_t>(pe.num_residuals), known_out.end());
+  std::vector<bool> ct_nonzero;
+  for (size_t k = 0; k < cts.size(); ++k)
+    if (pe.out_unknowns[k]) {
+      ct_nonzero.push_back(cts[k].valid());
+      if (cts[k].valid()) t_in.push_back(cts[k]);
+    }
+  std::vector<bool> t_linear(pe.num_residuals, false);
+  t_linear.resize(pe.unknown.jaxpr.invars.size(), true);
+  const std::vector<Array> lin_cts = eval_jaxpr(detail::transpose_jaxpr(pe.unknown, t_linear, ct_nonzero), t_in);
+  std::vector<Array> out(operands.size());
+  for (size_t i = 0, k = 0; i < operands.size(); ++i)
+    if (linear[i]) out[i] = lin_cts[k++];
+  return out;
 }
 
 // ---- dead-code elimination ----
@@ -409,14 +663,7 @@ DceEquationResult while_dce(const std::vector<bool>& used_outputs, Equation& eqn
   out.cond_nconsts = static_cast<size_t>(std::count(used_inputs.begin(), used_inputs.begin() + static_cast<std::ptrdiff_t>(cn), true));
   out.body_nconsts = static_cast<size_t>(std::count(used_inputs.begin() + static_cast<std::ptrdiff_t>(cn), used_inputs.begin() + static_cast<std::ptrdiff_t>(c0), true));
   eqn.params = out.params();
-  std::vector<Atom> inputs;
-  for (size_t i = 0; i < eqn.inputs.size(); ++i)
-    if (used_inputs[i]) inputs.push_back(std::move(eqn.inputs[i]));
-  eqn.inputs = std::move(inputs);
-  std::vector<Var> outputs;
-  for (size_t k = 0; k < nc; ++k)
-    if (used[k]) outputs.push_back(std::move(eqn.outputs[k]));
-  eqn.outputs = std::move(outputs);
+  detail::drop_unused_inputs_and_outputs(eqn, used_inputs, used);
   return {std::move(used_inputs), true};
 }
 
@@ -436,12 +683,35 @@ const Primitive while_p("while", {.traits = kCallsSubprogram | kLinear,
 
 }  // namespace jx::lax
 
-// ---- the public function's flat core (jx/control_flow/while_loop.h) ----
+// ---- the public functions' flat core (jx/control_flow/while_loop.h) ----
 namespace jx::detail {
 
+ForiBounds fori_bounds(const Array& lower, const Array& upper) {
+  auto check = [](const Array& x, const char* name) {
+    if (!x.valid()) fail("fori_loop", name, " is a null jx::Array");
+    if (x.ndim() != 0 || !is_integer(x.dtype()))
+      fail("fori_loop", name, " must be an integer scalar, got ", x.aval().str());
+  };
+  check(lower, "lower");
+  check(upper, "upper");
+  const DType dtype = numpy::result_type({lower, upper});
+  ForiBounds b{lax::convert_element_type(lower, dtype, false), lax::convert_element_type(upper, dtype, false), {}, {}};
+  const Array lo = lax::known_value(lower), hi = lax::known_value(upper);
+  if (lo.valid() && hi.valid()) {
+    b.lower_value = lo.item<int64_t>();
+    b.upper_value = hi.item<int64_t>();
+  }
+  return b;
+}
+
 std::vector<Array> while_flat(const FlatFn& cond_fn, const FlatFn& body_fn, std::span<const Array> init,
-                              std::optional<int64_t> max_steps) {
+                              const lax::WhileOptions& options) {
+  const std::optional<int64_t>& max_steps = options.max_steps;
   if (max_steps && *max_steps < 0) fail("while_loop", "max_steps must be nonnegative, got ", *max_steps);
+  if (options.checkpoints && *options.checkpoints < 1)
+    fail("while_loop", "checkpoints must be at least 1, got ", *options.checkpoints);
+  if (options.checkpoint_levels < 1)
+    fail("while_loop", "checkpoint_levels must be at least 1, got ", options.checkpoint_levels);
   std::vector<Array> carry(init.begin(), init.end());
   for (size_t k = 0; k < carry.size(); ++k)
     if (!carry[k].valid()) fail("while_loop", "init leaf ", k, " is a null jx::Array");
@@ -471,7 +741,10 @@ std::vector<Array> while_flat(const FlatFn& cond_fn, const FlatFn& body_fn, std:
   std::vector<Array> operands = cond.consts;
   operands.insert(operands.end(), body.consts.begin(), body.consts.end());
   operands.insert(operands.end(), carry.begin(), carry.end());
-  const lax::Loop loop{cond.body, body.body, cond.consts.size(), body.consts.size(), max_steps.value_or(-1)};
+  const lax::Loop loop{cond.body,          body.body,
+                       cond.consts.size(),  body.consts.size(),
+                       max_steps.value_or(-1), options.checkpoints.value_or(-1),
+                       options.checkpoint_levels};
   return jx::bind(lax::while_p, operands, loop.params());
 }
 
