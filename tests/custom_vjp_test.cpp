@@ -253,6 +253,8 @@ TEST(CustomVjp, ForwardModeRaises) {
   EXPECT_JX_ERROR(jit([&f](const Array& x) { return jvp(f, x, x); })(Array(0.5)), msg);
   auto [y, f_jvp] = linearize(f, Array(0.5));
   EXPECT_JX_ERROR(f_jvp(Array(1.0)), msg);
+  auto [ys, f_jvps] = linearize(f, f64({0.5, 1.0}));
+  EXPECT_JX_ERROR(vmap(f_jvps)(Array(std::vector<double>{1, 2, 3, 4}).reshape({2, 2})), msg);  // custom_lin batched
 }
 
 TEST(CustomVjp, Errors) {

@@ -38,8 +38,10 @@
 // as it is); it returns (the batched outputs, out_batched): out_batched is a bool for every
 // output leaf, or a std::vector<bool> with one per output leaf; a batched output carries the
 // batch axis at 0. Eagerly and under jit f runs; vmap calls the rule (nested vmaps call it once
-// per level). Derivatives (jvp, grad) are f's own, taken through f's program, so a vmap of a
-// derivative batches f's derivative, not the rule (JAX differentiates the rule instead).
+// per level). Derivatives follow JAX: unbatched, jvp and grad differentiate f; batched, they
+// differentiate the rule (jvp(vmap(f)), grad(vmap(f)) and vmap(jvp(f)), whose batching rule
+// is the jvp of the rule). vmap(grad(f)) raises a jx::Error, as in JAX: reverse mode splits
+// the call into its primal and tangent parts, which the rule cannot be.
 // The rule is kept, with the structures it needs, for as long as the process runs: each
 // traced call registers one, referred to by the equation's `rule` param.
 //
