@@ -334,9 +334,14 @@ TEST(CustomVmap, Errors) {
 //   jax.grad(jnp.logaddexp, argnums=(0, 1))(jnp.float64(-inf), jnp.float64(0.))
 //   jax.grad(jax.scipy.special.logsumexp)(jnp.array([inf, 1.]))
 //   jax.grad(jnp.linalg.norm)(jnp.array([0., 1e-200]))
-// for each row below. NaN where JAX gives NaN: jx matched JAX at every point tried (also
-// softplus-style log1p(exp(x)), whose NaN at 1000 JAX shares; jx has no jax.nn.softplus), so
-// no jnp function needed a new rule.
+// for each row below. NaN where JAX gives NaN. jx matched JAX at every point tried (also
+// softplus-style log1p(exp(x)), whose NaN at 1000 JAX shares; jx has no jax.nn.softplus)
+// except logsumexp with weights b, where an inf weighted 0 gave NaN (now left out, as JAX
+// does). Also checked against JAX and equal: sinc at 0 (orders 1, 2), logaddexp2, prod and
+// cumprod with zeros, power at 0, arctan2(0, 0), max/amax/maximum/minimum/fmax ties, clip
+// at its bounds, nansum/nanmean/nanmax, std/var of constants, norm ord 1/inf/'fro', median,
+// nan_to_num, average with a 0 weight, det of a singular matrix, svdvals/eigvalsh of
+// repeated values, pinv of a singular matrix.
 bool same_as_jax(double got, double want) {
   if (std::isnan(want)) return std::isnan(got);
   if (std::isinf(want)) return got == want;
@@ -376,6 +381,12 @@ TEST(EdgeGradients, MatchJax) {
       {"logsumexp", [](const Array& x) { return jnp::logsumexp(x); }, {1000.0, 1000.0}, {0.5, 0.5}},
       {"logsumexp", [](const Array& x) { return jnp::logsumexp(x); }, {0.0, -inf}, {1.0, 0.0}},
       {"logsumexp", [](const Array& x) { return jnp::logsumexp(x); }, {inf, 1.0}, {nan, 0.0}},
+      // With weights b (jax.scipy.special.logsumexp(x, b=b)): an entry weighted 0 is left out.
+      {"logsumexp b=(1, 0)", [](const Array& x) { return jnp::logsumexp(x, {}, f64({1.0, 0.0})); }, {0.0, inf}, {1.0, 0.0}},
+      {"logsumexp b=(2, 0)", [](const Array& x) { return jnp::logsumexp(x, {}, f64({2.0, 0.0})); }, {1.0, inf}, {1.0, 0.0}},
+      {"logsumexp b=(0, 2)", [](const Array& x) { return jnp::logsumexp(x, {}, f64({0.0, 2.0})); }, {-inf, 0.0}, {0.0, 1.0}},
+      {"logsumexp b=(3, -1)", [](const Array& x) { return jnp::logsumexp(x, {}, f64({3.0, -1.0})); }, {0.0, 1.0},
+       {10.648940334911554, -9.648940334911552}},
       {"norm", [](const Array& x) { return jnp::linalg::norm(x); }, {0.0, 0.0}, {nan, nan}},
       {"norm", [](const Array& x) { return jnp::linalg::norm(x); }, {0.0, 1e-200}, {nan, inf}},
   };
@@ -386,6 +397,15 @@ TEST(EdgeGradients, MatchJax) {
           << v.name << " at " << v.x[0] << ", " << v.x[1] << ": element " << i << " jx "
           << g[static_cast<int64_t>(i)].item<double>() << " JAX " << v.g[i];
   }
+  // The values too: jax.scipy.special.logsumexp(jnp.array([1., inf]), b=jnp.array([2., 0.]))
+  // is 1.6931471805599454 (jx gave NaN, inf·0, before entries weighted 0 were left out).
+  EXPECT_EQ(jnp::logsumexp(f64({0.0, inf}), {}, f64({1.0, 0.0})).item<double>(), 0.0);
+  EXPECT_TRUE(same_as_jax(jnp::logsumexp(f64({1.0, inf}), {}, f64({2.0, 0.0})).item<double>(), 1.6931471805599454));
+  EXPECT_EQ(jnp::logsumexp(f64({1.0, 2.0}), {}, f64({0.0, 0.0})).item<double>(), -inf);
+  EXPECT_TRUE(same_as_jax(jnp::logsumexp(f64({0.0, 1.0}), {}, f64({3.0, -1.0})).item<double>(), -1.266848099467626));
+  // b broadcast against x, weights 0 in a column.
+  Array m = Array(std::vector<double>{0.0, inf, 1.0, inf}).reshape({2, 2});
+  EXPECT_ALLCLOSE(jnp::logsumexp(m, 1, f64({1.0, 0.0})), f64({0.0, 1.0}), 0.0, 0.0);
 }
 
 }  // namespace
