@@ -231,6 +231,34 @@ TEST(CustomVjp, VmapAgainstALoop) {
       EXPECT_EQ(gm[i][j].item<double>(), grad(f)(m[i][j]).item<double>()) << i << ", " << j;
 }
 
+TEST(CustomVjp, VmapOfNondiffAndClosedOverBatchedValues) {
+  // s·sin(x), s nondiff, with bwd clipping s·cos(x)·g to at most 1.
+  auto f = custom_vjp([](const Array& s, const Array& x) { return s * jnp::sin(x); },
+                      [](const Array& s, const Array& x) { return std::pair{s * jnp::sin(x), jnp::cos(x)}; },
+                      [](const Array& s, const Array& c, const Array& g) {
+                        return std::tuple{jnp::minimum(s * c * g, Array(1.0))};
+                      },
+                      nondiff_argnums<0>);
+  Array ss = f64({0.5, 2.0, 3.0}), xs = f64({0.3, 0.3, 2.0});
+  auto df = grad(f, argnums<1>);
+  Array gs = vmap(df)(ss, xs);
+  Array gv = grad([&f](const Array& s, const Array& x) { return jnp::sum(vmap(f)(s, x)); }, argnums<1>)(ss, xs);
+  for (int64_t i = 0; i < 3; ++i) {
+    const double want = df(ss[i], xs[i]).item<double>();
+    EXPECT_EQ(gs[i].item<double>(), want) << i;
+    EXPECT_EQ(gv[i].item<double>(), want) << i;
+  }
+  EXPECT_EQ(gs[1].item<double>(), 1.0);  // 2·cos(0.3) clipped
+  // fwd and bwd closing over a batched value (not differentiated): constants batched too.
+  Array gw = vmap([&xs](const Array& w) {
+    auto h = custom_vjp([w](const Array& x) { return w * x; },
+                        [w](const Array& x) { return std::pair{w * x, Array(0.0)}; },
+                        [w](const Array&, const Array& g) { return std::tuple{w * g * 10.0}; });
+    return grad(h)(Array(1.0));
+  })(xs);
+  EXPECT_ALLCLOSE(gw, xs * 10.0, 1e-15, 1e-15);
+}
+
 TEST(CustomVjp, HigherOrderDifferentiatesFwdAndBwd) {
   auto f = true_sin();
   // bwd is cos(x)·g with cos(x) a residual fwd computed: the second derivative is -sin.
