@@ -38,12 +38,42 @@
 // as it is); it returns (the batched outputs, out_batched): out_batched is a bool for every
 // output leaf, or a std::vector<bool> with one per output leaf; a batched output carries the
 // batch axis at 0. Eagerly and under jit f runs; vmap calls the rule (nested vmaps call it once
-// per level). Derivatives (jvp, grad) are f's own, taken through f's program, so a vmap of a
-// derivative batches f's derivative, not the rule (JAX differentiates the rule instead).
+// per level). Derivatives follow JAX: unbatched, jvp and grad differentiate f; batched, they
+// differentiate the rule (jvp(vmap(f)), grad(vmap(f)) and vmap(jvp(f)), whose batching rule
+// is the jvp of the rule). vmap(grad(f)) raises a jx::Error, as in JAX: reverse mode splits
+// the call into its primal and tangent parts, which the rule cannot be.
 // The rule is kept, with the structures it needs, for as long as the process runs: each
 // traced call registers one, referred to by the equation's `rule` param.
+//
+// jx::custom_vjp: a function with a user-written reverse-mode rule, JAX's jax.custom_vjp.
+//
+//   auto clip_grad = jx::custom_vjp(
+//       [](const Array& x) { return x; },                                   // f
+//       [](const Array& x) { return std::pair{x, Array(0.0)}; },            // fwd: (out, residuals)
+//       [](const Array& res, const Array& g) {                              // bwd: one cotangent
+//         return std::tuple{jnp::clip(g, -1.0, 1.0)};                       //   per argument
+//       });
+//
+// fwd(args...) returns (f's output, residuals), the residuals any pytree; bwd(residuals, g)
+// gets the output's cotangent g (the output's structure) and returns a std::tuple with one
+// cotangent per argument (the argument's structure, shape and dtype; for an integer or bool
+// leaf anything is accepted and ignored). With jx::nondiff_argnums<i, ...> after bwd, those
+// arguments are passed to bwd first, bwd(nondiff_args..., residuals, g), and bwd returns
+// cotangents of the others only; a nondiff argument must not be differentiated.
+//
+// Eagerly f simply runs. Under any transformation f, fwd and bwd are staged into one
+// `custom_vjp_call` equation holding the three programs (so a bwd returning the wrong
+// structure, shape or dtype raises as soon as the call is traced): jit compiles f; grad,
+// vjp, jacrev and linearize run fwd and save the residuals, and the backward pass runs
+// bwd; vmap batches the three programs (an unbatched argument's cotangent is summed over
+// the batch). Higher derivatives differentiate fwd and bwd as ordinary code, as in JAX.
+// Forward mode (jvp, jacfwd, hessian, applying linearize's linear map) raises a jx::Error,
+// as JAX's "can't apply forward-mode autodiff (jvp) to a custom_vjp function". f, fwd and
+// bwd must not close over values being differentiated (pass them as arguments).
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <span>
@@ -82,6 +112,17 @@ using FlatVmapRule = std::function<std::pair<std::vector<Array>, std::vector<boo
 // Binds (or, eagerly, runs) f batched by `rule` (errors name custom_vmap and `name`).
 std::vector<Array> custom_vmap_flat(const std::string& name, const FlatFn& f, FlatVmapRule rule,
                                     std::span<const Array> args);
+
+// Binds (or, eagerly, runs) f whose reverse-mode derivative is bwd over the saved residuals
+// of fwd. args are the nondiff leaves (the first num_nondiff), then the differentiated
+// ones; f: args -> outs; fwd: args -> [outs..., residuals...]; bwd: [nondiff leaves...,
+// residuals..., output cotangents...] -> a cotangent per differentiated leaf, which is
+// checked against that leaf (`diff_labels` name them in errors).
+std::vector<Array> custom_vjp_flat(const std::string& name, const FlatFn& f, const FlatFn& fwd, const FlatFn& bwd,
+                                   std::span<const Array> args, size_t num_nondiff,
+                                   std::span<const std::string> diff_labels);
+[[noreturn]] void custom_vjp_structure_error(const std::string& name, const std::string& what,
+                                             const std::string& got, const std::string& expected);
 
 }  // namespace detail
 
@@ -187,6 +228,152 @@ class CustomVmap {
 template <class F, class Rule>
 CustomVmap<std::decay_t<F>, std::decay_t<Rule>> custom_vmap(F&& f, Rule&& rule, std::string name = "custom_vmap") {
   return {std::forward<F>(f), std::forward<Rule>(rule), std::move(name)};
+}
+
+// Positions of a custom_vjp function's arguments that are not differentiated (JAX's
+// nondiff_argnums): jx::custom_vjp(f, fwd, bwd, jx::nondiff_argnums<0>).
+template <size_t... I>
+struct NondiffArgNums {};
+template <size_t... I>
+inline constexpr NondiffArgNums<I...> nondiff_argnums{};
+
+namespace detail {
+// The positions below N that are not among ND, ascending.
+template <size_t N, size_t... ND>
+constexpr std::array<size_t, N - sizeof...(ND)> diff_positions() {
+  std::array<size_t, N - sizeof...(ND)> out{};
+  size_t k = 0;
+  for (size_t i = 0; i < N; ++i)
+    if (((i != ND) && ...)) out[k++] = i;
+  return out;
+}
+template <size_t... ND>
+constexpr bool distinct_positions() {
+  constexpr std::array<size_t, sizeof...(ND)> p{ND...};
+  for (size_t i = 0; i < p.size(); ++i)
+    for (size_t j = i + 1; j < p.size(); ++j)
+      if (p[i] == p[j]) return false;
+  return true;
+}
+}  // namespace detail
+
+// The callable custom_vjp returns; holds copies of f, fwd and bwd. ND: nondiff_argnums.
+template <class F, class Fwd, class Bwd, size_t... ND>
+class CustomVjp {
+ public:
+  CustomVjp(F f, Fwd fwd, Bwd bwd, std::string name)
+      : f_(std::move(f)), fwd_(std::move(fwd)), bwd_(std::move(bwd)), name_(std::move(name)) {}
+
+  template <class... A>
+  auto operator()(const A&... args) const {
+    static_assert((tree::detail::Tree<A> && ...),
+                  "jx::custom_vjp: every argument must be a pytree (jx::Array, a C++ scalar, a std container of "
+                  "them or a JX_TREE_NODE struct)");
+    constexpr size_t N = sizeof...(A);
+    static_assert(((ND < N) && ...), "jx::custom_vjp: nondiff_argnums names a position past the last argument");
+    static_assert(detail::distinct_positions<ND...>(), "jx::custom_vjp: nondiff_argnums names a position twice");
+    using Args = detail::traced_args_t<A...>;
+    using R = detail::result_t<F, Args&>;
+    using FwdResult = std::decay_t<decltype(std::apply(std::declval<const Fwd&>(), std::declval<Args&>()))>;
+    static_assert(std::tuple_size_v<FwdResult> == 2,
+                  "jx::custom_vjp: fwd must return a std::pair (f's output, residuals)");
+    using Res = tree::array_tree_t<std::decay_t<std::tuple_element_t<1, FwdResult>>>;
+    static constexpr auto D = detail::diff_positions<N, ND...>();
+    constexpr std::array<size_t, sizeof...(ND)> nd{ND...};
+
+    Args a(detail::to_array_tree(args)...);
+    // Each argument flattened alone; the flat layout is the nondiff arguments' leaves (in
+    // nondiff_argnums order), then the others' (in argument order).
+    std::array<tree::TreeDef, N> defs;
+    std::array<std::vector<Array>, N> arg_leaves;
+    [&]<size_t... I>(std::index_sequence<I...>) {
+      ((std::tie(arg_leaves[I], defs[I]) = tree::flatten(std::get<I>(a))), ...);
+    }(std::make_index_sequence<N>{});
+    std::array<size_t, N> offset{};
+    std::vector<Array> leaves;
+    std::vector<std::string> diff_labels;
+    for (size_t i : nd) {
+      offset[i] = leaves.size();
+      leaves.insert(leaves.end(), arg_leaves[i].begin(), arg_leaves[i].end());
+    }
+    const size_t num_nondiff = leaves.size();
+    for (size_t i : D) {
+      offset[i] = leaves.size();
+      leaves.insert(leaves.end(), arg_leaves[i].begin(), arg_leaves[i].end());
+      for (size_t j = 0; j < arg_leaves[i].size(); ++j)
+        diff_labels.push_back("argument " + std::to_string(i) +
+                              (arg_leaves[i].size() == 1 ? std::string() : " (leaf " + std::to_string(j) + ")"));
+    }
+    auto rebuild = [&](std::span<const Array> xs) {
+      return [&]<size_t... I>(std::index_sequence<I...>) {
+        return Args(tree::unflatten<std::tuple_element_t<I, Args>>(defs[I], xs.subspan(offset[I], defs[I].num_leaves()))...);
+      }(std::make_index_sequence<N>{});
+    };
+    // The cotangents bwd must return: a tuple of the differentiated arguments' structures.
+    const tree::TreeDef ct_def = [&]<size_t... J>(std::index_sequence<J...>) {
+      return tree::flatten(std::tuple<std::tuple_element_t<D[J], Args>...>(std::get<D[J]>(a)...)).second;
+    }(std::make_index_sequence<D.size()>{});
+
+    tree::TreeDef out_def, res_def;
+    bool have_out_def = false;
+    detail::FlatFn f = [&](std::span<const Array> xs) {
+      Args b = rebuild(xs);
+      auto [out, def] = tree::flatten(detail::to_array_tree(std::apply(f_, b)));
+      out_def = def;
+      have_out_def = true;
+      return out;
+    };
+    detail::FlatFn fwd = [&](std::span<const Array> xs) {
+      Args b = rebuild(xs);
+      auto [out, res] = std::apply(fwd_, b);
+      auto [out_leaves, def] = tree::flatten(detail::to_array_tree(out));
+      // f is staged before fwd, so its structure is known here.
+      if (have_out_def && !(def == out_def))
+        detail::custom_vjp_structure_error(name_, "fwd's output", def.str(), "f's output has " + out_def.str());
+      auto [res_leaves, rdef] = tree::flatten(detail::to_array_tree(res));
+      res_def = rdef;
+      out_leaves.insert(out_leaves.end(), res_leaves.begin(), res_leaves.end());
+      return out_leaves;
+    };
+    detail::FlatFn bwd = [&](std::span<const Array> xs) {
+      // xs: [nondiff leaves..., residuals..., output cotangents...]
+      std::tuple<std::tuple_element_t<ND, Args>...> nondiff(tree::unflatten<std::tuple_element_t<ND, Args>>(
+          defs[ND], xs.subspan(offset[ND], defs[ND].num_leaves()))...);
+      const size_t num_res = res_def.num_leaves();
+      Res res = tree::unflatten<Res>(res_def, xs.subspan(num_nondiff, num_res));
+      R g = tree::unflatten<R>(out_def, xs.subspan(num_nondiff + num_res));
+      auto cts = std::apply([&](const auto&... n) { return bwd_(n..., res, g); }, nondiff);
+      auto [ct_leaves, def] = tree::flatten(detail::to_array_tree(cts));
+      if (!(def == ct_def))
+        detail::custom_vjp_structure_error(name_, "bwd's output", def.str(),
+                                           "it must be a tuple of one cotangent per differentiated argument, " +
+                                               ct_def.str());
+      return ct_leaves;
+    };
+    std::vector<Array> outs = detail::custom_vjp_flat(name_, f, fwd, bwd, leaves, num_nondiff, diff_labels);
+    return tree::unflatten<R>(out_def, outs);
+  }
+
+ private:
+  F f_;
+  Fwd fwd_;
+  Bwd bwd_;
+  std::string name_;
+};
+
+// f(args...) whose reverse-mode derivative is bwd(residuals, g) -> std::tuple{arg cotangents...},
+// residuals from fwd(args...) -> std::pair{out, residuals}. `name` names it in programs and errors.
+template <class F, class Fwd, class Bwd>
+CustomVjp<std::decay_t<F>, std::decay_t<Fwd>, std::decay_t<Bwd>> custom_vjp(F&& f, Fwd&& fwd, Bwd&& bwd,
+                                                                              std::string name = "custom_vjp") {
+  return {std::forward<F>(f), std::forward<Fwd>(fwd), std::forward<Bwd>(bwd), std::move(name)};
+}
+// With nondiff_argnums<I...>: bwd(nondiff_args..., residuals, g) -> cotangents of the other arguments.
+template <class F, class Fwd, class Bwd, size_t... I>
+CustomVjp<std::decay_t<F>, std::decay_t<Fwd>, std::decay_t<Bwd>, I...> custom_vjp(F&& f, Fwd&& fwd, Bwd&& bwd,
+                                                                                    NondiffArgNums<I...>,
+                                                                                    std::string name = "custom_vjp") {
+  return {std::forward<F>(f), std::forward<Fwd>(fwd), std::forward<Bwd>(bwd), std::move(name)};
 }
 
 }  // namespace jx

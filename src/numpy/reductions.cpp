@@ -7,6 +7,7 @@
 #include "jx/numpy/creation.h"
 #include "jx/numpy/manipulation.h"
 #include "jx/numpy/math.h"
+#include "jx/transforms.h"
 #include "numpy/core_util.h"
 
 namespace jx::numpy {
@@ -293,10 +294,18 @@ Array logsumexp(const Array& x, const Axes& axis, const std::optional<Array>& b,
   Array bb;
   if (b) std::tie(a, bb) = util::promote2_inexact(x, *b, "logsumexp");
   if (is_complex(a.dtype())) detail::fail("logsumexp", "complex inputs are not supported, got ", a.dtype());
+  // An entry weighted by b = 0 is left out (as JAX does), so an inf there is not inf·0 = NaN.
+  if (b) {
+    const Shape shape = broadcast_shapes({a.shape(), bb.shape()}, "logsumexp");
+    a = broadcast_to(a, shape);
+    bb = broadcast_to(bb, shape);
+    a = select(lax::ne(bb, full_like_value(bb, 0)), a, full_like_value(a, -INFINITY));
+  }
   auto axes = util::reduction_axes("logsumexp", axis, a.shape());
   Array amax = reduce(a, axes, lax::reduce_max);
-  // Shift by the max only where it is finite: all -inf (or an inf) must not become NaN.
-  amax = select(lax::is_finite(amax), amax, full_like_value(amax, 0));
+  // Shift by the max only where it is finite: all -inf (or an inf) must not become NaN. The
+  // shift cancels in the value, so it carries no derivative (JAX stops it too).
+  amax = stop_gradient(select(lax::is_finite(amax), amax, full_like_value(amax, 0)));
   Array shift = broadcast_to(util::maybe_keepdims(amax, a.shape(), axes, true), a.shape());
   Array e = lax::exp(lax::sub(a, shift));
   if (b) e = lax::mul(e, bb);

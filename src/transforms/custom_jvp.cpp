@@ -36,8 +36,8 @@ int64_t max_var_id(const Jaxpr& j) {
     for (const Var& v : e.outputs) m = std::max(m, v.id);
   return m;
 }
+}  // namespace
 
-// Inserts unused inputs of the types of `xs` at position `at` of body's inputs.
 void insert_unused_inputs(ClosedJaxpr& body, size_t at, std::span<const Array> xs) {
   int64_t next = max_var_id(body.jaxpr) + 1;
   std::vector<Var> vars;
@@ -45,6 +45,8 @@ void insert_unused_inputs(ClosedJaxpr& body, size_t at, std::span<const Array> x
   auto& in = body.jaxpr.invars;
   in.insert(in.begin() + static_cast<std::ptrdiff_t>(at), vars.begin(), vars.end());
 }
+
+namespace {
 
 // Binds one custom_jvp_call of the function program `f` (over `operands`) and the rule
 // program `jvp` (over `operands` and the tangents of those after `num_consts`). The

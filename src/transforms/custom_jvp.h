@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "jx/jaxpr.h"
 #include "jx/transforms.h"
 
 namespace jx::detail {
@@ -31,5 +32,10 @@ using CustomJvpRule = std::function<std::pair<std::vector<Array>, std::vector<Ar
 // a value's tangent would bypass the rule, so it raises instead.
 std::vector<Array> custom_jvp_call(const std::string& name, const FlatFn& f, const CustomJvpRule& jvp,
                                    std::span<const Array> args);
+
+// Inserts unused inputs of the types of `xs` at position `at` of body's inputs: the
+// custom_* call primitives (custom_jvp.cpp, custom_vjp.cpp) make each of their programs
+// take every program's lifted constants.
+void insert_unused_inputs(ClosedJaxpr& body, size_t at, std::span<const Array> xs);
 
 }  // namespace jx::detail
