@@ -452,6 +452,27 @@ std::vector<OpRow> build_rows() {
                  return f(a[0]);
                }),
                .second_order = true});
+  // jx::custom_vjp stages to custom_vjp_call (reverse mode runs its bwd, which a
+  // linearized program holds as custom_lin until transposed). Forward mode raises, as in
+  // JAX, so check_grads (which takes jvps) does not apply.
+  r.push_back({.primitive = "custom_vjp_call", .call = one([](auto a) {
+                 static const auto f = custom_vjp([](const Array& x) { return lax::sin(x); },
+                                                  [](const Array& x) { return std::pair{lax::sin(x), lax::cos(x)}; },
+                                                  [](const Array& c, const Array& g) { return std::tuple{lax::mul(c, g)}; });
+                 return f(a[0]);
+               }),
+               .skip = kCheckGrad,
+               .skip_reason = "forward-mode differentiation of a custom_vjp function raises, as in JAX",
+               .covered_by = "custom_vjp_test.cpp (reverse mode against finite differences)"});
+  r.push_back({.primitive = "custom_lin", .call = one([](auto a) {
+                 static const auto f = custom_vjp([](const Array& x) { return lax::sin(x); },
+                                                  [](const Array& x) { return std::pair{lax::sin(x), lax::cos(x)}; },
+                                                  [](const Array& c, const Array& g) { return std::tuple{lax::mul(c, g)}; });
+                 return jx::grad([&](const Array& x) { return numpy::sum(f(x)); })(a[0]);
+               }),
+               .skip = kCheckJit | kCheckVmap | kCheckGrad,
+               .skip_reason = "custom_lin lives only in linearized programs, between partial evaluation and transposition",
+               .covered_by = "custom_vjp_test.cpp"});
   // ---- control flow ----
   // A carry through the rows of x (init: its first row), each step emitting a y.
   r.push_back({.primitive = "scan", .call = [](std::span<const Array> a) {
