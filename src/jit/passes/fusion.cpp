@@ -438,9 +438,20 @@ class Fuser {
           return label(d->second) + into + label(m) + " reads its operands as kernel inputs";
       }
     }
+    // Work over a smaller space than the consumer's is recomputed per element when
+    // merged: worth it only for a few plain ops recomputed a few times (1 + sum(q*q) over
+    // a [1, n] row read by a [3, n] loop), which beats a kernel of its own and a pass
+    // over memory.
+    int64_t recompute_cost = 0;
+    for (size_t m : P.members)
+      if (roles_[m] == Role::kScalar) recompute_cost += std::max<int64_t>(1, eqns_[m].primitive->rules().lowering.cost);
     for (size_t m : P.members) {
       const Aval& out = eqns_[m].outputs[0].aval;
-      if (roles_[m] == Role::kScalar && out.size() != C.space.size())
+      if (roles_[m] != Role::kScalar || out.size() == C.space.size()) continue;
+      constexpr int64_t kMaxRecomputedOps = 2, kMaxRecomputations = 8;
+      const bool cheap = recompute_cost <= kMaxRecomputedOps && out.size() > 0 &&
+                         C.space.size() <= kMaxRecomputations * out.size();
+      if (!cheap)
         return label(m) + into + "computed over " + out.str() +
                ", not the iteration space (it would be recomputed per element)";
     }
