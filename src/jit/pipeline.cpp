@@ -3,6 +3,8 @@
 //   simplify, constant_folding, cse, dce until nothing changes: a simplification exposes
 //     a fold (x * 1 with x constant), a fold makes duplicates (two equal literals), cse
 //     and the others leave dead equations, which dce removes before the next round.
+//   scan_accumulators on the cleaned program (its loops' bodies as reverse mode wrote
+//     them), before fusion, which then fuses the products it adds after the loops.
 //   fusion on the cleaned program, then dce for what fusion bypassed.
 // PipelineOptions::verify (config's verify_passes, JX_VERIFY_PASSES=1; always in debug
 // builds) verifies the program after every pass that changed it, naming the pass that broke it.
@@ -19,6 +21,7 @@
 #include "jit/passes/fusion.h"
 #include "jit/passes/inline_calls.h"
 #include "jit/passes/pass.h"
+#include "jit/passes/scan_accumulators.h"
 #include "jit/passes/simplify.h"
 #include "jx/error.h"
 
@@ -107,6 +110,7 @@ ClosedJaxpr optimize_program(ClosedJaxpr program, const PipelineOptions& options
         changed = run.apply(*pass) || changed;
     }
     if (changed) run.note(detail::cat("[pipeline] stopped after ", kMaxRounds, " rounds that all changed the program"));
+    run.apply(kScanAccumulatorsPass);
     run.apply(kFusionPass);
     run.apply(kDcePass);
   } else {
