@@ -249,6 +249,24 @@ TEST(JitLoopsOnBuffers, EmptyScanReturnsItsInitAndEmptyStacks) {
   EXPECT_EQ(ys.shape(), (Shape{0, 3}));
 }
 
+TEST(JitLoopsOnBuffers, ZeroSizeCarriesAndRows) {
+  // An empty carry beside a counter, and xs whose rows are empty.
+  auto w = [](const Array& e) {
+    return lax::while_loop([](const std::pair<Array, Array>& s) { return s.first < 4; },
+                           [](const std::pair<Array, Array>& s) { return std::pair(s.first + 1, s.second * 2.0f); },
+                           std::pair(Array(0), e));
+  };
+  auto [i, e] = jit(w, named("empty_carry"))(jnp::zeros({0, 3}));
+  EXPECT_EQ(i.item<int32_t>(), 4);
+  EXPECT_EQ(e.shape(), (Shape{0, 3}));
+  auto s = [](const Array& c, const Array& xs) {
+    return lax::scan([](const Array& c, const Array& x) { return std::pair(c + 1.0f, x * 2.0f); }, c, xs);
+  };
+  auto [c, ys] = jit(s, named("empty_rows"))(Array(1.0f), jnp::zeros({5, 0}));
+  EXPECT_EQ(c.item<float>(), 6.0f);
+  EXPECT_EQ(ys.shape(), (Shape{5, 0}));
+}
+
 TEST(JitLoopsOnBuffers, BodiesWithRuntimeCallsRunThroughArrays) {
   // A sort is a runtime call, not a kernel: the body runs as a program on arrays.
   auto f = [](const Array& xs) {

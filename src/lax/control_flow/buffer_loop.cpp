@@ -29,13 +29,21 @@ CarryBuffers::CarryBuffers(std::span<const Array> init) {
 void CarryBuffers::advance() {
   std::swap(current_, spare_);
   for (size_t k = 0; k < current_.size(); ++k) {
-    current_ptrs_[k] = raw_data(current_[k]);
-    // The set just read becomes the one written next, unless it is the caller's (the
-    // initial values, or any array someone else holds): then a fresh one is made, once.
-    if (spare_[k].impl_ptr().use_count() != 1 || spare_[k].impl().storage.use_count() != 1)
-      spare_[k] = alloc_array(current_[k].aval());
-    next_ptrs_[k] = mutable_data<void>(spare_[k]);
+    const void* read = current_ptrs_[k];
+    current_ptrs_[k] = next_ptrs_[k];
+    next_ptrs_[k] = const_cast<void*>(read);
   }
+  if (both_sets_ours_) return;
+  // After the first step the set just read is the initial values: the caller's (or a
+  // contiguous copy of a view, ours). The caller's are never written: a second fresh
+  // set replaces them, once, and from then on the two sets alternate.
+  for (size_t k = 0; k < current_.size(); ++k) {
+    if (spare_[k].impl_ptr().use_count() != 1 || spare_[k].impl().storage.use_count() != 1) {
+      spare_[k] = alloc_array(current_[k].aval());
+      next_ptrs_[k] = mutable_data<void>(spare_[k]);
+    }
+  }
+  both_sets_ours_ = true;
 }
 
 LoopWorkspace::LoopWorkspace(size_t bytes)

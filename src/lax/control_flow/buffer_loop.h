@@ -32,6 +32,7 @@ class CarryBuffers {
   std::vector<Array> current_, spare_;
   std::vector<const void*> current_ptrs_;
   std::vector<void*> next_ptrs_;
+  bool both_sets_ours_ = false;
 };
 
 // Loops (while or scan) this process ran on buffers, for tests.
