@@ -572,20 +572,19 @@ TEST(Refusals, BroadcastOfAComputedSmallerValueIsNotRecomputed) {
 }
 
 TEST(Fusion, AFewPlainOpsOverASmallerSpaceAreRecomputed) {
-  // a + a over [1, 3], read by a [4, 3] loop: recomputed 4 times rather than a kernel.
-  Fused r = fuse_text(R"({ lambda ; a:f32[1,3] b:f32[4,3]. let
-    c:f32[1,3] = add a a
-    d:f32[4,3] = broadcast_in_dim[broadcast_dimensions=(0, 1) shape=(4, 3)] c
-    e:f32[4,3] = mul d b
-  in (e,) })");
+  // a + a over [1, 3], read by a [rows, 3] loop.
+  auto fuse_rows = [](int rows) {
+    const std::string r = std::to_string(rows);
+    return fuse_text("{ lambda ; a:f32[1,3] b:f32[" + r + ",3]. let\n    c:f32[1,3] = add a a\n    d:f32[" + r +
+                     ",3] = broadcast_in_dim[broadcast_dimensions=(0, 1) shape=(" + r + ", 3)] c\n    e:f32[" + r +
+                     ",3] = mul d b\n  in (e,) }");
+  };
+  // Recomputed 4 times rather than given a kernel of its own.
+  Fused r = fuse_rows(4);
   EXPECT_EQ(r.fusions("loop"), 1) << r.all_notes();
   EXPECT_EQ(r.program.jaxpr.eqns.size(), 1u);
   // Recomputed 16 times is too many: the add gets a kernel of its own.
-  Fused wide = fuse_text(R"({ lambda ; a:f32[1,3] b:f32[16,3]. let
-    c:f32[1,3] = add a a
-    d:f32[16,3] = broadcast_in_dim[broadcast_dimensions=(0, 1) shape=(16, 3)] c
-    e:f32[16,3] = mul d b
-  in (e,) })");
+  Fused wide = fuse_rows(16);
   EXPECT_EQ(wide.fusions("loop"), 2) << wide.all_notes();
   EXPECT_TRUE(wide.has_note("refused: add (c) into loop over f32[16,3]: computed over f32[1,3], not the iteration "
                             "space (it would be recomputed per element)"))

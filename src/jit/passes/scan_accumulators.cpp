@@ -82,6 +82,15 @@ Params dot_params(DType dtype) {
                 {"preferred_element_type", dtype}};
 }
 
+// `v` without the carries marked in `hoisted`, the carries starting at v[first].
+template <class T>
+std::vector<T> without_hoisted(const std::vector<T>& v, size_t first, const std::vector<bool>& hoisted) {
+  std::vector<T> kept;
+  for (size_t i = 0; i < v.size(); ++i)
+    if (i < first || i >= first + hoisted.size() || !hoisted[i - first]) kept.push_back(v[i]);
+  return kept;
+}
+
 // Rewrites scan equation `e` (appending it and what follows it to `out`); false when it
 // has no accumulator.
 bool rewrite_scan(const Equation& e, std::vector<Equation>& out, PassContext& ctx) {
@@ -96,12 +105,8 @@ bool rewrite_scan(const Equation& e, std::vector<Equation>& out, PassContext& ct
   // The body without those carries, and with each one's two factors as extra ys.
   auto new_body = std::make_shared<ClosedJaxpr>(*p.body);
   Jaxpr& nb = new_body->jaxpr;
-  nb.invars.clear();
-  nb.outvars.clear();
-  for (size_t i = 0; i < body.invars.size(); ++i)
-    if (i < nc || i >= nc + nk || !hoisted[i - nc]) nb.invars.push_back(body.invars[i]);
-  for (size_t i = 0; i < body.outvars.size(); ++i)
-    if (i >= nk || !hoisted[i]) nb.outvars.push_back(body.outvars[i]);
+  nb.invars = without_hoisted(body.invars, nc, hoisted);
+  nb.outvars = without_hoisted(body.outvars, 0, hoisted);
   for (const Accumulator& x : acc) {
     nb.outvars.push_back(x.a);
     nb.outvars.push_back(x.b);
@@ -117,12 +122,8 @@ bool rewrite_scan(const Equation& e, std::vector<Equation>& out, PassContext& ct
   // The equation: the same operands without the hoisted inits; outputs without their
   // carries, plus the stacked factors.
   Equation scan = e;
-  scan.inputs.clear();
-  scan.outputs.clear();
-  for (size_t i = 0; i < e.inputs.size(); ++i)
-    if (i < nc || i >= nc + nk || !hoisted[i - nc]) scan.inputs.push_back(e.inputs[i]);
-  for (size_t i = 0; i < e.outputs.size(); ++i)
-    if (i >= nk || !hoisted[i]) scan.outputs.push_back(e.outputs[i]);
+  scan.inputs = without_hoisted(e.inputs, nc, hoisted);
+  scan.outputs = without_hoisted(e.outputs, 0, hoisted);
   std::vector<std::pair<Var, Var>> stacks;
   for (const Accumulator& x : acc) {
     auto stacked = [&](const Atom& f) {
