@@ -473,6 +473,18 @@ std::vector<OpRow> build_rows() {
                .skip = kCheckJit | kCheckVmap | kCheckGrad,
                .skip_reason = "custom_lin lives only in linearized programs, between partial evaluation and transposition",
                .covered_by = "custom_vjp_test.cpp"});
+  // while_backward: the backward pass of a while loop without max_steps under jit.
+  r.push_back({.primitive = "while_backward", .call = one([](auto a) {
+                 auto loss = [](const Array& x) {
+                   return numpy::sum(lax::while_loop([](const Array& v) { return numpy::sum(v) < 10.0; },
+                                                     [](const Array& v) { return lax::mul(v, lax::sin(v)); }, x));
+                 };
+                 return jx::jit(jx::grad(loss))(a[0]);
+               }),
+               .skip = kCheckJit | kCheckVmap | kCheckGrad,
+               .skip_reason = "while_backward is staged only by jit(grad) of an unbounded while_loop; it is neither "
+                              "differentiated nor batched over its known operands",
+               .covered_by = "while_grad_test.cpp (against eager and the unrolled loop)"});
   // ---- control flow ----
   // A carry through the rows of x (init: its first row), each step emitting a y.
   r.push_back({.primitive = "scan", .call = [](std::span<const Array> a) {

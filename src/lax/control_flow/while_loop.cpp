@@ -18,6 +18,8 @@
 #include "jx/control_flow/cond.h"
 #include "jx/error.h"
 #include "jx/lax.h"
+#include "jx/numpy/creation.h"
+#include "jx/numpy/manipulation.h"
 #include "jx/numpy/core.h"
 #include "lax/batch_rules.h"
 #include "lax/control_flow/buffer_loop.h"
@@ -580,14 +582,21 @@ int64_t trip_count(const Loop& l, const UnknownCarries& uk, std::span<const Arra
   return steps;
 }
 
+// Under jit the known operands are traced, so T is known only when the program runs:
+// the backward pass is staged as one `while_backward` equation (below) reading the known
+// operands and the cotangents, whose impl runs this transpose on their values.
+std::vector<Array> deferred_while_transpose(std::span<const Array> cts, std::span<const TransposeOperand> operands,
+                                            const Params& params, const std::vector<bool>& linear);
+
 // A jvp loop is linear in its tangent carries. A loop with max_steps never gets here
 // under grad/vjp: partial evaluation splits it as a scan (while_partial_eval). Without
 // max_steps, running it backwards needs its trip count T: when the known operands have
 // concrete values (eager reverse mode, also under an outer jvp), the known part of the
 // loop runs now to count T, and the loop is transposed as the same loop with max_steps =
 // T: its checkpointed scan is split, the known half runs (saving the checkpoints) and
-// the unknown half is transposed. Under jit or vmap T is unknown when the backward pass
-// is built, so this raises (JAX always does).
+// the unknown half is transposed. Under jit T is unknown when the backward pass is
+// built: it is deferred to run time (while_backward); under vmap it raises (JAX always
+// refuses reverse mode here).
 std::vector<Array> while_transpose(std::span<const Array> cts, std::span<const TransposeOperand> operands,
                                    const Params& params) {
   const Loop l = loop_of(params);
@@ -600,13 +609,9 @@ std::vector<Array> while_transpose(std::span<const Array> cts, std::span<const T
     concrete = concrete && (o.is_linear() || values.back().valid());
   }
   const UnknownCarries uk = unknown_carries(l, linear);
-  if (!concrete)
-    detail::fail("while", "reverse-mode differentiation (grad, vjp, jacrev) of a while loop without max_steps needs a "
-                          "bounded number of iterations when the backward pass is built: it counts them eagerly, but "
-                          "here the loop's inputs are traced (jit or vmap); give while_loop max_steps, or use "
-                          "fori_loop with static bounds (or scan). Forward mode (jvp, jacfwd) works.");
   if (uk.pred())
     detail::fail("while", "cannot transpose a loop whose predicate reads a linear (tangent) value");
+  if (!concrete) return deferred_while_transpose(cts, operands, params, linear);
   Loop bounded = l;
   bounded.max_steps = trip_count(l, uk, values);
 
@@ -680,6 +685,129 @@ const Primitive while_p("while", {.traits = kCallsSubprogram | kLinear,
                                   .batch = while_batch,
                                   .partial_eval = while_partial_eval,
                                   .dce = while_dce});
+
+// ---- while_backward: the reverse pass of a loop without max_steps under jit ----
+//
+//   while_backward[cond_jaxpr body_jaxpr cond_nconsts body_nconsts max_steps linear
+//                  nonzero_cts] known operands... nonzero cotangents...
+//     -> a cotangent per linear operand of the loop
+//
+// Its impl has the values: it counts the trip count T by running the loop's known part
+// and transposes the loop as one with max_steps = T (checkpointed: O(sqrt T) saved
+// carries), as eager reverse mode does. The backward pass is built on every call and
+// its sub-programs are interpreted; it cannot itself be differentiated or batched.
+extern const Primitive while_backward_p;
+
+namespace {
+
+std::vector<int64_t> mask_ints(const std::vector<bool>& mask) { return std::vector<int64_t>(mask.begin(), mask.end()); }
+std::vector<bool> mask_of(const std::vector<int64_t>& ints) { return std::vector<bool>(ints.begin(), ints.end()); }
+
+// The avals of the loop's operands, from its bodies' inputs.
+std::vector<Aval> operand_avals(const Loop& l) {
+  std::vector<Aval> avals = l.cond->jaxpr.in_avals();
+  avals.resize(l.cond_nconsts);
+  for (const Aval& a : l.body->jaxpr.in_avals()) avals.push_back(a);
+  return avals;
+}
+
+std::vector<Aval> while_backward_abstract_eval(std::span<const Aval> in, const Params& params) {
+  const Loop l = loop_of(params);
+  const std::vector<bool> linear = mask_of(params.get_ints("linear"));
+  const std::vector<Aval> avals = operand_avals(l);
+  if (linear.size() != avals.size())
+    detail::fail("while_backward", "linear has ", linear.size(), " entries but the loop has ", avals.size(),
+                 " operands");
+  std::vector<Aval> out;
+  for (size_t i = 0; i < avals.size(); ++i)
+    if (linear[i]) out.push_back(avals[i]);
+  return out;
+}
+
+std::vector<Array> while_backward_impl(std::span<const Array> in, const Params& params, std::span<const Aval> out) {
+  const Loop l = loop_of(params);
+  const std::vector<bool> linear = mask_of(params.get_ints("linear"));
+  const std::vector<bool> nonzero = mask_of(params.get_ints("nonzero_cts"));
+  const std::vector<Aval> avals = operand_avals(l);
+  std::vector<TransposeOperand> operands;
+  size_t k = 0;
+  for (size_t i = 0; i < avals.size(); ++i) operands.push_back({linear[i] ? Array() : in[k++], avals[i]});
+  std::vector<Array> cts;
+  for (bool nz : nonzero) cts.push_back(nz ? in[k++] : Array());
+  std::vector<Array> all = while_transpose(cts, operands, l.params());
+  std::vector<Array> result;
+  for (size_t i = 0; i < avals.size(); ++i)
+    if (linear[i]) result.push_back(all[i].valid() ? all[i] : jx::numpy::zeros(avals[i].shape, avals[i].dtype));
+  return detail::with_weak_types(std::move(result), out);
+}
+
+// Batched cotangents alone (jacrev: a vmap over the pullback) share the loop's trip
+// count: one backward pass per lane. Batched known operands would need a trip count per
+// lane: refused.
+BatchResult while_backward_batch(std::span<const Array> args, std::span<const int64_t> dims, const Params& params,
+                                 const BatchAxis& axis) {
+  const std::vector<bool> linear = mask_of(params.get_ints("linear"));
+  const size_t num_known = static_cast<size_t>(std::count(linear.begin(), linear.end(), false));
+  for (size_t i = 0; i < num_known; ++i)
+    if (dims[i] != kNotMapped)
+      detail::fail("while", "reverse-mode differentiation (grad, vjp, jacrev) of a while loop without max_steps under "
+                            "vmap: each lane would need its own trip count when the backward pass is built; give "
+                            "while_loop max_steps, or use fori_loop with static bounds (or scan)");
+  std::vector<std::vector<Array>> lanes;
+  for (int64_t b = 0; b < axis.size; ++b) {
+    std::vector<Array> in(args.begin(), args.end());
+    for (size_t i = num_known; i < in.size(); ++i)
+      if (dims[i] != kNotMapped) in[i] = jx::numpy::moveaxis(args[i], dims[i], 0)(b);
+    lanes.push_back(jx::bind(while_backward_p, in, params));
+  }
+  BatchResult r;
+  const size_t num_out = static_cast<size_t>(std::count(linear.begin(), linear.end(), true));
+  for (size_t k = 0; k < num_out; ++k) {
+    std::vector<Array> column;
+    for (const std::vector<Array>& lane : lanes) column.push_back(lane[k]);
+    r.outs.push_back(jx::numpy::stack(column, 0));
+    r.dims.push_back(0);
+  }
+  return r;
+}
+
+JvpResult while_backward_jvp(std::span<const Array>, std::span<const Array>, const Params&) {
+  detail::fail("while_backward", "the backward pass of a while_loop without max_steps, built when a jitted program "
+                                 "runs, cannot be differentiated again (grad of grad under jit); give while_loop "
+                                 "max_steps, or differentiate eagerly");
+}
+
+}  // namespace
+
+const Primitive while_backward_p("while_backward", {.abstract_eval = while_backward_abstract_eval,
+                                                    .impl = while_backward_impl,
+                                                    .jvp = while_backward_jvp,
+                                                    .batch = while_backward_batch});
+
+namespace {
+
+std::vector<Array> deferred_while_transpose(std::span<const Array> cts, std::span<const TransposeOperand> operands,
+                                            const Params& params, const std::vector<bool>& linear) {
+  const Loop l = loop_of(params);
+  std::vector<Array> in;
+  for (const TransposeOperand& o : operands)
+    if (!o.is_linear()) in.push_back(o.value);
+  std::vector<bool> nonzero;
+  for (const Array& ct : cts) {
+    nonzero.push_back(ct.valid());
+    if (ct.valid()) in.push_back(ct);
+  }
+  Params p = l.params();
+  p.set("linear", mask_ints(linear));
+  p.set("nonzero_cts", mask_ints(nonzero));
+  std::vector<Array> lin = jx::bind(while_backward_p, in, p);
+  std::vector<Array> out(operands.size());
+  for (size_t i = 0, j = 0; i < operands.size(); ++i)
+    if (linear[i]) out[i] = lin[j++];
+  return out;
+}
+
+}  // namespace
 
 }  // namespace jx::lax
 
