@@ -26,6 +26,22 @@ CarryBuffers::CarryBuffers(std::span<const Array> init) {
   }
 }
 
+void CarryBuffers::mirror_current(const void** slots) {
+  current_mirrors_.push_back(slots);
+  update_mirrors();
+}
+void CarryBuffers::mirror_next(void** slots) {
+  next_mirrors_.push_back(slots);
+  update_mirrors();
+}
+void CarryBuffers::update_mirrors() {
+  const size_t n = current_ptrs_.size();
+  for (const void** m : current_mirrors_)
+    for (size_t k = 0; k < n; ++k) m[k] = current_ptrs_[k];
+  for (void** m : next_mirrors_)
+    for (size_t k = 0; k < n; ++k) m[k] = next_ptrs_[k];
+}
+
 void CarryBuffers::advance() {
   std::swap(current_, spare_);
   for (size_t k = 0; k < current_.size(); ++k) {
@@ -33,7 +49,10 @@ void CarryBuffers::advance() {
     current_ptrs_[k] = next_ptrs_[k];
     next_ptrs_[k] = const_cast<void*>(read);
   }
-  if (both_sets_ours_) return;
+  if (both_sets_ours_) {
+    update_mirrors();
+    return;
+  }
   // After the first step the set just read is the initial values: the caller's (or a
   // contiguous copy of a view, ours). The caller's are never written: a second fresh
   // set replaces them, once, and from then on the two sets alternate.
@@ -44,6 +63,7 @@ void CarryBuffers::advance() {
     }
   }
   both_sets_ours_ = true;
+  update_mirrors();
 }
 
 LoopWorkspace::LoopWorkspace(size_t bytes)

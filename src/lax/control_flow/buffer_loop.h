@@ -19,10 +19,13 @@ class CarryBuffers {
   // Starts at `init` (read in place: contiguous copies of any views are taken once).
   explicit CarryBuffers(std::span<const Array> init);
   size_t size() const { return current_.size(); }
-  // Where the current carry is, for the body to read.
-  const void* const* current() const { return current_ptrs_.data(); }
   // Where the next carry goes, for the body to write.
   void* const* next() const { return next_ptrs_.data(); }
+  // Pointer arrays that mirror where the current carry is (a program's carry inputs:
+  // slots[0..size())) or next() (its carry outputs), kept up to date by advance(), so a loop step copies no
+  // pointers itself.
+  void mirror_current(const void** slots);
+  void mirror_next(void** slots);
   // After the body wrote next(): it becomes the current carry.
   void advance();
   // The current carry as arrays.
@@ -32,7 +35,10 @@ class CarryBuffers {
   std::vector<Array> current_, spare_;
   std::vector<const void*> current_ptrs_;
   std::vector<void*> next_ptrs_;
+  std::vector<const void**> current_mirrors_;
+  std::vector<void**> next_mirrors_;
   bool both_sets_ours_ = false;
+  void update_mirrors();
 };
 
 // Loops (while or scan) this process ran on buffers, for tests.

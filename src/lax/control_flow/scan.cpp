@@ -158,12 +158,12 @@ std::optional<std::vector<Array>> scan_on_buffers(const ScanParams& p, std::span
     y_row_bytes.push_back(row_bytes(out_avals[nk + k]));
   }
   detail::CarryBuffers carry(in.subspan(nc, nk));
+  carry.mirror_current(body_in.data() + nc);
+  carry.mirror_next(body_out.data());
   detail::LoopWorkspace workspace(body->workspace_bytes());
   for (int64_t step = 0; step < p.length; ++step) {
     const int64_t i = p.reverse ? p.length - 1 - step : step;
-    std::copy_n(carry.current(), nk, body_in.begin() + static_cast<std::ptrdiff_t>(nc));
     for (size_t k = 0; k < nx; ++k) body_in[nc + nk + k] = xs[k] + i * x_row_bytes[k];
-    std::copy_n(carry.next(), nk, body_out.begin());
     for (size_t k = 0; k < ny; ++k) body_out[nk + k] = y_base[k] + i * y_row_bytes[k];
     body->run(body_in.data(), body_out.data(), workspace.data());
     carry.advance();

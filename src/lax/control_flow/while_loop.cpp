@@ -138,11 +138,11 @@ std::optional<std::vector<Array>> while_on_buffers(const Loop& l, std::span<cons
   detail::LoopWorkspace workspace(std::max(cond->workspace_bytes(), body->workspace_bytes()));
   bool pred = false;
   void* pred_out = &pred;
+  carry.mirror_current(cond_in.data() + nc);
+  carry.mirror_current(body_in.data() + nb);
   for (int64_t step = 0; l.max_steps < 0 || step < l.max_steps; ++step) {
-    std::copy_n(carry.current(), carry.size(), cond_in.begin() + static_cast<std::ptrdiff_t>(nc));
     cond->run(cond_in.data(), &pred_out, workspace.data());
     if (!pred) break;
-    std::copy_n(carry.current(), carry.size(), body_in.begin() + static_cast<std::ptrdiff_t>(nb));
     body->run(body_in.data(), carry.next(), workspace.data());
     carry.advance();
   }
