@@ -107,9 +107,28 @@ bool rewrite_scan(const Equation& e, std::vector<Equation>& out, PassContext& ct
   Jaxpr& nb = new_body->jaxpr;
   nb.invars = without_hoisted(body.invars, nc, hoisted);
   nb.outvars = without_hoisted(body.outvars, 0, hoisted);
+  // Each factor's stack over the steps: the scan's own xs operand when the factor is a
+  // row of it, else a new y of the body (once per value).
+  std::unordered_map<int64_t, Atom> stack_of_var;
+  std::vector<Var> new_ys;
+  auto stack_of = [&](const Atom& f) -> Atom {
+    if (f.is_var()) {
+      for (size_t i = nc + nk; i < body.invars.size(); ++i)
+        if (body.invars[i].id == f.var().id) return e.inputs[i];
+      if (auto it = stack_of_var.find(f.var().id); it != stack_of_var.end()) return it->second;
+    }
+    Aval s = f.aval();
+    s.shape.insert(s.shape.begin(), p.length);
+    Var stacked = ctx.fresh_var(s);
+    nb.outvars.push_back(f);
+    new_ys.push_back(stacked);
+    if (f.is_var()) stack_of_var.emplace(f.var().id, Atom(stacked));
+    return Atom(stacked);
+  };
+  std::vector<std::pair<Atom, Atom>> stacks;
   for (const Accumulator& x : acc) {
-    nb.outvars.push_back(x.a);
-    nb.outvars.push_back(x.b);
+    Atom a = stack_of(x.a);
+    stacks.emplace_back(a, stack_of(x.b));
   }
   // The sums go (they read the removed carries); the products they summed are left for
   // the body's own dce when it compiles.
@@ -124,17 +143,7 @@ bool rewrite_scan(const Equation& e, std::vector<Equation>& out, PassContext& ct
   Equation scan = e;
   scan.inputs = without_hoisted(e.inputs, nc, hoisted);
   scan.outputs = without_hoisted(e.outputs, 0, hoisted);
-  std::vector<std::pair<Var, Var>> stacks;
-  for (const Accumulator& x : acc) {
-    auto stacked = [&](const Atom& f) {
-      Aval s = f.aval();
-      s.shape.insert(s.shape.begin(), p.length);
-      return ctx.fresh_var(s);
-    };
-    stacks.emplace_back(stacked(x.a), stacked(x.b));
-    scan.outputs.push_back(stacks.back().first);
-    scan.outputs.push_back(stacks.back().second);
-  }
+  scan.outputs.insert(scan.outputs.end(), new_ys.begin(), new_ys.end());
   scan.params = p.with(new_body, nc, nk - acc.size()).to_params();
   out.push_back(std::move(scan));
 
@@ -146,12 +155,13 @@ bool rewrite_scan(const Equation& e, std::vector<Equation>& out, PassContext& ct
     const auto& [a_stack, b_stack] = stacks[i];
     Var product = ctx.fresh_var(Aval{final_carry.aval.shape, final_carry.aval.dtype, false});
     out.push_back(Equation{&lax::dot_general_p,
-                           {x.transposed ? Atom(b_stack) : Atom(a_stack), x.transposed ? Atom(a_stack) : Atom(b_stack)},
+                           {x.transposed ? b_stack : a_stack, x.transposed ? a_stack : b_stack},
                            {product},
                            dot_params(final_carry.aval.dtype)});
     out.push_back(Equation{&lax::add_p, {init, Atom(product)}, {final_carry}, Params{}});
     ctx.note(detail::cat("scan: carry ", x.carry, " (", final_carry.aval.str(),
-                         ") sums outer products: its factors are stacked and multiplied after the loop"));
+                         ") sums outer products: its factors are stacked (rows of xs are read in place) and "
+                         "multiplied after the loop"));
   }
   return true;
 }

@@ -3,7 +3,8 @@
 //
 //   body: c' = c + outer(a_t, b_t)     (or its transpose; c read nowhere else)
 //
-// becomes two stacked outputs a_t and b_t of the body and one product after the loop,
+// becomes stacked outputs a_t and b_t of the body (a factor that is a row of the scan's xs
+// is read from xs itself, and a value is stacked once) and one product after the loop,
 // c_T = c_0 + A^T B, contracting the steps. This is what reverse mode makes of every weight
 // in a scanned recurrence (the cotangent of W in h W accumulates outer(h_t, g_t) over the
 // steps): per step, writing m + n values instead of reading and writing the m x n sum, and
