@@ -254,6 +254,19 @@ TEST(WhileGrad, UnboundedLoopsUnderJitCountTheTripsWhenTheyRun) {
                   "under vmap", "max_steps");
 }
 
+TEST(WhileGrad, WhileBackwardChecksItsOperandMask) {
+  auto loss = [](const Array& x) {
+    return jnp::sum(while_loop([](const Array& v) { return jnp::sum(v) < 10.0; }, [](const Array& v) { return v * 2.0; }, x));
+  };
+  // The while_backward equation a traced grad stages, parsed back with a mask of the
+  // wrong size.
+  std::string text = make_jaxpr(grad(loss))(f64({1.0, 2.0})).str();
+  EXPECT_NO_THROW(parse_jaxpr(text));
+  ASSERT_NE(text.find("linear=(0, 1)"), std::string::npos) << text;
+  const std::string bad = text.replace(text.find("linear=(0, 1)"), 13, "linear=(1,)");
+  EXPECT_JX_ERROR(parse_jaxpr(bad), "[while_backward] linear has 1 entries but the loop has 2 operands");
+}
+
 TEST(WhileGrad, TheScheduleIsPrintedAndParsed) {
   const ClosedJaxpr j = make_jaxpr([](const Array& x) {
     return iterate(x, Array(3), {.max_steps = 9, .checkpoints = 4, .checkpoint_levels = 2});
