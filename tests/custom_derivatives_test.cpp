@@ -209,6 +209,51 @@ auto marked_sum() {
                      "marked_sum");
 }
 
+// x^n with the count n (an int) and a mode (a std::string, not a pytree) as nondiff
+// arguments; the rule reads both and scales its tangent by `scale` so the tests see it used.
+auto power_with_rule(double scale) {
+  return custom_jvp(
+      [](int n, const Array& x, const std::string& mode) { return mode == "neg" ? -jnp::power(x, n) : jnp::power(x, n); },
+      [scale](int n, const std::string& mode, std::tuple<Array> primals, std::tuple<Array> tangents) {
+        auto [x] = primals;
+        auto [t] = tangents;
+        const double sign = mode == "neg" ? -1.0 : 1.0;
+        return std::pair{sign * jnp::power(x, n), t * (sign * scale * n) * jnp::power(x, n - 1)};
+      },
+      nondiff_argnums<0, 2>, "power");
+}
+
+TEST(CustomJvp, NondiffArgumentsReachTheRuleAsTheyAre) {
+  auto f = power_with_rule(2.0);  // twice the true derivative: the rule is what runs
+  const Array x = f64({0.5, -1.5, 2.0});
+  EXPECT_ALLCLOSE(f(3, x, std::string("pos")), jnp::power(x, 3), 0, 0);
+  auto d = [&](const std::string& mode) {
+    return grad([&](const Array& y) { return jnp::sum(f(3, y, mode)); })(x);
+  };
+  EXPECT_ALLCLOSE(d("pos"), 2.0 * 3.0 * jnp::square(x), 1e-14, 1e-14);
+  EXPECT_ALLCLOSE(d("neg"), -2.0 * 3.0 * jnp::square(x), 1e-14, 1e-14);
+  // The true rule against finite differences, under jit and vmap too.
+  auto g = power_with_rule(1.0);
+  auto h = [&](const Array& y) { return g(4, y, std::string("pos")); };
+  test_util::check_grads(h, std::tuple{x}, {.order = 2});
+  EXPECT_ALLCLOSE(jit(grad([&](const Array& y) { return jnp::sum(h(y)); }))(x), 4.0 * jnp::power(x, 3), 1e-14, 1e-14);
+  Array xs = f64({0.5, 1.0, 2.0, 3.0}).reshape({2, 2});
+  Array batched = vmap(grad([&](const Array& y) { return jnp::sum(h(y)); }))(xs);
+  for (int64_t b = 0; b < 2; ++b) EXPECT_ALLCLOSE(batched(b), 4.0 * jnp::power(xs(b), 3), 1e-14, 1e-14);
+}
+
+TEST(CustomJvp, DifferentiatingANondiffArgumentRaises) {
+  auto f = custom_jvp([](const Array& scale, const Array& x) { return scale * x; },
+                      [](const Array& scale, std::tuple<Array> p, std::tuple<Array> t) {
+                        return std::pair{scale * std::get<0>(p), scale * std::get<0>(t)};
+                      },
+                      nondiff_argnums<0>, "scaled");
+  const Array x = f64({1.0, 2.0});
+  EXPECT_ALLCLOSE(grad([&](const Array& y) { return jnp::sum(f(Array(3.0), y)); })(x), f64({3.0, 3.0}), 0, 0);
+  EXPECT_JX_ERROR(grad([&](const Array& s) { return jnp::sum(f(s, x)); })(Array(3.0)), "[custom_jvp] 'scaled'",
+                  "a nondiff_argnums argument (which cannot be differentiated, as in JAX)", "closes over");
+}
+
 TEST(CustomVmap, EagerAndJitRunTheFunction) {
   auto f = marked_sum();
   Array x = f64({1.0, 2.0, 3.5});

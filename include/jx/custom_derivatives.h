@@ -18,6 +18,10 @@
 // primal output must not depend on them: reverse mode (grad, vjp, jacrev) linearizes and
 // transposes the rule.
 //
+// With jx::nondiff_argnums<i, ...> after the rule, those arguments reach f and the rule as
+// they are (any C++ type), the rule taking them first: rule(nondiff..., primals, tangents),
+// primals and tangents of the other arguments only; they cannot be differentiated.
+//
 // Eagerly (no transformation active) f simply runs. Under any transformation the call is one
 // `custom_jvp_call` equation holding f's program and the rule's: jvp and grad use the rule,
 // vmap batches both programs (so grad(vmap(f)) still uses the rule), jit compiles f. Higher
@@ -78,10 +82,13 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
+
+#include "jx/error.h"
 
 #include "jx/transforms.h"
 #include "jx/tree.h"
@@ -100,6 +107,8 @@ std::vector<Array> custom_jvp_flat(const std::string& name, const FlatFn& f, con
                                    std::span<const Array> args);
 
 // Raises the error for a rule output whose structure is not f's.
+// A custom_jvp with nondiff_argnums closed over a differentiated value (`cause`: the error).
+[[noreturn]] void custom_jvp_nondiff_error(const std::string& name, const std::string& cause);
 [[noreturn]] void custom_jvp_structure_error(const std::string& name, const std::string& what,
                                              const std::string& got, const std::string& expected);
 [[noreturn]] void custom_vmap_structure_error(const std::string& name, const std::string& got,
@@ -374,6 +383,73 @@ CustomVjp<std::decay_t<F>, std::decay_t<Fwd>, std::decay_t<Bwd>, I...> custom_vj
                                                                                     NondiffArgNums<I...>,
                                                                                     std::string name = "custom_vjp") {
   return {std::forward<F>(f), std::forward<Fwd>(fwd), std::forward<Bwd>(bwd), std::move(name)};
+}
+
+namespace detail {
+// Where argument I of the call is among the differentiated ones (D: their positions).
+template <size_t I, size_t M>
+constexpr size_t index_among(const std::array<size_t, M>& d) {
+  for (size_t k = 0; k < M; ++k)
+    if (d[k] == I) return k;
+  return M;
+}
+}  // namespace detail
+
+// custom_jvp with nondiff_argnums: those arguments reach f and the rule as they are (any
+// C++ type: a mode, a count, a function), the rule taking them first,
+// rule(nondiff_args..., std::tuple{primals...}, std::tuple{tangents...}), with primals and
+// tangents of the other arguments only. The call is the custom_jvp of the other
+// arguments, f and the rule closing over the nondiff ones, so differentiating a nondiff
+// argument raises (as in JAX).
+template <class F, class Rule, size_t... ND>
+class CustomJvpNondiff {
+ public:
+  CustomJvpNondiff(F f, Rule rule, std::string name) : f_(std::move(f)), rule_(std::move(rule)), name_(std::move(name)) {}
+
+  template <class... A>
+  auto operator()(const A&... args) const {
+    constexpr size_t N = sizeof...(A);
+    static_assert(((ND < N) && ...), "jx::custom_jvp: nondiff_argnums names a position past the last argument");
+    static_assert(detail::distinct_positions<ND...>(), "jx::custom_jvp: nondiff_argnums names a position twice");
+    static constexpr auto D = detail::diff_positions<N, ND...>();
+    const std::tuple<const A&...> all(args...);
+    // f of the differentiated arguments, the others put back in their places.
+    auto f_of_diff = [&](const auto&... diff) {
+      const auto d = std::forward_as_tuple(diff...);
+      return [&]<size_t... I>(std::index_sequence<I...>) {
+        auto pick = [&]<size_t J>(std::integral_constant<size_t, J>) -> decltype(auto) {
+          if constexpr (constexpr size_t k = detail::index_among<J>(D); k < D.size())
+            return std::get<k>(d);
+          else
+            return std::get<J>(all);
+        };
+        return f_(pick(std::integral_constant<size_t, I>{})...);
+      }(std::make_index_sequence<N>{});
+    };
+    auto rule_of_diff = [&](const auto& primals, const auto& tangents) {
+      return rule_(std::get<ND>(all)..., primals, tangents);
+    };
+    try {
+      return [&]<size_t... J>(std::index_sequence<J...>) {
+        return CustomJvp<decltype(f_of_diff), decltype(rule_of_diff)>(f_of_diff, rule_of_diff, name_)(
+            std::get<D[J]>(all)...);
+      }(std::make_index_sequence<D.size()>{});
+    } catch (const Error& e) {
+      if (std::string_view(e.what()).find("closes over a value being differentiated") == std::string_view::npos) throw;
+      detail::custom_jvp_nondiff_error(name_, e.what());
+    }
+  }
+
+ private:
+  F f_;
+  Rule rule_;
+  std::string name_;
+};
+
+template <class F, class Rule, size_t... I>
+CustomJvpNondiff<std::decay_t<F>, std::decay_t<Rule>, I...> custom_jvp(F&& f, Rule&& jvp_rule, NondiffArgNums<I...>,
+                                                                       std::string name = "custom_jvp") {
+  return {std::forward<F>(f), std::forward<Rule>(jvp_rule), std::move(name)};
 }
 
 }  // namespace jx

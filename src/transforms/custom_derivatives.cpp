@@ -32,4 +32,10 @@ void custom_jvp_structure_error(const std::string& name, const std::string& what
        expected);
 }
 
+void custom_jvp_nondiff_error(const std::string& name, const std::string& cause) {
+  fail("custom_jvp", "'", name, "': a value being differentiated reaches f or the rule other than through a "
+       "differentiated argument: a nondiff_argnums argument (which cannot be differentiated, as in JAX) or a captured "
+       "value. The call raised: ", cause);
+}
+
 }  // namespace jx::detail
