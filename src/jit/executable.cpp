@@ -203,7 +203,7 @@ class KernelStepsProgram final : public detail::BufferProgram {
   void add_copy(Copy c) { copies_.push_back(c); }
   const Array& constant(size_t index) const { return constants_[index]; }
   // Pointer arrays first, then `intermediate_bytes` of values at 64-byte aligned offsets
-  // counted from the pointer arrays' end (offset_of_intermediates()).
+  // from offset_of_intermediates() on.
   size_t offset_of_intermediates() const { return round_up((max_inputs_ + max_outputs_) * sizeof(void*)); }
   void finish(size_t intermediate_bytes) { workspace_bytes_ = offset_of_intermediates() + intermediate_bytes; }
   static size_t round_up(size_t n) { return (n + 63) / 64 * 64; }
@@ -337,10 +337,10 @@ std::unique_ptr<KernelStepsProgram> ProgramExecutable::plan_buffer_program() con
     const int sl = outputs_[k].slot;
     if (sl >= 0 && !place[sl] && !output_of_slot[sl]) output_of_slot[sl] = k;
   }
-  // Workspace offsets (relative to the intermediates' start), reused by size once freed.
+  // Workspace offsets (after the pointer arrays), reused by size once freed.
+  const size_t base = program->offset_of_intermediates();
   std::unordered_map<size_t, std::vector<size_t>> free_offsets;
   size_t intermediate_bytes = 0;
-  std::vector<KernelStepsProgram::KernelCall> calls;
   for (const Step& s : steps_) {
     if (!s.kernel) {
       // A runtime call of constants only (a broadcast literal the fusion pass left
@@ -377,7 +377,7 @@ std::unique_ptr<KernelStepsProgram> ProgramExecutable::plan_buffer_program() con
           offset = reusable.back();
           reusable.pop_back();
         } else {
-          offset = intermediate_bytes;
+          offset = base + intermediate_bytes;
           intermediate_bytes += rounded;
         }
         place[sl] = Place{Where::Workspace, offset};
@@ -387,17 +387,7 @@ std::unique_ptr<KernelStepsProgram> ProgramExecutable::plan_buffer_program() con
     // Freed after this step's outputs are placed: a kernel's outputs never alias its inputs.
     for (int sl : s.release)
       if (place[sl]->where == Where::Workspace) free_offsets[KernelStepsProgram::round_up(slot_bytes[sl])].push_back(place[sl]->index);
-    calls.push_back(std::move(call));
-  }
-  const size_t base = program->offset_of_intermediates();
-  auto shifted = [&](Place p) {
-    if (p.where == Where::Workspace) p.index += base;
-    return p;
-  };
-  for (KernelStepsProgram::KernelCall& c : calls) {
-    for (Place& p : c.inputs) p = shifted(p);
-    for (Place& p : c.outputs) p = shifted(p);
-    program->add_call(std::move(c));
+    program->add_call(std::move(call));
   }
   for (size_t k = 0; k < outputs_.size(); ++k) {
     const Operand& o = outputs_[k];
@@ -406,7 +396,7 @@ std::unique_ptr<KernelStepsProgram> ProgramExecutable::plan_buffer_program() con
     if (o.slot < 0) {
       program->add_copy({k, Place{Where::Constant, program->add_constant(o.constant)}, nbytes});
     } else if (output_of_slot[o.slot] != k) {
-      program->add_copy({k, shifted(*place[o.slot]), nbytes});
+      program->add_copy({k, *place[o.slot], nbytes});
     }
   }
   program->finish(intermediate_bytes);
