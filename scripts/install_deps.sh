@@ -10,6 +10,7 @@ packages=(
   libgtest-dev                                          # the test suite
   python3 python3-venv                                  # fixture and benchmark scripts
   llvm-19-dev                                           # jit: native code through LLVM ORC
+  libopenmpi-dev openmpi-bin                            # pmap across processes (collectives over MPI)
 )
 
 missing=()

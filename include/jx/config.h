@@ -16,6 +16,7 @@
 //   JX_BLOCK_CACHE_MB        block_cache_mb    1024
 //   JX_JIT_EVERY_OP          jit_every_op      off (a test hook)
 //   JX_DEBUG_NANS            debug_nans        off
+//   JX_COLLECTIVE_TIMEOUT_S  collective_timeout_s  300
 //
 // Booleans accept 1/0, true/false, on/off, yes/no. A malformed value (JX_NUM_THREADS=-2,
 // JX_VECTOR_ISA=sse9) raises jx::Error naming the variable and the value from the first
@@ -58,6 +59,9 @@ struct Config {
   // naming it; a jitted call returning a NaN re-runs its program eagerly, equation by
   // equation, and raises naming the first one that produced it (jx/debug.h).
   bool debug_nans = false;
+  // Seconds a collective (psum, all_gather, ...) waits for every member of its axis before
+  // raising jx::Error naming the collective, the axis and the members that did not arrive.
+  double collective_timeout_s = 300;
 };
 
 namespace config {
@@ -79,6 +83,7 @@ void set_vector_isa(std::string_view isa);  // auto | scalar | avx2 | avx512
 void set_block_cache_mb(int64_t mb);        // >= 0
 void set_jit_every_op(bool on);
 void set_debug_nans(bool on);
+void set_collective_timeout_s(double seconds);  // > 0
 
 }  // namespace config
 }  // namespace jx

@@ -64,6 +64,15 @@ int64_t parse_count(const char* name, const char* text, int64_t min, int64_t max
   return v;
 }
 
+// A positive number of seconds, at most a year (JX_COLLECTIVE_TIMEOUT_S=0.5).
+double parse_seconds(const char* name, const char* text) {
+  char* end = nullptr;
+  const double v = std::strtod(text, &end);
+  if (end == text || *end != '\0' || !(v > 0) || v > 3.2e7)
+    detail::fail("config", name, "='", text, "' is not a number of seconds in (0, 3.2e7]");
+  return v;
+}
+
 constexpr int kMaxThreads = 4096;
 constexpr int kMaxCpuDevices = 4096;
 constexpr int64_t kMaxBlockCacheMb = int64_t{1} << 40;
@@ -99,6 +108,7 @@ Config from_environment() {
   if (const char* v = env("JX_BLOCK_CACHE_MB")) c.block_cache_mb = parse_count("JX_BLOCK_CACHE_MB", v, 0, kMaxBlockCacheMb);
   if (const char* v = env("JX_JIT_EVERY_OP")) c.jit_every_op = parse_bool("JX_JIT_EVERY_OP", v);
   if (const char* v = env("JX_DEBUG_NANS")) c.debug_nans = parse_bool("JX_DEBUG_NANS", v);
+  if (const char* v = env("JX_COLLECTIVE_TIMEOUT_S")) c.collective_timeout_s = parse_seconds("JX_COLLECTIVE_TIMEOUT_S", v);
   return c;
 }
 
@@ -264,6 +274,12 @@ void set_debug_nans(bool on) {
     c.debug_nans = on;
     g_active_nan_check.store(on ? s.nan_check : nullptr);
   });
+}
+
+void set_collective_timeout_s(double seconds) {
+  if (!(seconds > 0) || seconds > 3.2e7)
+    detail::fail("config", "set_collective_timeout_s(", seconds, "): the timeout must be in (0, 3.2e7] seconds");
+  update([seconds](State&, Config& c) { c.collective_timeout_s = seconds; });
 }
 
 }  // namespace config
