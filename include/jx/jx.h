@@ -4,6 +4,7 @@
 
 #include "jx/array.h"
 #include "jx/checkpoint.h"
+#include "jx/collectives.h"
 #include "jx/config.h"
 #include "jx/control_flow/cond.h"
 #include "jx/control_flow/scan.h"
@@ -17,8 +18,10 @@
 #include "jx/lax.h"
 #include "jx/linalg.h"
 #include "jx/numpy.h"
+#include "jx/pmap.h"
 #include "jx/primitive.h"
 #include "jx/random.h"
+#include "jx/sharding.h"
 #include "jx/jaxpr.h"
 #include "jx/jit.h"
 #include "jx/transforms.h"

@@ -67,6 +67,10 @@ enum Trait : uint32_t {
   kNotDifferentiable = 1u << 6,  // output carries no tangent (comparisons, argmax)
   kCallsSubprogram = 1u << 7,    // holds sub-programs in its params: passes recurse into them
   kCall = 1u << 8,  // a plain call: runs its `jaxpr` param once on its operands (inline_calls may inline it)
+  // Communicates across the members of the named axes in its `axes` param (psum...):
+  // never evaluated at compile time, and a vmap binding one of those names runs its
+  // batching rule even when no operand is batched.
+  kCollective = 1u << 9,
 };
 
 class Primitive;

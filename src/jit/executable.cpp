@@ -346,7 +346,7 @@ std::unique_ptr<KernelStepsProgram> ProgramExecutable::plan_buffer_program() con
       // A runtime call of constants only (a broadcast literal the fusion pass left
       // alone, an iota) is a constant of the buffer program, computed now. Any other
       // runtime call needs arrays.
-      const bool constant = !detail::has_effects(*s.eqn) && std::all_of(s.inputs.begin(), s.inputs.end(), [&](const Operand& o) {
+      const bool constant = detail::compile_time_evaluable(*s.eqn) && std::all_of(s.inputs.begin(), s.inputs.end(), [&](const Operand& o) {
         return o.slot < 0 || place[o.slot]->where == Where::Constant;
       });
       if (!constant) return nullptr;

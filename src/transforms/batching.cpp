@@ -5,6 +5,8 @@
 #include "jx/lax.h"
 #include "jx/transforms.h"
 #include "lax/batch_rules.h"
+#include "lax/collective_params.h"
+#include "core/axis_env.h"
 #include "transforms/staging.h"
 
 namespace jx::detail {
@@ -34,6 +36,15 @@ std::pair<Array, int64_t> BatchTrace::unpack(const Array& x) const {
   return {x, kNotMapped};
 }
 
+// A collective over this vmap's named axis computes across its lanes even when none of
+// its operands is batched (psum of a constant is size times it; axis_index has none).
+bool BatchTrace::runs_over_this_axis(const Primitive& p, const Params& params) const {
+  if (!p.has(kCollective) || axis_.name.empty()) return false;
+  for (const std::string& name : lax::collective::axis_names(params))
+    if (name == axis_.name) return true;
+  return false;
+}
+
 std::vector<Array> BatchTrace::process(const Primitive& p, std::span<const Array> in, const Params& params) {
   std::vector<Array> values;
   std::vector<int64_t> dims;
@@ -47,7 +58,7 @@ std::vector<Array> BatchTrace::process(const Primitive& p, std::span<const Array
     dims.push_back(d);
   }
   TraceScope below(parent());
-  if (!any_batched) return jx::bind(p, values, params);
+  if (!any_batched && !runs_over_this_axis(p, params)) return jx::bind(p, values, params);
   if (!p.rules().batch) fail(p.name(), "has no batching rule, so vmap cannot batch it");
   BatchResult r = p.rules().batch(values, dims, params, axis_);
   if (r.dims.size() != r.outs.size())
@@ -91,6 +102,7 @@ std::vector<Array> vmap_flat(const FlatFn& fn, std::span<const Array> args,
   BatchTrace trace(axis);
   std::vector<Array> outs;
   {
+    AxisEnvScope named(axis.name, size);
     TraceScope scope(&trace);
     std::vector<Array> in;
     for (size_t i = 0; i < args.size(); ++i) in.push_back(trace.pack(args[i], dims[i]));

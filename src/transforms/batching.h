@@ -42,6 +42,7 @@ class BatchTrace final : public Trace {
   std::pair<Array, int64_t> unpack(const Array& x) const;
 
  private:
+  bool runs_over_this_axis(const Primitive& p, const Params& params) const;
   BatchAxis axis_;
 };
 

@@ -7,19 +7,23 @@
 namespace jx::detail {
 namespace {
 
-// Sub-program -> whether it has effects. Keyed by address; the weak pointer tells a
+enum Marks : uint8_t { kEffects = 1, kCollectives = 2 };
+
+// Sub-program -> its marks. Keyed by address; the weak pointer tells a
 // live entry from one whose program died and whose address was reused.
 struct Memo {
   std::mutex mu;
-  std::unordered_map<const ClosedJaxpr*, std::pair<std::weak_ptr<const ClosedJaxpr>, bool>> known;
+  std::unordered_map<const ClosedJaxpr*, std::pair<std::weak_ptr<const ClosedJaxpr>, uint8_t>> known;
 };
 Memo& memo() {
   static auto* m = new Memo;
   return *m;
 }
 
-bool body_has_effects(const JaxprRef& body) {
-  if (!body) return false;
+uint8_t marks_of(const Jaxpr& j);
+
+uint8_t body_marks(const JaxprRef& body) {
+  if (!body) return 0;
   Memo& m = memo();
   {
     std::lock_guard lock(m.mu);
@@ -27,31 +31,36 @@ bool body_has_effects(const JaxprRef& body) {
     if (it != m.known.end() && !it->second.first.expired() && it->second.first.lock() == body)
       return it->second.second;
   }
-  const bool effects = has_effects(body->jaxpr);
+  const uint8_t marks = marks_of(body->jaxpr);
   std::lock_guard lock(m.mu);
   if (m.known.size() > 4096) {  // drop dead entries now and then
     for (auto it = m.known.begin(); it != m.known.end();)
       it = it->second.first.expired() ? m.known.erase(it) : std::next(it);
   }
-  m.known[body.get()] = {body, effects};
-  return effects;
+  m.known[body.get()] = {body, marks};
+  return marks;
+}
+
+uint8_t marks_of(const Equation& e) {
+  if (!e.primitive) return 0;
+  uint8_t marks = (e.primitive->has(kSideEffects) ? kEffects : 0) | (e.primitive->has(kCollective) ? kCollectives : 0);
+  if (!e.primitive->has(kCallsSubprogram)) return marks;
+  for (const auto& [name, value] : e.params.items())
+    if (const auto* body = std::get_if<JaxprRef>(&value)) marks |= body_marks(*body);
+  return marks;
+}
+
+uint8_t marks_of(const Jaxpr& j) {
+  uint8_t marks = 0;
+  for (const Equation& e : j.eqns) marks |= marks_of(e);
+  return marks;
 }
 
 }  // namespace
 
-bool has_effects(const Equation& e) {
-  if (!e.primitive) return false;
-  if (e.primitive->has(kSideEffects)) return true;
-  if (!e.primitive->has(kCallsSubprogram)) return false;
-  for (const auto& [name, value] : e.params.items())
-    if (const auto* body = std::get_if<JaxprRef>(&value); body && body_has_effects(*body)) return true;
-  return false;
-}
-
-bool has_effects(const Jaxpr& j) {
-  for (const Equation& e : j.eqns)
-    if (has_effects(e)) return true;
-  return false;
-}
+bool has_effects(const Equation& e) { return (marks_of(e) & kEffects) != 0; }
+bool has_effects(const Jaxpr& j) { return (marks_of(j) & kEffects) != 0; }
+bool has_collectives(const Equation& e) { return (marks_of(e) & kCollectives) != 0; }
+bool compile_time_evaluable(const Equation& e) { return e.primitive && marks_of(e) == 0; }
 
 }  // namespace jx::detail

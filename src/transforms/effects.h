@@ -12,5 +12,11 @@ bool has_effects(const Equation& e);
 // Whether any equation of j (or of its sub-programs) has effects; memoized per
 // sub-program, so a pass asking for each equation stays linear in the program's size.
 bool has_effects(const Jaxpr& j);
+// Whether an equation communicates (a kCollective primitive, or one inside a
+// sub-program): its value depends on the device it runs on.
+bool has_collectives(const Equation& e);
+// Whether constant folding may run the equation when the program is compiled: neither
+// effects nor collectives (which need the devices of a running pmap).
+bool compile_time_evaluable(const Equation& e);
 
 }  // namespace jx::detail

@@ -27,16 +27,9 @@
 
 #include "jx/array.h"
 #include "jx/transforms.h"
+#include "jx/none.h"
 #include "jx/tree.h"
 
-namespace jx {
-
-// JAX's None as a pytree: a node without leaves. scan's xs when only a length is given,
-// and what a scan body returns as its y when it emits nothing.
-struct None {};
-inline constexpr None none{};
-
-}  // namespace jx
 
 namespace jx::tree::detail {
 // Flattens to no leaves and prints "None", as an empty std::optional does.

@@ -128,6 +128,7 @@ class CpuBackend final : public Backend {
     cpu::add_conv_kernels(table);
     cpu::add_linalg_kernels(table);
     cpu::add_prng_kernels(table);
+    cpu::add_collective_kernels(table);
   }
 
  private:

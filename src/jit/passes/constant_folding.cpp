@@ -67,7 +67,7 @@ bool fold_constants(ClosedJaxpr& program, PassContext& ctx) {
   kept.reserve(j.eqns.size());
   for (Equation& e : j.eqns) {
     subst.apply_to_inputs(e);
-    if (!e.primitive || detail::has_effects(e) || e.primitive == &lax::optimization_barrier_p) {
+    if (!detail::compile_time_evaluable(e) || e.primitive == &lax::optimization_barrier_p) {
       kept.push_back(std::move(e));
       continue;
     }

@@ -22,5 +22,6 @@ void add_dot_kernels(detail::KernelTable& table);
 void add_conv_kernels(detail::KernelTable& table);
 void add_linalg_kernels(detail::KernelTable& table);
 void add_prng_kernels(detail::KernelTable& table);
+void add_collective_kernels(detail::KernelTable& table);  // psum, all_gather, ... (src/distributed/)
 
 }  // namespace jx::cpu

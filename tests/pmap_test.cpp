@@ -1,0 +1,249 @@
+// pmap, shard_map and the collectives: every collective against its definition (written
+// here with jnp on the stacked per-device values) on 1 to 4 in-process CPU devices, the
+// same function under vmap with an axis_name against pmap, gradients through them by
+// check_grads, and composition with jit, grad and vmap.
+#include <gtest/gtest.h>
+
+#include "jx/test_util.h"
+#include "test_util.h"
+
+namespace jx {
+namespace {
+
+namespace jnp = jx::numpy;
+using lax::AllGatherOptions;
+using testing::randn;
+
+// Four CPU devices for the whole binary, set before jx lists devices.
+const bool kDevices = [] {
+  config::set_num_cpu_devices(4);
+  return true;
+}();
+
+// Row k of the result: what device k computes (the stacked values x: [n, ...]).
+using Collective = std::function<Array(const Array& x)>;
+
+struct Case {
+  std::string name;
+  Collective per_device;                            // run on each device's row
+  std::function<Array(const Array& stacked)> def;  // the expected stacked result
+  Shape row;                                       // a device's operand shape
+};
+
+Array row(const Array& x, int64_t k) { return x(k); }
+
+std::vector<Case> cases(int64_t n) {
+  std::vector<Case> c;
+  auto each_row = [n](const std::function<Array(int64_t)>& f) {
+    std::vector<Array> rows;
+    for (int64_t k = 0; k < n; ++k) rows.push_back(f(k));
+    return jnp::stack(rows);
+  };
+  c.push_back({"psum", [](const Array& x) { return lax::psum(x, "i"); },
+               [=](const Array& s) { return each_row([&](int64_t) { return jnp::sum(s, 0); }); }, {3}});
+  c.push_back({"pmean", [](const Array& x) { return lax::pmean(x, "i"); },
+               [=](const Array& s) { return each_row([&](int64_t) { return jnp::mean(s, 0); }); }, {3}});
+  c.push_back({"pmax", [](const Array& x) { return lax::pmax(x, "i"); },
+               [=](const Array& s) { return each_row([&](int64_t) { return jnp::max(s, 0); }); }, {3}});
+  c.push_back({"pmin", [](const Array& x) { return lax::pmin(x, "i"); },
+               [=](const Array& s) { return each_row([&](int64_t) { return jnp::min(s, 0); }); }, {3}});
+  c.push_back({"all_gather", [](const Array& x) { return lax::all_gather(x, "i"); },
+               [=](const Array& s) { return each_row([&](int64_t) { return s; }); }, {2, 3}});
+  c.push_back({"all_gather_axis1", [](const Array& x) { return lax::all_gather(x, "i", AllGatherOptions{.axis = 1}); },
+               [=](const Array& s) { return each_row([&](int64_t) { return jnp::moveaxis(s, 0, 1); }); }, {2, 3}});
+  c.push_back({"all_gather_tiled",
+               [](const Array& x) { return lax::all_gather(x, "i", AllGatherOptions{.axis = 1, .tiled = true}); },
+               [=](const Array& s) {
+                 std::vector<Array> parts;
+                 for (int64_t k = 0; k < n; ++k) parts.push_back(s(k));
+                 Array cat = jnp::concatenate(parts, 1);
+                 return each_row([&](int64_t) { return cat; });
+               },
+               {2, 3}});
+  c.push_back({"psum_scatter", [](const Array& x) { return lax::psum_scatter(x, "i"); },
+               [=](const Array& s) { return jnp::sum(s, 0); }, {n, 2}});
+  c.push_back({"psum_scatter_tiled",
+               [](const Array& x) { return lax::psum_scatter(x, "i", {.scatter_dimension = 1, .tiled = true}); },
+               [=](const Array& s) {
+                 Array total = jnp::sum(s, 0);  // [2, 2n]
+                 return each_row([&](int64_t k) { return total(all, Slice{2 * k, 2 * k + 2}); });
+               },
+               {2, 2 * n}});
+  c.push_back({"ppermute_ring",
+               [n](const Array& x) {
+                 std::vector<std::pair<int64_t, int64_t>> perm;
+                 for (int64_t k = 0; k < n; ++k) perm.push_back({k, (k + 1) % n});
+                 return lax::ppermute(x, "i", perm);
+               },
+               [=](const Array& s) { return each_row([&](int64_t k) { return s((k + n - 1) % n); }); }, {3}});
+  c.push_back({"ppermute_partial", [](const Array& x) { return lax::ppermute(x, "i", {{0, 0}}); },
+               [=](const Array& s) {
+                 return each_row([&](int64_t k) { return k == 0 ? s(0) : jnp::zeros_like(s(0)); });
+               },
+               {3}});
+  c.push_back({"all_to_all", [](const Array& x) { return lax::all_to_all(x, "i", 0, 1); },
+               // device k's result [3, n]: column j is device j's chunk k
+               [=](const Array& s) { return each_row([&](int64_t k) { return jnp::transpose(s(all, k)); }); },
+               {n, 3}});
+  c.push_back({"all_to_all_tiled",
+               [](const Array& x) { return lax::all_to_all(x, "i", 1, 0, {.tiled = true}); },
+               [=](const Array& s) {  // s: [n, 2, 2n]; device k: concat over j of s[j][:, 2k:2k+2] along 0
+                 return each_row([&](int64_t k) {
+                   std::vector<Array> parts;
+                   for (int64_t j = 0; j < n; ++j) parts.push_back(s(j)(all, Slice{2 * k, 2 * k + 2}));
+                   return jnp::concatenate(parts, 0);
+                 });
+               },
+               {2, 2 * n}});
+  c.push_back({"axis_index", [](const Array& x) { return jnp::astype(lax::axis_index("i"), x.dtype()) + x * 0.0f; },
+               [=](const Array& s) { return each_row([&](int64_t k) { return jnp::full_like(s(0), static_cast<float>(k)); }); },
+               {3}});
+  return c;
+}
+
+std::vector<Device> first(int64_t n) {
+  auto d = local_devices();
+  return {d.begin(), d.begin() + n};
+}
+
+class CollectivesTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(CollectivesTest, PmapAndVmapMatchTheDefinition) {
+  const int64_t n = GetParam();
+  for (const Case& c : cases(n)) {
+    SCOPED_TRACE(c.name);
+    Shape shape = c.row;
+    shape.insert(shape.begin(), n);
+    Array x = randn(shape, DType::Float32, 7);
+    Array expected = c.def(x);
+    auto f = c.per_device;
+    Array by_pmap = pmap([f](const Array& r) { return f(r); }, {.axis_name = "i", .devices = first(n)})(x);
+    EXPECT_ALLCLOSE(by_pmap, expected, 1e-5, 1e-5);
+    Array by_vmap = vmap([f](const Array& r) { return f(r); }, {.axis_name = "i"})(x);
+    EXPECT_ALLCLOSE(by_vmap, expected, 1e-5, 1e-5);
+    Array by_jit_pmap = jit(pmap([f](const Array& r) { return f(r); }, {.axis_name = "i", .devices = first(n)}))(x);
+    EXPECT_ALLCLOSE(by_jit_pmap, expected, 1e-5, 1e-5);
+  }
+}
+
+// Reverse and forward mode through every linear collective (and pmax) inside pmap,
+// against finite differences.
+TEST_P(CollectivesTest, GradientsThroughPmapMatchFiniteDifferences) {
+  const int64_t n = GetParam();
+  for (const Case& c : cases(n)) {
+    if (c.name == "axis_index") continue;
+    SCOPED_TRACE(c.name);
+    Shape shape = c.row;
+    shape.insert(shape.begin(), n);
+    Array x = randn(shape, DType::Float32, 3);
+    auto f = c.per_device;
+    auto mapped = pmap([f](const Array& r) { return jnp::sin(f(r * r)); }, {.axis_name = "i", .devices = first(n)});
+    test_util::check_grads([&](const Array& v) { return mapped(v); }, std::tuple{x}, {.order = 1});
+    // The same gradient under vmap with the axis name.
+    auto batched = vmap([f](const Array& r) { return jnp::sin(f(r * r)); }, {.axis_name = "i"});
+    auto loss_p = [&](const Array& v) { return jnp::sum(mapped(v) * jnp::cos(v.reshape({-1})).reshape(v.shape())[0]); };
+    (void)loss_p;
+    Array gp = grad([&](const Array& v) { return jnp::sum(mapped(v)); })(x);
+    Array gv = grad([&](const Array& v) { return jnp::sum(batched(v)); })(x);
+    EXPECT_ALLCLOSE(gp, gv, 1e-4, 1e-5);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, CollectivesTest, ::testing::Values(1, 2, 3, 4));
+
+TEST(Pmap, GradInsidePmapWithPmeanIsTheFullBatchGradient) {
+  // Data-parallel least squares: each device's mean-loss gradient, pmean'd, is the
+  // gradient of the mean loss over the whole batch.
+  Array w = randn({3}, DType::Float64, 1);
+  Array xs = randn({4, 5, 3}, DType::Float64, 2);
+  Array ys = randn({4, 5}, DType::Float64, 3);
+  auto loss = [](const Array& w, const Array& x, const Array& y) { return jnp::mean(jnp::square(jnp::matmul(x, w) - y)); };
+  auto step = pmap(
+      [&](const Array& w, const Array& x, const Array& y) { return lax::pmean(grad(loss)(w, x, y), "batch"); },
+      {.axis_name = "batch", .in_axes = {not_mapped, 0, 0}});
+  Array g = step(w, xs, ys);
+  Array full = grad(loss)(w, xs.reshape({20, 3}), ys.reshape({20}));
+  for (int k = 0; k < 4; ++k) EXPECT_ALLCLOSE(g(k), full, 1e-12, 1e-12);
+}
+
+TEST(Pmap, ComposesWithJitVmapAndGrad) {
+  Array x = randn({4, 2, 3}, DType::Float32, 5);
+  auto f = [](const Array& r) { return jnp::tanh(r) * lax::psum(r, "i"); };
+  Array expected = vmap(f, {.axis_name = "i"})(x);
+  // pmap of jit, and vmap of pmap (the vmapped axis inside each device).
+  EXPECT_ALLCLOSE(pmap(jit(f), {.axis_name = "i"})(x), expected, 1e-5, 1e-5);
+  Array xt = jnp::moveaxis(x, 1, 0);  // [2, 4, 3]
+  Array vp = vmap(pmap(f, {.axis_name = "i"}))(xt);
+  EXPECT_ALLCLOSE(jnp::moveaxis(vp, 0, 1), expected, 1e-5, 1e-5);
+  // grad of jit of pmap, against grad of the vmap version.
+  auto total = [&](auto mapped) { return [mapped](const Array& v) { return jnp::sum(jnp::sin(mapped(v))); }; };
+  Array g1 = grad(total(jit(pmap(f, {.axis_name = "i"}))))(x);
+  Array g2 = grad(total(vmap(f, {.axis_name = "i"})))(x);
+  EXPECT_ALLCLOSE(g1, g2, 1e-4, 1e-5);
+  // pmap(vmap(grad)) with a collective over the vmap's axis inside.
+  auto inner = [](const Array& v) { return jnp::sum(v * lax::pmean(v, "j")); };
+  Array pvg = pmap(vmap(grad(inner), {.axis_name = "j"}))(x);
+  Array vvg = vmap(vmap(grad(inner), {.axis_name = "j"}))(x);
+  EXPECT_ALLCLOSE(pvg, vvg, 1e-5, 1e-5);
+}
+
+TEST(Pmap, OutAxesNotMappedAndInAxes) {
+  Array x = randn({3, 4}, DType::Float32, 9);  // mapped along axis 1
+  auto out = pmap([](const Array& c) { return std::make_pair(lax::psum(c, "i"), c * 2.0f); },
+                  {.axis_name = "i", .in_axes = {1}, .out_axes = {not_mapped, 1}})(x);
+  EXPECT_ALLCLOSE(out.first, jnp::sum(x, 1), 1e-5, 1e-5);
+  EXPECT_ALLCLOSE(out.second, x * 2.0f);
+}
+
+TEST(ShardMap, TwoByTwoMeshWithPsumOverOneAndBothAxes) {
+  Mesh mesh(local_devices(), {"data", "model"}, {2, 2});
+  Array x = randn({4, 6}, DType::Float64, 11);
+  // Blocks of [2, 3]; psum over data sums the two row blocks of each column block.
+  auto f = shard_map([](const Array& b) { return lax::psum(b, "data"); }, mesh, {P("data", "model")}, {P(none, "model")});
+  Array y = f(x);
+  Array expected = x(Slice{0, 2}) + x(Slice{2, 4});
+  EXPECT_ALLCLOSE(y, expected, 1e-12, 1e-12);
+  auto both = shard_map([](const Array& b) { return lax::psum(b, {"data", "model"}); }, mesh, {P("data", "model")},
+                        {P()});
+  Array z = both(x);
+  Array e2 = x(Slice{0, 2}, Slice{0, 3}) + x(Slice{0, 2}, Slice{3, 6}) + x(Slice{2, 4}, Slice{0, 3}) +
+             x(Slice{2, 4}, Slice{3, 6});
+  EXPECT_ALLCLOSE(z, e2, 1e-12, 1e-12);
+  // Reverse mode through the replicated output: d sum(z) / dx = 1 everywhere.
+  Array g = grad([&](const Array& v) { return jnp::sum(both(v)); })(x);
+  EXPECT_ALLCLOSE(g, jnp::ones_like(x), 1e-12, 1e-12);
+  test_util::check_grads([&](const Array& v) { return f(jnp::sin(v)); }, std::tuple{x}, {.order = 2});
+}
+
+TEST(ShardMap, ReplicatedOperandGetsTheSumOfItsCotangents) {
+  Mesh mesh(first(4), "d");
+  Array w = randn({3}, DType::Float64, 4);
+  Array x = randn({8, 3}, DType::Float64, 5);
+  auto f = shard_map([](const Array& w, const Array& x) { return jnp::sin(x * w); }, mesh, {P(), P("d")}, {P("d")});
+  EXPECT_ALLCLOSE(f(w, x), jnp::sin(x * w), 1e-12, 1e-12);
+  test_util::check_grads([&](const Array& a, const Array& b) { return f(a, b); }, std::tuple{w, x}, {.order = 2});
+}
+
+TEST(Pmap, Errors) {
+  Array x = jnp::ones({4, 3});
+  EXPECT_JX_ERROR(pmap([](const Array& r) { return lax::psum(r, "j"); }, {.axis_name = "i"})(x), "[psum]",
+                  "unbound axis name 'j'");
+  EXPECT_JX_ERROR(lax::psum(x, "i"), "[psum]", "unbound axis name 'i'");
+  EXPECT_JX_ERROR(pmap([](const Array& r) { return r; })(jnp::ones({5, 2})), "[pmap]", "size 5",
+                  "only 4 devices");
+  EXPECT_JX_ERROR(vmap([](const Array& r) { return lax::psum_scatter(r, "i"); }, {.axis_name = "i"})(jnp::ones({4, 3})),
+                  "[psum_scatter]", "extent 3", "size 4");
+  EXPECT_JX_ERROR(vmap([](const Array& r) { return lax::all_to_all(r, "i", 0, 0); }, {.axis_name = "i"})(x),
+                  "[all_to_all]", "split_axis 0", "extent 3");
+  EXPECT_JX_ERROR(vmap([](const Array& r) { return lax::ppermute(r, "i", {{0, 1}, {1, 1}}); }, {.axis_name = "i"})(x),
+                  "[ppermute]", "target of two pairs");
+  Mesh mesh(local_devices(), {"a", "b"}, {2, 2});
+  EXPECT_JX_ERROR(shard_map([](const Array& b) { return b; }, mesh, {P("a")}, {P("a")})(jnp::ones({3, 2})),
+                  "[shard_map]", "not divisible", "f32[3,2]");
+  EXPECT_JX_ERROR(shard_map([](const Array& b) { return b; }, mesh, {P("c")}, {P("c")})(jnp::ones({4})),
+                  "[shard_map]", "mesh axis 'c'");
+  EXPECT_JX_ERROR(Mesh(local_devices(), {"a"}, {3}), "[Mesh]", "needs 3 devices, got 4");
+}
+
+}  // namespace
+}  // namespace jx
