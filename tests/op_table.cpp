@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "jx/checkpoint.h"
+#include "jx/pmap.h"
 #include "jx/control_flow/scan.h"
 #include "jx/custom_derivatives.h"
 
@@ -485,6 +486,50 @@ std::vector<OpRow> build_rows() {
                .skip_reason = "while_backward is staged only by jit(grad) of an unbounded while_loop; it is neither "
                               "differentiated nor batched over its known operands",
                .covered_by = "while_grad_test.cpp (against eager and the unrolled loop)"});
+  // ---- collectives: over the axis of a vmap naming it (pmap_test.cpp runs them on devices) ----
+  auto over_lanes = [](auto f) {
+    return one([f](auto a) { return jx::vmap([f](const Array& x) { return f(x); }, {.axis_name = "r"})(a[0]); });
+  };
+  // A collective needs a bound axis: these rows bind it with vmap's axis_name, whose
+  // batching rule computes across the lanes, so no staged program holds it at top level.
+  static const char* const kLanesOnly = "a collective runs here under vmap's named axis, which computes it across lanes";
+  auto lanes = [](uint64_t seed) { return std::vector<Array>{uniform({2, 2, 3}, -2, 2, DType::Float64, seed)}; };
+  r.push_back({.primitive = "psum", .call = over_lanes([](const Array& x) { return lax::psum(x, "r"); }),
+               .second_order = true, .example = lanes, .skip = kCheckJit, .skip_reason = kLanesOnly, .covered_by = "pmap_test.cpp (pmap and jit of pmap)"});
+  r.push_back({.primitive = "pmax", .call = over_lanes([](const Array& x) { return lax::pmax(x, "r"); }),
+               .example = lanes, .skip = kCheckJit, .skip_reason = kLanesOnly, .covered_by = "pmap_test.cpp (pmap and jit of pmap)"});
+  r.push_back({.primitive = "pmin", .call = over_lanes([](const Array& x) { return lax::pmin(x, "r"); }),
+               .example = lanes, .skip = kCheckJit, .skip_reason = kLanesOnly, .covered_by = "pmap_test.cpp (pmap and jit of pmap)"});
+  r.push_back({.primitive = "all_gather",
+               .call = over_lanes([](const Array& x) { return lax::all_gather(x, "r", {.axis = 1}); }),
+               .second_order = true, .example = lanes, .skip = kCheckJit, .skip_reason = kLanesOnly, .covered_by = "pmap_test.cpp (pmap and jit of pmap)"});
+  r.push_back({.primitive = "psum_scatter", .call = over_lanes([](const Array& x) { return lax::psum_scatter(x, "r"); }),
+               .second_order = true, .example = lanes, .skip = kCheckJit, .skip_reason = kLanesOnly, .covered_by = "pmap_test.cpp (pmap and jit of pmap)"});
+  r.push_back({.primitive = "ppermute",
+               .call = over_lanes([](const Array& x) { return lax::ppermute(x, "r", {{0, 1}, {1, 0}}); }),
+               .second_order = true, .example = lanes, .skip = kCheckJit, .skip_reason = kLanesOnly, .covered_by = "pmap_test.cpp (pmap and jit of pmap)"});
+  r.push_back({.primitive = "all_to_all",
+               .call = over_lanes([](const Array& x) { return lax::all_to_all(x, "r", 0, 1); }),
+               .second_order = true, .example = lanes, .skip = kCheckJit, .skip_reason = kLanesOnly, .covered_by = "pmap_test.cpp (pmap and jit of pmap)"});
+  r.push_back({.primitive = "axis_index",
+               .call = over_lanes([](const Array& x) {
+                 return lax::mul(x, lax::convert_element_type(
+                                        lax::broadcast_in_dim(lax::axis_index("r"), x.shape(), {}), x.dtype()));
+               }),
+               .example = lanes, .skip = kCheckJit, .skip_reason = kLanesOnly, .covered_by = "pmap_test.cpp (pmap and jit of pmap)"});
+  // shard_map over one device; linear_shard_map is its reverse-mode half.
+  auto sharded_sin = [](auto a) {
+    static const auto f = jx::shard_map([](const Array& b) { return lax::sin(b); }, jx::Mesh({jx::devices()[0]}, "d"),
+                                        {jx::P("d")}, {jx::P("d")});
+    return f(a[0]);
+  };
+  r.push_back({.primitive = "shard_map", .call = one(sharded_sin), .second_order = true});
+  r.push_back({.primitive = "linear_shard_map", .call = one([sharded_sin](auto a) {
+                 return jx::grad([&](const Array& x) { return numpy::sum(sharded_sin(std::vector<Array>{x})); })(a[0]);
+               }),
+               .skip = kCheckJit | kCheckVmap | kCheckGrad,
+               .skip_reason = "it is made only by linearizing a shard_map (the grad check of shard_map does that)",
+               .covered_by = "pmap_test.cpp"});
   // ---- control flow ----
   // A carry through the rows of x (init: its first row), each step emitting a y.
   r.push_back({.primitive = "scan", .call = [](std::span<const Array> a) {
