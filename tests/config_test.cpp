@@ -116,6 +116,8 @@ TEST(Config, MalformedVariablesRaiseNamingTheVariableAndValue) {
       {"JX_DISABLE_DISK_CACHE=2", "[config] JX_DISABLE_DISK_CACHE='2' is not a boolean"},
       {"JX_BLOCK_CACHE_MB=12x", "[config] JX_BLOCK_CACHE_MB='12x' is not an integer"},
       {"JX_DEBUG_NANS=sometimes", "[config] JX_DEBUG_NANS='sometimes' is not a boolean"},
+      {"JX_COLLECTIVE_TIMEOUT_S=0", "[config] JX_COLLECTIVE_TIMEOUT_S='0' is not a number of seconds in (0, 3.2e7]"},
+      {"JX_COLLECTIVE_TIMEOUT_S=5m", "[config] JX_COLLECTIVE_TIMEOUT_S='5m' is not a number of seconds"},
   };
   for (const auto& [env, message] : cases) {
     const std::string seen = run_child(env);
@@ -129,6 +131,7 @@ TEST(Config, InvalidSetterValuesRaiseNamingTheSetterAndValue) {
   EXPECT_JX_ERROR(config::set_vector_isa("sse9"), "[config] set_vector_isa('sse9'): not one of auto, scalar");
   EXPECT_JX_ERROR(config::set_block_cache_mb(-5), "[config] set_block_cache_mb(-5): the size must be in [0, ");
   EXPECT_JX_ERROR(config::set_cache_dir(""), "[config] set_cache_dir(\"\"): the directory must not be empty");
+  EXPECT_JX_ERROR(config::set_collective_timeout_s(-1), "[config] set_collective_timeout_s(-1): the timeout must be in (0, ");
   // A refused value leaves the setting as it was.
   const Config before = config::get();
   EXPECT_THROW(config::set_vector_isa("neon"), Error);
@@ -154,6 +157,10 @@ TEST(Config, SettersTakeEffect) {
   config::set_verify_passes(saved.verify_passes);
   config::set_block_cache_mb(3);
   EXPECT_EQ(config::get().block_cache_mb, 3);
+  EXPECT_EQ(saved.collective_timeout_s, 300);
+  config::set_collective_timeout_s(2.5);
+  EXPECT_EQ(config::get().collective_timeout_s, 2.5);
+  config::set_collective_timeout_s(saved.collective_timeout_s);
   config::set_block_cache_mb(saved.block_cache_mb);
   config::set_cache_dir("/tmp/jx_cfg_setter");
   EXPECT_EQ(config::get().cache_dir, "/tmp/jx_cfg_setter");
