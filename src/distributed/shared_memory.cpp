@@ -176,8 +176,10 @@ class Member final : public Communicator {
     // Every member compares against member 0, so all raise the same error.
     for (int m = 1; m < size(); ++m)
       if (!(*g_->slot(m).sig == *g_->slot(0).sig)) {
+        // Copies: once past the barrier the others' signatures may be gone.
+        const CollectiveSignature first = *g_->slot(0).sig, other = *g_->slot(m).sig;
         g_->depart(sig);
-        raise_signature_mismatch(*this, *g_->slot(0).sig, 0, *g_->slot(m).sig, m);
+        raise_signature_mismatch(*this, first, 0, other, m);
       }
     work(rank());
     g_->depart(sig);
