@@ -247,3 +247,20 @@ TEST(Pmap, Errors) {
 
 }  // namespace
 }  // namespace jx
+
+namespace jx {
+namespace {
+
+// A jitted function traced under one axis size is traced again under another: the
+// program bakes in the sizes of the axes its collectives name.
+TEST(Pmap, JitInsidePmapRetracesPerAxisSize) {
+  auto f = jit([](const Array& r) { return lax::psum(r, "i"); });
+  for (int64_t n : {2, 4, 2}) {
+    Array x = jnp::ones({n, 3});
+    Array y = pmap(f, {.axis_name = "i", .devices = first(n)})(x);
+    EXPECT_ALLCLOSE(y, jnp::full({n, 3}, static_cast<float>(n)));
+  }
+}
+
+}  // namespace
+}  // namespace jx

@@ -2,6 +2,7 @@
 // compile logging. Under another transformation (or inside another jit) a call becomes
 // one `jit` equation (src/jit/jit_primitive.cpp).
 #include "jx/jit.h"
+#include "core/axis_env.h"
 
 #include <algorithm>
 #include <chrono>
@@ -85,10 +86,13 @@ struct Key {
   std::vector<Aval> avals;
   tree::TreeDef def;
   std::shared_ptr<const StaticValues> statics;
+  // The named axes in scope (pmap, shard_map, vmap's axis_name): a traced program bakes
+  // in the sizes of the axes its collectives name.
+  std::vector<std::pair<std::string, int64_t>> axes;
   size_t hash = 0;
 
   bool operator==(const Key& o) const {
-    if (hash != o.hash || avals != o.avals || !(def == o.def)) return false;
+    if (hash != o.hash || avals != o.avals || !(def == o.def) || axes != o.axes) return false;
     if (!statics || !o.statics) return !statics && !o.statics;
     return statics->equals(*o.statics);
   }
@@ -149,6 +153,10 @@ std::shared_ptr<const JitEntry> JitFunction::lookup(std::span<const Array> leave
   key.hash = hash_avals(leaves) ^ (statics ? statics->hash() * 0x9e3779b97f4a7c15ull : 0);
   key.def = in_def;
   key.statics = std::move(statics);
+  for (const AxisFrame& a : traced_axes()) {
+    key.axes.emplace_back(a.name, a.size);
+    key.hash = key.hash * 31 + std::hash<std::string>()(a.name) + static_cast<size_t>(a.size);
+  }
   {
     std::lock_guard lock(cache_->mu);
     for (auto it = cache_->entries.begin(); it != cache_->entries.end(); ++it)
