@@ -58,6 +58,15 @@ TEST(Devices, CountIsFixedOnceDevicesExist) {
   EXPECT_JX_ERROR(config::set_num_cpu_devices(2), "[config] set_num_cpu_devices(2): the CPU devices already exist (4");
 }
 
+TEST(Devices, OneProcessIsAGroupOfOne) {
+  EXPECT_EQ(process_index(), 0);
+  EXPECT_EQ(process_count(), 1);
+  EXPECT_EQ(local_devices().size(), devices().size());
+  // Joining a group numbers every process's devices, so it comes first.
+  EXPECT_JX_ERROR(distributed::initialize(), "[distributed.initialize]", "must come before the first use of a device");
+  EXPECT_FALSE(distributed::is_initialized());
+}
+
 TEST(Devices, UnavailableAndUnknownPlatformsRaiseNamingThem) {
   EXPECT_JX_ERROR(devices("gpu"), "[devices] platform 'gpu' is not available: this jx was built without the GPU backend");
   EXPECT_JX_ERROR(devices("tpu"), "[devices] unknown platform 'tpu' (available: cpu");

@@ -21,6 +21,7 @@
 #include "jx/pmap.h"
 #include "jx/primitive.h"
 #include "jx/random.h"
+#include "jx/distributed.h"
 #include "jx/sharding.h"
 #include "jx/jaxpr.h"
 #include "jx/jit.h"

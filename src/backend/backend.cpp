@@ -1,6 +1,7 @@
 // The platform registry, devices, the current device and per-platform impls.
 #include "backend/backend.h"
 
+#include <atomic>
 #include <cstring>
 #include <mutex>
 #include <ostream>
@@ -8,6 +9,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/gpu/gpu_backend.h"
 #include "core/array_internal.h"
+#include "distributed/mpi.h"
 
 namespace jx {
 namespace detail {
@@ -15,11 +17,14 @@ namespace {
 
 // Backends in registration order (the CPU's first). Never destroyed: devices, and so
 // their allocators, must outlive every array.
+std::atomic<bool> g_devices_made{false};
+
 struct Registry {
   std::mutex mu;
   std::vector<Backend*> backends;
 
   Registry() {
+    g_devices_made = true;
     backends.push_back(make_cpu_backend().release());
     backends.push_back(make_gpu_backend().release());
   }
@@ -108,8 +113,15 @@ const ImplRule& impl_for(const DeviceState& device, const Primitive& primitive) 
   fail(primitive.name(), "has no implementation for platform '", device.platform, "'");
 }
 
+bool devices_made() { return g_devices_made; }
+
 const DeviceState* default_cpu_device() {
-  static const DeviceState* d = registry().backends.front()->devices().front().state();
+  // The first of this process's CPU devices (in a distributed run the others are remote).
+  static const DeviceState* d = [] {
+    for (const Device& dev : registry().backends.front()->devices())
+      if (dev.process_index() == mpi::process_group().index) return dev.state();
+    internal_fail("devices", "this process has no CPU device");
+  }();
   return d;
 }
 
@@ -182,15 +194,29 @@ std::vector<Device> devices() {
 }
 
 std::vector<Device> devices(std::string_view platform) { return detail::backend_of(platform).devices(); }
-std::vector<Device> local_devices() { return devices(); }
+std::vector<Device> local_devices() {
+  std::vector<Device> out;
+  for (const Device& d : devices())
+    if (d.process_index() == process_index()) out.push_back(d);
+  return out;
+}
 int device_count() { return static_cast<int>(devices().size()); }
 int local_device_count() { return static_cast<int>(local_devices().size()); }
-int process_index() { return 0; }
-int process_count() { return 1; }
+int process_index() { return detail::mpi::process_group().index; }
+int process_count() { return detail::mpi::process_group().count; }
 
 Device default_device() { return Device(detail::current_device()); }
 
+namespace {
+void require_local(std::string_view op, const Device& device) {
+  if (device.process_index() != process_index())
+    detail::fail(op, "device ", device.str(), " belongs to process ", device.process_index(), "; this is process ",
+                 process_index(), " (its arrays live on jx::local_devices())");
+}
+}  // namespace
+
 DefaultDeviceScope::DefaultDeviceScope(const Device& device) : saved_(detail::t_default_device) {
+  require_local("default_device", device);
   detail::t_default_device = &state_of(device);
 }
 DefaultDeviceScope::~DefaultDeviceScope() { detail::t_default_device = saved_; }
@@ -199,6 +225,7 @@ Device Array::device() const { return detail::concrete_impl(*this, "device").sto
 
 Array device_put(const Array& x, const Device& device) {
   const detail::DeviceState& to = state_of(device);
+  require_local("device_put", device);
   const detail::ArrayImpl& impl = detail::concrete_impl(x, "device_put");
   const detail::DeviceState& from = *impl.storage->device.state();
   if (!from.backend->host_memory() || !to.backend->host_memory())

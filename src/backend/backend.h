@@ -123,6 +123,9 @@ const ImplRule& impl_for(const DeviceState& device, const Primitive& primitive);
 // The device this thread's operations allocate on and run on: the innermost DeviceScope,
 // else the thread's default device (cpu:0 unless a DefaultDeviceScope says otherwise).
 const DeviceState* current_device();
+// Whether the platforms and their devices exist yet (jx::distributed::initialize must
+// come before).
+bool devices_made();
 // Whether buffers allocated now are committed to current_device() (Storage::committed).
 bool current_device_committed();
 // The CPU backend's first device, the process's default device.

@@ -73,12 +73,12 @@ void raise_signature_mismatch(const Communicator& comm, const CollectiveSignatur
        " has ", a.operand_str(), " but ", comm.member_name(member_b), " has ", b.operand_str());
 }
 
-void raise_timeout(const Communicator& comm, const CollectiveSignature& sig, double timeout_s,
+void raise_timeout(std::span<const std::string> member_names, const CollectiveSignature& sig, double timeout_s,
                    std::span<const int> missing) {
   std::ostringstream who;
-  for (size_t i = 0; i < missing.size(); ++i) who << (i ? ", " : "") << comm.member_name(missing[i]);
+  for (size_t i = 0; i < missing.size(); ++i) who << (i ? ", " : "") << member_names[missing[i]];
   fail(sig.collective, "over axis '", sig.axis, "': timed out after ", timeout_s, " s waiting for ", who.str(),
-       " (", missing.size(), " of ", comm.size(), " members did not arrive; JX_COLLECTIVE_TIMEOUT_S sets the limit)");
+       " (", missing.size(), " of ", member_names.size(), " members did not arrive; JX_COLLECTIVE_TIMEOUT_S sets the limit)");
 }
 
 }  // namespace jx::detail

@@ -91,7 +91,8 @@ void reduce_into(ReduceOp op, DType dtype, void* dst, const void* src, size_t co
 // Raises the contract's errors, worded the same for every transport.
 [[noreturn]] void raise_signature_mismatch(const Communicator& comm, const CollectiveSignature& a, int member_a,
                                            const CollectiveSignature& b, int member_b);
-[[noreturn]] void raise_timeout(const Communicator& comm, const CollectiveSignature& sig, double timeout_s,
-                                std::span<const int> missing);
+// member_names: the group's members (the count the message gives), missing: indices into it.
+[[noreturn]] void raise_timeout(std::span<const std::string> member_names, const CollectiveSignature& sig,
+                                double timeout_s, std::span<const int> missing);
 
 }  // namespace jx::detail

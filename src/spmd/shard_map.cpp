@@ -15,13 +15,16 @@
 // The impl compiles the body once and runs it on every device's thread at once, each
 // with its communicators per mesh axis (core/axis_env.h).
 #include <algorithm>
+#include <limits>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <sstream>
 
 #include "core/array_internal.h"
 #include "core/axis_env.h"
+#include "distributed/hierarchical.h"
 #include "distributed/shared_memory.h"
 #include "jit/jit_primitive.h"
 #include "jit/executable.h"
@@ -45,10 +48,46 @@ namespace {
 // Per dimension, the mesh axes (indices) that split it, major first.
 using Spec = std::vector<std::vector<int>>;
 
+// A mesh that spans processes is seen through this process's devices: they must form a
+// box (origin, extent per axis), and the operands and results of a call are the
+// process-local arrays, made of the blocks of that box in its own row-major order (as
+// pmap across processes takes each process's slices of the mapped axis). Collectives
+// still run over the whole axis: the axis sizes in scope are the global ones.
 struct MeshInfo {
   std::vector<std::string> names;
   std::vector<int64_t> shape;
-  std::vector<Device> devices;  // row-major over shape
+  std::vector<Device> devices;          // row-major over shape, every process's
+  std::vector<int64_t> origin, extent;  // this process's box
+  std::vector<size_t> local;            // indices into devices of this process's, in order
+  bool spans_processes = false;
+
+  MeshInfo(std::vector<std::string> names_, std::vector<int64_t> shape_, std::vector<Device> devices_)
+      : names(std::move(names_)), shape(std::move(shape_)), devices(std::move(devices_)) {
+    const int self = jx::process_index();
+    origin.assign(shape.size(), std::numeric_limits<int64_t>::max());
+    std::vector<int64_t> last(shape.size(), -1);
+    for (size_t k = 0; k < devices.size(); ++k) {
+      if (devices[k].process_index() != self) {
+        spans_processes = true;
+        continue;
+      }
+      local.push_back(k);
+      const std::vector<int64_t> c = coords(k);
+      for (size_t a = 0; a < c.size(); ++a) {
+        origin[a] = std::min(origin[a], c[a]);
+        last[a] = std::max(last[a], c[a]);
+      }
+    }
+    if (local.empty())
+      fail("shard_map", "the mesh (", str(), ") has none of the devices of this process (process ", self,
+           "); every process runs the program on its own devices");
+    extent.resize(shape.size());
+    int64_t box = 1;
+    for (size_t a = 0; a < shape.size(); ++a) box *= extent[a] = last[a] - origin[a] + 1;
+    if (box != static_cast<int64_t>(local.size()))
+      fail("shard_map", "this process's ", local.size(), " devices of the mesh (", str(),
+           ") do not form a box of it; order the mesh's devices so each process holds a contiguous block");
+  }
 
   int axis(std::string_view op, const std::string& name) const {
     for (size_t a = 0; a < names.size(); ++a)
@@ -68,16 +107,16 @@ struct MeshInfo {
     }
     return c;
   }
-  // The number of blocks a dimension split by `axes` has.
+  // The number of blocks of this process's arrays a dimension split by `axes` has.
   int64_t blocks(const std::vector<int>& axes) const {
     int64_t n = 1;
-    for (int a : axes) n *= shape[a];
+    for (int a : axes) n *= extent[a];
     return n;
   }
-  // Which block of such a dimension device k holds.
+  // Which of those blocks the device at coordinates c holds.
   int64_t block_index(const std::vector<int>& axes, const std::vector<int64_t>& c) const {
     int64_t i = 0;
-    for (int a : axes) i = i * shape[a] + c[a];
+    for (int a : axes) i = i * extent[a] + (c[a] - origin[a]);
     return i;
   }
 };
@@ -99,16 +138,14 @@ std::vector<std::string> split(const std::string& s, char sep) {
 }
 
 MeshInfo mesh_of(const Params& params) {
-  MeshInfo m;
-  m.names = split(params.get_string("mesh_axes"), ',');
-  m.shape = params.get_ints("mesh_shape");
   const std::vector<Device> all = jx::devices();
+  std::vector<Device> devices;
   for (int64_t id : params.get_ints("mesh_devices")) {
     auto it = std::find_if(all.begin(), all.end(), [&](const Device& d) { return d.platform() == "cpu" && d.id() == id; });
-    if (it == all.end()) fail("shard_map", "the mesh names device cpu:", id, ", which this process does not have");
-    m.devices.push_back(*it);
+    if (it == all.end()) fail("shard_map", "the mesh names device cpu:", id, ", which this run does not have");
+    devices.push_back(*it);
   }
-  return m;
+  return MeshInfo(split(params.get_string("mesh_axes"), ','), params.get_ints("mesh_shape"), std::move(devices));
 }
 
 void set_mesh(Params& p, const Mesh& mesh) {
@@ -244,40 +281,63 @@ std::vector<Aval> shard_map_avals(std::string_view op, std::span<const Aval> in,
 
 // ---- impl: every device runs the compiled body on its blocks ----
 
-// The communicators of one call: per mesh axis, one group per line of devices along it.
+// The communicators of one call: per mesh axis, one group per line of devices along it
+// that holds this process's devices: shared memory when the whole line is local, the
+// hierarchical transport when it spans processes.
 struct CallGroups {
-  std::vector<std::shared_ptr<SharedMemoryGroup>> groups;
-  std::vector<std::vector<std::unique_ptr<Communicator>>> members;  // [device][axis]
+  std::vector<std::shared_ptr<SharedMemoryGroup>> local_lines;
+  std::vector<std::shared_ptr<CrossProcessGroup>> spanning_lines;
+  std::vector<std::vector<std::unique_ptr<Communicator>>> members;  // [local device][axis]
   void abort(const std::string& reason) {
-    for (auto& g : groups) g->abort(reason);
+    for (auto& g : local_lines) g->abort(reason);
+    for (auto& g : spanning_lines) g->abort(reason);
   }
 };
 
 CallGroups make_groups(const MeshInfo& m, double timeout_s) {
   CallGroups g;
-  const size_t n = m.devices.size();
-  g.members.resize(n);
-  for (size_t a = 0; a < m.names.size(); ++a) {
-    std::map<std::vector<int64_t>, std::shared_ptr<SharedMemoryGroup>> lines;
-    for (size_t k = 0; k < n; ++k) {
+  const size_t n = m.devices.size(), naxes = m.names.size();
+  g.members.resize(m.local.size());
+  for (size_t a = 0; a < naxes; ++a) {
+    // The line of a device along axis a: the devices whose other coordinates match.
+    auto line_key = [&](size_t k) {
       std::vector<int64_t> c = m.coords(k);
-      const int64_t rank = c[a];
       c[a] = 0;
-      auto& line = lines[c];
-      if (!line) {
+      return c;
+    };
+    std::map<std::vector<int64_t>, std::function<std::unique_ptr<Communicator>(int)>> lines;
+    for (size_t l = 0; l < m.local.size(); ++l) {
+      const size_t k = m.local[l];
+      const std::vector<int64_t> key = line_key(k);
+      auto& member_of = lines[key];
+      if (!member_of) {
+        std::vector<size_t> line(static_cast<size_t>(m.shape[a]));
+        for (size_t j = 0; j < n; ++j)
+          if (line_key(j) == key) line[static_cast<size_t>(m.coords(j)[a])] = j;
         std::vector<std::string> names;
-        for (size_t j = 0; j < n; ++j) {
-          std::vector<int64_t> cj = m.coords(j);
-          const int64_t r = cj[a];
-          cj[a] = 0;
-          if (cj != c) continue;
-          if (names.size() <= static_cast<size_t>(r)) names.resize(static_cast<size_t>(r) + 1);
-          names[static_cast<size_t>(r)] = m.devices[j].str();
+        std::vector<int> process;
+        int64_t first_id = std::numeric_limits<int64_t>::max();
+        for (size_t j : line) {
+          names.push_back(m.devices[j].str());
+          process.push_back(m.devices[j].process_index());
+          first_id = std::min<int64_t>(first_id, m.devices[j].id());
         }
-        line = SharedMemoryGroup::create(std::move(names), timeout_s);
-        g.groups.push_back(line);
+        const bool local = std::all_of(process.begin(), process.end(), [&](int p) { return p == process[0]; });
+        if (local) {
+          auto group = SharedMemoryGroup::create(std::move(names), timeout_s);
+          g.local_lines.push_back(group);
+          member_of = [group](int rank) { return group->member(rank); };
+        } else {
+          for (size_t r = 0; r < names.size(); ++r) names[r] += " (process " + std::to_string(process[r]) + ")";
+          // Unique among the lines of this call: a device is on one line per axis.
+          const int64_t tag = first_id * static_cast<int64_t>(naxes) + static_cast<int64_t>(a) + 1;
+          auto group = CrossProcessGroup::create(std::move(names), std::move(process),
+                                                 static_cast<int>(tag % std::numeric_limits<int>::max()), timeout_s);
+          g.spanning_lines.push_back(group);
+          member_of = [group](int rank) { return group->member(rank); };
+        }
       }
-      g.members[k].push_back(line->member(static_cast<int>(rank)));
+      g.members[l].push_back(member_of(static_cast<int>(m.coords(k)[a])));
     }
   }
   return g;
@@ -297,10 +357,10 @@ Array block_of(const Array& x, const Spec& s, const MeshInfo& m, const std::vect
 }
 
 // Whether device coordinates c hold the copy of a result replicated by spec s that the
-// caller gets (index 0 along every axis s does not name).
+// caller gets (the first of this process's along every axis s does not name).
 bool representative(const Spec& s, const MeshInfo& m, const std::vector<int64_t>& c) {
   for (size_t a = 0; a < m.names.size(); ++a)
-    if (!names_axis(s, static_cast<int>(a)) && c[a] != 0) return false;
+    if (!names_axis(s, static_cast<int>(a)) && c[a] != m.origin[a]) return false;
   return true;
 }
 
@@ -321,27 +381,26 @@ std::vector<Array> shard_map_impl(std::span<const Array> in, const Params& param
   const JaxprRef& body = call_body(params, "shard_map");
   Decoded d = decoded(params, in.size(), out_avals.size());
   const MeshInfo& m = d.mesh;
-  for (const Device& dev : m.devices)
-    if (dev.process_index() != jx::process_index())
-      fail("shard_map", "device ", dev.str(), " belongs to process ", dev.process_index(),
-           "; a mesh spanning processes is not supported yet");
   auto exe = body_executable(body, params.get_string("name"));
   CallGroups groups = make_groups(m, config::get().collective_timeout_s);
   std::vector<Array> outs;
   for (const Aval& a : out_avals) outs.push_back(alloc_array(a));
-  auto task = [&](size_t k) {
+  std::vector<Device> local_devices;
+  for (size_t k : m.local) local_devices.push_back(m.devices[k]);
+  auto task = [&](size_t l) {
+    const size_t k = m.local[l];
     const std::vector<int64_t> c = m.coords(k);
     std::vector<Array> blocks;
     for (size_t i = 0; i < in.size(); ++i) blocks.push_back(block_of(in[i], d.in[i], m, c));
     std::vector<DeviceAxis> axes;
-    for (size_t a = 0; a < m.names.size(); ++a) axes.push_back({m.names[a], groups.members[k][a].get()});
+    for (size_t a = 0; a < m.names.size(); ++a) axes.push_back({m.names[a], groups.members[l][a].get()});
     DefaultDeviceScope device(m.devices[k]);
     DeviceAxesScope scope(std::move(axes));
     std::vector<Array> results = exe->run(blocks);
     for (size_t j = 0; j < results.size(); ++j)
       if (representative(d.out[j], m, c)) place_block(results[j], outs[j], d.out[j], m, c);
   };
-  auto on_failure = [&](size_t k, const std::exception_ptr& e) {
+  auto on_failure = [&](size_t l, const std::exception_ptr& e) {
     std::string what = "an error";
     try {
       std::rethrow_exception(e);
@@ -349,9 +408,9 @@ std::vector<Array> shard_map_impl(std::span<const Array> in, const Params& param
       what = ex.what();
     } catch (...) {
     }
-    groups.abort(m.devices[k].str() + " raised: " + what);
+    groups.abort(local_devices[l].str() + " raised: " + what);
   };
-  std::vector<std::exception_ptr> errors = run_on_devices(m.devices, task, on_failure);
+  std::vector<std::exception_ptr> errors = run_on_devices(local_devices, task, on_failure);
   // The first device's own error, not another's report that it gave up waiting.
   std::exception_ptr first, first_abandoned;
   for (auto& e : errors) {
@@ -639,19 +698,13 @@ const Primitive linear_shard_map_p(
                  const BatchAxis& axis) { return shard_map_batch(linear_shard_map_p, args, dims, params, axis); },
      .dce = shard_map_dce});
 
-std::vector<Aval> avals_of(std::span<const Array> xs) {
-  std::vector<Aval> a;
-  for (const Array& x : xs) a.push_back(x.aval());
-  return a;
-}
-
 }  // namespace
 
 // ---- the flat entry points ----
 
 std::vector<Array> shard_map_flat(const FlatFn& f, std::span<const Array> args, const Mesh& mesh,
                                   std::span<const PartitionSpec> in_specs, std::span<const PartitionSpec> out_specs) {
-  MeshInfo m{mesh.axis_names(), mesh.shape(), mesh.devices()};
+  MeshInfo m(mesh.axis_names(), mesh.shape(), mesh.devices());
   if (in_specs.size() != args.size())
     fail("shard_map", "got ", in_specs.size(), " in_specs for ", args.size(), " array arguments");
   std::vector<Spec> in;
@@ -699,15 +752,28 @@ std::vector<Array> pmap_flat(const FlatFn& f, std::span<const Array> args,
     moved.push_back(lax::batch_rules::move_axis(args[i], ax, 0));
   }
   if (n < 0) fail("pmap", "needs at least one mapped argument (an in_axes entry that is not jx::not_mapped)");
+  // Across processes each process passes the slices of its own devices and the program
+  // runs over every process's devices (the collectives span them all), as in JAX.
   std::vector<Device> devs = devices;
   if (devs.empty()) {
     std::vector<Device> local = jx::local_devices();
-    if (n > static_cast<int64_t>(local.size()))
-      fail("pmap", "the mapped axis has size ", n, " but this process has only ", local.size(),
-           " devices (JX_NUM_CPU_DEVICES or jx::config::set_num_cpu_devices gives a CPU process more)");
-    devs.assign(local.begin(), local.begin() + n);
-  } else if (static_cast<int64_t>(devs.size()) != n) {
-    fail("pmap", "the mapped axis has size ", n, " but ", devs.size(), " devices were given");
+    if (jx::process_count() > 1) {
+      if (n != static_cast<int64_t>(local.size()))
+        fail("pmap", "across ", jx::process_count(), " processes each process maps its own devices: the mapped axis has size ", n,
+             " but this process has ", local.size(), " devices (pass .devices to map over a subset)");
+      devs = jx::devices();
+    } else {
+      if (n > static_cast<int64_t>(local.size()))
+        fail("pmap", "the mapped axis has size ", n, " but this process has only ", local.size(),
+             " devices (JX_NUM_CPU_DEVICES or jx::config::set_num_cpu_devices gives a CPU process more)");
+      devs.assign(local.begin(), local.begin() + n);
+    }
+  } else {
+    const int self = jx::process_index();
+    const auto mine = std::count_if(devs.begin(), devs.end(), [&](const Device& d) { return d.process_index() == self; });
+    if (mine != n)
+      fail("pmap", "the mapped axis has size ", n, " but ", devs.size(), " devices were given",
+           devs.size() == static_cast<size_t>(mine) ? std::string() : ", " + std::to_string(mine) + " of them this process's");
   }
   const std::string name = axis_name.empty() ? "_pmap" : axis_name;
   Mesh mesh(devs, name);

@@ -9,6 +9,7 @@
 
 #include "backend/cpu/kernels/kernels.h"
 #include "core/config_internal.h"
+#include "distributed/mpi.h"
 
 namespace jx::detail {
 namespace {
@@ -101,10 +102,13 @@ class CpuAllocator final : public Allocator {
 class CpuBackend final : public Backend {
  public:
   CpuBackend() {
+    // Every process of a distributed run has n devices; ids are global, process p's
+    // being p * n ... p * n + n - 1 (the others' are listed, never used here).
     const int n = fix_num_cpu_devices();
-    states_.reserve(static_cast<size_t>(n));
-    for (int i = 0; i < n; ++i)
-      states_.push_back(DeviceState{.platform = platform_, .id = i, .process_index = 0, .kind = "cpu",
+    const int processes = mpi::process_group().count;
+    states_.reserve(static_cast<size_t>(n) * static_cast<size_t>(processes));
+    for (int i = 0; i < n * processes; ++i)
+      states_.push_back(DeviceState{.platform = platform_, .id = i, .process_index = i / n, .kind = "cpu",
                                     .backend = this, .allocator = &allocator_});
     for (const DeviceState& s : states_) devices_.emplace_back(&s);
   }
