@@ -1,10 +1,13 @@
 #include "distributed/rendezvous.h"
 
 #include <chrono>
+#include <thread>
 
 #include "jx/error.h"
 
 namespace jx::detail {
+
+constexpr auto kSpin = std::chrono::microseconds(100);
 
 Rendezvous::Rendezvous(std::vector<std::string> names, double timeout_s)
     : names_(std::move(names)), timeout_s_(timeout_s), slots_(names_.size()), arrived_gen_(names_.size(), 0) {}
@@ -56,6 +59,17 @@ void Rendezvous::set_round_error(std::string message) {
 template <class Pred>
 void Rendezvous::wait_for(std::unique_lock<std::mutex>& lock, const CollectiveSignature& sig, Pred done,
                           uint64_t gen) {
+  // The others usually arrive within microseconds: spin (yielding the core) before
+  // sleeping on the condition variable, whose wake-up alone costs tens of microseconds.
+  if (!done()) {
+    lock.unlock();
+    const auto spin_until = std::chrono::steady_clock::now() + kSpin;
+    for (int i = 1; !done(); ++i) {
+      if (i % 16 == 0 && std::chrono::steady_clock::now() > spin_until) break;
+      std::this_thread::yield();
+    }
+    lock.lock();
+  }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s_);
   while (!done()) {
     check_broken(sig);

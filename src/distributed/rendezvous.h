@@ -6,6 +6,7 @@
 // members of a line spanning processes, by the hierarchical one.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -59,7 +60,8 @@ class Rendezvous {
   std::vector<RendezvousSlot> slots_;
   std::vector<uint64_t> arrived_gen_;
   int arrived_ = 0, departed_ = 0;
-  uint64_t generation_ = 0, depart_generation_ = 0;
+  // Atomic so a waiting member can spin on them without the lock (written under it).
+  std::atomic<uint64_t> generation_ = 0, depart_generation_ = 0;
   std::string broken_, round_error_;
 };
 
