@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "jx/collectives.h"
+#include "jx/jit.h"
 #include "jx/sharding.h"
 #include "jx/transforms.h"
 
@@ -92,6 +93,71 @@ auto pmap(F f, PmapOptions options = {}) {
           detail::pmap_flat(call.fn(), xs, in_axes, options.out_axes, options.axis_name, options.devices);
       return call.result(outs);
     }
+  };
+}
+
+// pmap(f, jx::static_argnums<k, ...>, options)(args...): as pmap(f, options), with the
+// arguments at those positions passed to f as they are (ints, strings, configuration
+// structs: JAX's static_broadcasted_argnums), the same on every device, each value traced
+// anew. in_axes, when it has one entry per argument, has entries for the static ones
+// too (ignored).
+template <class F, size_t... S>
+auto pmap(F f, StaticArgNums<S...>, PmapOptions options = {}) {
+  return [f = std::move(f), options = std::move(options)]<class... A>(const A&... a) {
+    static_assert(((S < sizeof...(A)) && ...), "jx::pmap: a static_argnums index is past the last argument");
+    using All = typename detail::JitArgs<std::index_sequence<S...>, std::index_sequence_for<A...>, A...>::type;
+    using Result = detail::result_t<F, All>;
+    auto given = std::forward_as_tuple(a...);
+    All all = [&]<size_t... I>(std::index_sequence<I...>) {
+      auto convert = [](const auto& v, auto target) {
+        using T = typename decltype(target)::type;
+        if constexpr (std::is_same_v<T, std::decay_t<decltype(v)>>) return v;
+        else return T(detail::to_array_tree(v));
+      };
+      return All{convert(std::get<I>(given), std::type_identity<std::tuple_element_t<I, All>>{})...};
+    }(std::index_sequence_for<A...>{});
+    if (options.in_axes.size() > 1 && options.in_axes.size() != sizeof...(A))
+      detail::fail("pmap", "got ", options.in_axes.size(), " in_axes entries but the function got ", sizeof...(A),
+                   " arguments");
+    // The dynamic arguments' leaves, each with its argument's mapped axis.
+    std::vector<Array> xs;
+    std::vector<std::optional<int64_t>> in_axes;
+    std::vector<tree::TreeDef> defs(sizeof...(A));
+    auto collect = [&]<size_t K>(std::integral_constant<size_t, K>) {
+      if constexpr (!detail::is_static_index<K, S...>) {
+        auto [leaves, def] = tree::flatten(std::get<K>(all));
+        const std::optional<int64_t> axis = options.in_axes.empty()       ? std::optional<int64_t>(0)
+                                            : options.in_axes.size() == 1 ? options.in_axes[0]
+                                                                          : options.in_axes[K];
+        for (Array& leaf : leaves) {
+          xs.push_back(std::move(leaf));
+          in_axes.push_back(axis);
+        }
+        defs[K] = std::move(def);
+      }
+    };
+    [&]<size_t... I>(std::index_sequence<I...>) { (collect(std::integral_constant<size_t, I>{}), ...); }(
+        std::index_sequence_for<A...>{});
+    tree::TreeDef out_def;
+    detail::FlatFn fn = [&](std::span<const Array> leaves) {
+      All call_args = all;
+      size_t next = 0;
+      auto put = [&]<size_t K>(std::integral_constant<size_t, K>) {
+        if constexpr (!detail::is_static_index<K, S...>) {
+          const size_t n = tree::flatten(std::get<K>(all)).first.size();
+          std::get<K>(call_args) =
+              tree::unflatten<std::tuple_element_t<K, All>>(defs[K], leaves.subspan(next, n));
+          next += n;
+        }
+      };
+      [&]<size_t... I>(std::index_sequence<I...>) { (put(std::integral_constant<size_t, I>{}), ...); }(
+          std::index_sequence_for<A...>{});
+      auto [outs, def] = tree::flatten(detail::to_array_tree(std::apply(f, call_args)));
+      out_def = std::move(def);
+      return outs;
+    };
+    std::vector<Array> outs = detail::pmap_flat(fn, xs, in_axes, options.out_axes, options.axis_name, options.devices);
+    return tree::unflatten<Result>(out_def, outs);
   };
 }
 
