@@ -220,3 +220,68 @@ TEST(Pmap, StaticArgumentsReachTheFunctionAsTheyAre) {
 
 }  // namespace
 }  // namespace jx
+
+namespace jx {
+namespace {
+
+namespace jnp = jx::numpy;
+
+// A pmap result is sharded over its devices: one shard per device, the per-device value
+// as a view committed to that device.
+TEST(Pmap, ResultsAreShardedOverTheirDevices) {
+  Array x = testing::randn({4, 3}, DType::Float32, 17);
+  Array y = pmap([](const Array& r) { return jnp::sin(r); }, {.axis_name = "i"})(x);
+  ASSERT_TRUE(sharding(y).has_value());
+  EXPECT_EQ(sharding(y)->spec, P("i"));
+  EXPECT_EQ(sharding(y)->str(), "NamedSharding(Mesh('i': 4), P('i'))");
+  std::vector<Shard> shards = addressable_shards(y);
+  ASSERT_EQ(shards.size(), 4u);
+  for (int64_t k = 0; k < 4; ++k) {
+    const Shard& s = shards[static_cast<size_t>(k)];
+    EXPECT_EQ(s.device, local_devices()[static_cast<size_t>(k)]);
+    EXPECT_EQ(s.index, (std::vector<std::pair<int64_t, int64_t>>{{k, k + 1}, {0, 3}}));
+    EXPECT_EQ(s.squeezed_dim, 0);
+    EXPECT_EQ(s.data.device(), s.device);
+    EXPECT_EQ(s.data.shape(), (Shape{3}));
+    EXPECT_ALLCLOSE(s.data.block_until_ready(), jnp::sin(x(k)), 1e-6, 1e-6);
+    // Work on a shard runs on its device.
+    EXPECT_EQ((s.data * 2.0f).device(), s.device);
+  }
+  // Another operation's result is an ordinary array again: one shard, the whole.
+  Array z = y + 1.0f;
+  EXPECT_FALSE(sharding(z).has_value());
+  ASSERT_EQ(addressable_shards(z).size(), 1u);
+  EXPECT_EQ(addressable_shards(z)[0].index, (std::vector<std::pair<int64_t, int64_t>>{{0, 4}, {0, 3}}));
+  // out_axes: the mapped dimension where asked; unmapped outputs are whole on each device.
+  auto [a, b] = pmap([](const Array& r) { return std::make_pair(r * 2.0f, lax::psum(r, "i")); },
+                     {.axis_name = "i", .out_axes = {1, not_mapped}})(x);
+  EXPECT_EQ(sharding(a)->spec, P(none, "i"));
+  EXPECT_EQ(addressable_shards(a)[2].index, (std::vector<std::pair<int64_t, int64_t>>{{0, 3}, {2, 3}}));
+  EXPECT_ALLCLOSE(addressable_shards(a)[2].data, x(2) * 2.0f, 1e-6, 1e-6);
+  EXPECT_EQ(sharding(b)->spec, P());
+  for (const Shard& s : addressable_shards(b)) EXPECT_ALLCLOSE(s.data, jnp::sum(x, 0), 1e-5, 1e-5);
+  EXPECT_JX_ERROR(jit([](const Array& v) { return addressable_shards(v)[0].data; })(x), "[addressable_shards]",
+                  "traced array of type f32[4,3]");
+}
+
+TEST(ShardMap, ResultsRecordEachDevicesBlock) {
+  Mesh mesh(local_devices(), {"data", "model"}, {2, 2});
+  Array x = testing::randn({4, 6}, DType::Float64, 19);
+  Array y = shard_map([](const Array& b) { return b * 3.0; }, mesh, {P("data", "model")}, {P("data", "model")})(x);
+  EXPECT_EQ(sharding(y)->spec, P("data", "model"));
+  std::vector<Shard> shards = addressable_shards(y);
+  ASSERT_EQ(shards.size(), 4u);
+  // Device k sits at (k / 2, k % 2) of the mesh: rows 2 (k / 2) ..., columns 3 (k % 2) ...
+  for (int64_t k = 0; k < 4; ++k) {
+    const int64_t r = k / 2, c = k % 2;
+    const Shard& s = shards[static_cast<size_t>(k)];
+    EXPECT_EQ(s.index, (std::vector<std::pair<int64_t, int64_t>>{{2 * r, 2 * r + 2}, {3 * c, 3 * c + 3}}));
+    EXPECT_EQ(s.squeezed_dim, -1);
+    EXPECT_ALLCLOSE(s.data, x(Slice{2 * r, 2 * r + 2}, Slice{3 * c, 3 * c + 3}) * 3.0, 1e-12, 1e-12);
+  }
+  Array z = shard_map([](const Array& b) { return lax::psum(b, "data"); }, mesh, {P("data", "model")}, {P(none, "model")})(x);
+  EXPECT_EQ(addressable_shards(z)[2].index, (std::vector<std::pair<int64_t, int64_t>>{{0, 2}, {0, 3}}));
+}
+
+}  // namespace
+}  // namespace jx

@@ -78,12 +78,17 @@ struct Storage {
   // committed arrays: operations refuse committed operands on different devices, and
   // run uncommitted operands (made on the default device) where the committed ones are.
   bool committed = false;
+  // Set when this storage is another's memory seen from a different device (a shard of
+  // a pmap result): it keeps that one alive and frees nothing itself.
+  std::shared_ptr<Storage> owner;
   Storage() = default;
   Storage(size_t nbytes, Device device, bool committed = false);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
 };
+
+struct ShardingRecord;  // src/spmd/sharding_record.h
 
 struct ArrayImpl {
   Aval aval;
@@ -94,6 +99,9 @@ struct ArrayImpl {
   int64_t offset = 0;
   // Traced arrays.
   std::shared_ptr<Tracer> tracer;
+  // pmap and shard_map results: how the devices hold it (jx::addressable_shards). Views
+  // and results of other operations are new ArrayImpls without it.
+  std::shared_ptr<const ShardingRecord> sharding;
 };
 
 // Row-major contiguous strides (in elements) for a shape.

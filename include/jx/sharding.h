@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "jx/array.h"
 #include "jx/device.h"
 #include "jx/none.h"
 
@@ -75,5 +76,32 @@ class Mesh {
   std::vector<std::string> axis_names_;
   std::vector<int64_t> shape_;
 };
+
+// How a pmap or shard_map result lies over the devices that computed it (JAX's
+// NamedSharding): the mesh and, per dimension, the mesh axes that split it.
+struct NamedSharding {
+  Mesh mesh;
+  PartitionSpec spec;
+  std::string str() const;  // "NamedSharding(Mesh('i': 4), P('i'))"
+};
+
+// One device's block of an array (JAX's Shard).
+struct Shard {
+  Device device;
+  // Where the block sits in the array: [start, stop) per dimension. pmap's mapped
+  // dimension is indexed, not sliced: `data` has the per-device shape.
+  std::vector<std::pair<int64_t, int64_t>> index;
+  int squeezed_dim = -1;  // the dimension `data` drops (pmap's mapped one), or -1
+  // The block: a view of the array (no copy) committed to `device`.
+  Array data;
+};
+
+// The sharding of a pmap or shard_map result (a process-local array: across processes,
+// this process's part); nullopt for every other array, including tracers.
+std::optional<NamedSharding> sharding(const Array& x);
+// The blocks of this process's devices, in device order, replicated copies included: a
+// pmap or shard_map result has one per device; any other array one, the whole array on
+// its device. Raises for tracers.
+std::vector<Shard> addressable_shards(const Array& x);
 
 }  // namespace jx

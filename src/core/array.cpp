@@ -99,7 +99,7 @@ int64_t check_allocatable(const Shape& shape, DType dtype, std::string_view op) 
 
 Storage::Storage(size_t n, Device d, bool c) : nbytes(n), device(d), committed(c) { data = device.state()->allocator->allocate(n); }
 Storage::~Storage() {
-  if (data) device.state()->allocator->deallocate(data, nbytes);
+  if (data && !owner) device.state()->allocator->deallocate(data, nbytes);
 }
 
 std::vector<int64_t> contiguous_strides(const Shape& shape) {

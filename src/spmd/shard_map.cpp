@@ -39,6 +39,7 @@
 #include "transforms/staging.h"
 #include "transforms/subprogram_cache.h"
 #include "spmd/device_threads.h"
+#include "spmd/sharding_record.h"
 
 namespace jx::detail {
 namespace {
@@ -427,6 +428,33 @@ std::vector<Array> shard_map_impl(std::span<const Array> in, const Params& param
   }
   if (first) std::rethrow_exception(first);
   if (first_abandoned) std::rethrow_exception(first_abandoned);
+  // Each result records which block each of this process's devices computed.
+  const Mesh mesh(m.devices, m.names, m.shape);
+  for (size_t j = 0; j < outs.size(); ++j) {
+    std::vector<PartitionSpec::Entry> entries;
+    for (const auto& axes : d.out[j]) {
+      std::vector<std::string> names;
+      for (int a : axes) names.push_back(m.names[a]);
+      entries.emplace_back(std::move(names));
+    }
+    auto record = std::make_shared<ShardingRecord>(ShardingRecord{NamedSharding{mesh, PartitionSpec(std::move(entries))}});
+    const Shape& shape = outs[j].shape();
+    for (size_t k : m.local) {
+      const std::vector<int64_t> c = m.coords(k);
+      ShardPlace place{m.devices[k], {}};
+      for (size_t dim = 0; dim < shape.size(); ++dim) {
+        if (dim >= d.out[j].size() || d.out[j][dim].empty()) {
+          place.index.push_back({0, shape[dim]});
+          continue;
+        }
+        const int64_t len = shape[dim] / m.blocks(d.out[j][dim]);
+        const int64_t start = m.block_index(d.out[j][dim], c) * len;
+        place.index.push_back({start, start + len});
+      }
+      record->places.push_back(std::move(place));
+    }
+    outs[j] = with_sharding(outs[j], std::move(record));
+  }
   return outs;
 }
 
@@ -814,6 +842,28 @@ std::vector<Array> pmap_flat(const FlatFn& f, std::span<const Array> args,
     if (want < -nd || want >= nd) fail("pmap", "out_axes ", want, " is out of range for output ", j, " of rank ", nd);
     if (want < 0) want += nd;
     if (want != 0) outs[j] = lax::batch_rules::move_axis(outs[j], 0, want);
+  }
+  // pmap's shards: device k's is index k of the mapped axis (the per-device value), or
+  // the whole of an unmapped output.
+  std::vector<Device> mine;
+  for (const Device& dev : devs)
+    if (dev.process_index() == jx::process_index()) mine.push_back(dev);
+  for (size_t j = 0; j < outs.size(); ++j) {
+    const auto& ax = out_axes.size() == 1 ? out_axes[0] : out_axes[j];
+    const Shape& shape = outs[j].shape();
+    const int mapped = ax ? static_cast<int>(*ax < 0 ? *ax + static_cast<int64_t>(shape.size()) : *ax) : -1;
+    std::vector<PartitionSpec::Entry> entries;
+    for (int dim = 0; dim <= mapped; ++dim) entries.push_back(dim == mapped ? PartitionSpec::Entry(name) : none);
+    auto record =
+        std::make_shared<ShardingRecord>(ShardingRecord{NamedSharding{mesh, PartitionSpec(std::move(entries))}, mapped});
+    for (size_t k = 0; k < mine.size(); ++k) {
+      ShardPlace place{mine[k], {}};
+      for (int dim = 0; dim < static_cast<int>(shape.size()); ++dim)
+        place.index.push_back(dim == mapped ? std::pair<int64_t, int64_t>(static_cast<int64_t>(k), static_cast<int64_t>(k) + 1)
+                                            : std::pair<int64_t, int64_t>(0, shape[dim]));
+      record->places.push_back(std::move(place));
+    }
+    outs[j] = with_sharding(outs[j], std::move(record));
   }
   return outs;
 }

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 
+#include "core/array_internal.h"
 #include "jx/error.h"
+#include "jx/lax.h"
+#include "spmd/sharding_record.h"
 
 namespace jx {
 
@@ -65,5 +68,59 @@ std::string Mesh::str() const {
     s += (a ? ", '" : "'") + axis_names_[a] + "': " + std::to_string(shape_[a]);
   return s + ")";
 }
+
+std::string NamedSharding::str() const { return "NamedSharding(" + mesh.str() + ", " + spec.str() + ")"; }
+
+std::optional<NamedSharding> sharding(const Array& x) {
+  if (!x.valid() || !x.impl().sharding) return std::nullopt;
+  return x.impl().sharding->sharding;
+}
+
+std::vector<Shard> addressable_shards(const Array& x) {
+  if (!x.valid()) detail::fail("addressable_shards", "got a null jx::Array");
+  if (!x.is_concrete())
+    detail::fail("addressable_shards", "got a traced array of type ", x.aval().str(),
+                 "; shards exist only for concrete arrays (call it outside jit, grad and vmap)");
+  const detail::ArrayImpl& impl = x.impl();
+  if (!impl.sharding) {
+    Shard whole{x.device(), {}, -1, x};
+    for (int64_t d : x.shape()) whole.index.push_back({0, d});
+    return {whole};
+  }
+  const detail::ShardingRecord& r = *impl.sharding;
+  std::vector<Shard> shards;
+  for (const detail::ShardPlace& place : r.places) {
+    std::vector<int64_t> start, stop;
+    for (const auto& [b, e] : place.index) {
+      start.push_back(b);
+      stop.push_back(e);
+    }
+    Array block = lax::slice(x, start, stop);
+    if (r.squeezed_dim >= 0) block = lax::squeeze(block, {r.squeezed_dim});
+    // The same memory, seen as the device's: committed there.
+    auto storage = std::make_shared<detail::Storage>();
+    const detail::Storage& base = *block.impl().storage;
+    storage->data = base.data;
+    storage->nbytes = base.nbytes;
+    storage->device = place.device;
+    storage->committed = true;
+    storage->owner = block.impl().storage;
+    auto view = std::make_shared<detail::ArrayImpl>(block.impl());
+    view->storage = std::move(storage);
+    shards.push_back(Shard{place.device, place.index, r.squeezed_dim, Array(std::move(view))});
+  }
+  return shards;
+}
+
+namespace detail {
+
+Array with_sharding(const Array& x, std::shared_ptr<const ShardingRecord> record) {
+  if (!x.is_concrete()) return x;
+  auto impl = std::make_shared<ArrayImpl>(x.impl());
+  impl->sharding = std::move(record);
+  return Array(std::move(impl));
+}
+
+}  // namespace detail
 
 }  // namespace jx

@@ -113,6 +113,20 @@ TEST(Mpi, DataParallelGradientIsTheFullBatchGradient) {
   for (int64_t k = 0; k < local_count(); ++k) EXPECT_ALLCLOSE(g(k), full, 1e-12, 1e-12);
 }
 
+// A result's addressable shards are this process's devices' blocks of its local part.
+TEST(Mpi, ResultsAreShardedOverThisProcesssDevices) {
+  Array x = randn({global_count(), 3}, DType::Float32, 31);
+  Array y = pmap([](const Array& r) { return lax::psum(r, "i") + r; }, {.axis_name = "i"})(mine(x));
+  EXPECT_EQ(sharding(y)->mesh.size(), global_count());
+  std::vector<Shard> shards = addressable_shards(y);
+  ASSERT_EQ(static_cast<int64_t>(shards.size()), local_count());
+  Array expected = mine(jnp::sum(x, 0) + x);
+  for (int64_t k = 0; k < local_count(); ++k) {
+    EXPECT_EQ(shards[static_cast<size_t>(k)].device, local_devices()[static_cast<size_t>(k)]);
+    EXPECT_ALLCLOSE(shards[static_cast<size_t>(k)].data, expected(k), 1e-5, 1e-5);
+  }
+}
+
 // A 2x2 mesh over the four devices: process-local operands are this process's blocks
 // (one block with a device per process; a row of blocks with two).
 TEST(Mpi, ShardMapOverAMeshSpanningProcesses) {
