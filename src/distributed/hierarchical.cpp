@@ -13,6 +13,10 @@ namespace {
 
 // Operands of up to this many bytes (all members together) are all-gathered whole.
 constexpr size_t kSmallAllReduceBytes = size_t{256} << 10;
+// Data of up to this many bytes per message travels with the signatures (one message
+// round instead of two), kept under Open MPI's shared-memory eager limit (4 KB): past it a
+// probed receive costs more than the round it saves.
+constexpr size_t kPiggybackBytes = size_t{3} << 10;
 
 // Signatures as text for the exchange between processes: fields split by \x1f,
 // members by \x1e.
@@ -84,19 +88,39 @@ class Line final : public CrossProcessGroup, public std::enable_shared_from_this
 
   // ---- the leader's side of each collective; slots are the local members' ----
 
-  // Compares every member's signature with member 0's (all processes raise the same).
-  void check_signatures(const CollectiveSignature& sig, const Communicator& comm) {
+  // Exchanges every local member's signature, and `payload` (small operands ride along,
+  // saving a message round), with the other processes' leaders, and compares every
+  // member's signature with member 0's (all processes raise the same). Returns each
+  // process's message; its payload starts at the returned offset.
+  struct Exchanged {
+    std::vector<std::string> messages;
+    std::vector<size_t> payload_at;
+    const char* payload(size_t q) const { return messages[q].data() + payload_at[q]; }
+  };
+  Exchanged check_signatures(const CollectiveSignature& sig, const Communicator& comm, const void* payload = nullptr,
+                             size_t per_member_bytes = 0) {
     if (link_->broken())
       fail(sig.collective, "over axis '", sig.axis,
            "': the group is broken: an earlier collective over it timed out between processes");
-    std::string mine;
-    for (size_t p = 0; p < local().size(); ++p) mine += (p ? "\x1e" : "") + serialize(*slot(p).sig);
+    std::string text;
+    for (size_t p = 0; p < local().size(); ++p) text += (p ? "\x1e" : "") + serialize(*slot(p).sig);
+    // [text length: 8 bytes][text][payload]
+    std::string mine(8, '\0');
+    const uint64_t text_len = text.size();
+    std::memcpy(mine.data(), &text_len, 8);
+    mine += text;
+    if (per_member_bytes) mine.append(static_cast<const char*>(payload), local().size() * per_member_bytes);
     std::vector<int> missing;
-    std::vector<std::string> texts = link_->exchange_text(mine, timeout_s_, missing);
+    Exchanged ex{link_->exchange_text(mine, timeout_s_, missing), {}};
     if (!missing.empty()) raise_missing(sig, missing);
     std::vector<CollectiveSignature> all(names_.size());
     for (size_t q = 0; q < procs_.size(); ++q) {
-      std::vector<std::string> parts = split(texts[q], '\x1e');
+      const std::string& msg = ex.messages[q];
+      uint64_t len = 0;
+      if (msg.size() < 8 || (std::memcpy(&len, msg.data(), 8), msg.size() - 8 < len))
+        internal_fail("collectives", "a malformed message came from process ", procs_[q]);
+      ex.payload_at.push_back(8 + len);
+      std::vector<std::string> parts = split(msg.substr(8, len), '\x1e');
       if (parts.size() != members_of_[q].size())
         internal_fail("collectives", "process ", procs_[q], " sent ", parts.size(), " signatures for ",
                       members_of_[q].size(), " members");
@@ -104,30 +128,50 @@ class Line final : public CrossProcessGroup, public std::enable_shared_from_this
     }
     for (size_t m = 1; m < all.size(); ++m)
       if (!(all[m] == all[0])) raise_signature_mismatch(comm, all[0], 0, all[m], static_cast<int>(m));
+    for (size_t q = 0; q < procs_.size(); ++q)
+      if (ex.messages[q].size() - ex.payload_at[q] != members_of_[q].size() * per_member_bytes)
+        internal_fail("collectives", "process ", procs_[q], " sent a payload of ", ex.messages[q].size() - ex.payload_at[q],
+                      " bytes for ", members_of_[q].size(), " members of ", per_member_bytes);
+    return ex;
   }
 
-  void all_reduce(const CollectiveSignature& sig, ReduceOp op, size_t count) {
+  // Every process's local inputs (`bytes` per member, `mine` packed): after the signature
+  // check, in the same messages when they are small, else in a transfer of their own.
+  struct Received {
+    Exchanged ex;
+    std::vector<std::vector<char>> from;
+    const char* of(size_t q) const { return from.empty() ? ex.payload(q) : from[q].data(); }
+  };
+  Received gather_inputs(const CollectiveSignature& sig, const Communicator& comm, const void* mine, size_t bytes) {
+    const size_t L = local().size(), P = procs_.size();
+    if (L * bytes <= kPiggybackBytes) return Received{check_signatures(sig, comm, mine, bytes), {}};
+    Received r{check_signatures(sig, comm), std::vector<std::vector<char>>(P)};
+    std::vector<mpi::Message> msgs;
+    for (size_t q = 0; q < P; ++q) {
+      if (static_cast<int>(q) == me_) continue;
+      r.from[q].resize(members_of_[q].size() * bytes);
+      msgs.push_back({procs_[q], true, const_cast<void*>(mine), L * bytes});
+      msgs.push_back({procs_[q], false, r.from[q].data(), r.from[q].size()});
+    }
+    transfer(sig, msgs);
+    return r;
+  }
+
+  void all_reduce(const CollectiveSignature& sig, const Communicator& comm, ReduceOp op, size_t count) {
     const size_t w = static_cast<size_t>(itemsize(sig.dtype)), bytes = count * w, n = names_.size();
     const size_t L = local().size(), P = procs_.size();
     if (bytes * n <= kSmallAllReduceBytes || count < P) {
-      std::vector<std::vector<char>> from(P);
       std::vector<char> packed = pack_inputs(bytes);
-      std::vector<mpi::Message> msgs;
-      for (size_t q = 0; q < P; ++q) {
-        if (static_cast<int>(q) == me_) continue;
-        from[q].resize(members_of_[q].size() * bytes);
-        msgs.push_back({procs_[q], true, packed_or_first_input(packed), L * bytes});
-        msgs.push_back({procs_[q], false, from[q].data(), from[q].size()});
-      }
-      transfer(sig, msgs);
+      const Received from = gather_inputs(sig, comm, packed_or_first_input(packed), bytes);
       std::vector<char> result(bytes);
       fold(sig.dtype, op, result.data(), count, [&](size_t m) -> const char* {
-        return is_local(m) ? in(pos_[m]) : from[proc_of_[m]].data() + pos_[m] * bytes;
+        return is_local(m) ? in(pos_[m]) : from.of(proc_of_[m]) + pos_[m] * bytes;
       });
       for (size_t p = 0; p < L; ++p) copy(out(p), result.data(), bytes);
       return;
     }
     // Reduce-scatter by process, then all-gather of the folded parts.
+    check_signatures(sig, comm);
     const auto [b_me, e_me] = part(count, P, me_);
     const size_t len_me = e_me - b_me;
     std::vector<std::vector<char>> sends(P), from(P);
@@ -168,11 +212,19 @@ class Line final : public CrossProcessGroup, public std::enable_shared_from_this
     for (size_t p = 1; p < L; ++p) copy(out(p), out(0), bytes);
   }
 
-  void all_gather(const CollectiveSignature& sig, size_t bytes) {
+  void all_gather(const CollectiveSignature& sig, const Communicator& comm, size_t bytes) {
     const size_t L = local().size(), P = procs_.size();
-    char* out0 = out(0);
-    for (size_t p = 0; p < L; ++p) copy(out0 + local()[p] * bytes, in(p), bytes);
     std::vector<char> packed = pack_inputs(bytes);
+    char* out0 = out(0);
+    if (L * bytes <= kPiggybackBytes) {  // one message per peer, as all_reduce's small ones
+      const Received from = gather_inputs(sig, comm, packed_or_first_input(packed), bytes);
+      for (size_t m = 0; m < names_.size(); ++m)
+        copy(out0 + m * bytes, is_local(m) ? in(pos_[m]) : from.of(proc_of_[m]) + pos_[m] * bytes, bytes);
+      for (size_t p = 1; p < L; ++p) copy(out(p), out0, names_.size() * bytes);
+      return;
+    }
+    check_signatures(sig, comm);
+    for (size_t p = 0; p < L; ++p) copy(out0 + local()[p] * bytes, in(p), bytes);
     std::vector<std::vector<char>> from(P);
     std::vector<mpi::Message> msgs;
     for (size_t q = 0; q < P; ++q) {
@@ -197,7 +249,9 @@ class Line final : public CrossProcessGroup, public std::enable_shared_from_this
 
   // Member t gets block t of every member k: combined in rank order (reduce_scatter),
   // or placed as its block k (all_to_all).
-  void blockwise(const CollectiveSignature& sig, size_t block_bytes, const std::optional<ReduceOp>& op) {
+  void blockwise(const CollectiveSignature& sig, const Communicator& comm, size_t block_bytes,
+                 const std::optional<ReduceOp>& op) {
+    check_signatures(sig, comm);
     const size_t L = local().size(), P = procs_.size();
     std::vector<std::vector<char>> sends(P), from(P);
     std::vector<mpi::Message> msgs;
@@ -231,7 +285,9 @@ class Line final : public CrossProcessGroup, public std::enable_shared_from_this
     }
   }
 
-  void permute(const CollectiveSignature& sig, std::span<const std::pair<int, int>> pairs, size_t bytes) {
+  void permute(const CollectiveSignature& sig, const Communicator& comm, std::span<const std::pair<int, int>> pairs,
+               size_t bytes) {
+    check_signatures(sig, comm);
     const size_t L = local().size();
     for (size_t p = 0; p < L; ++p) {
       const int t = local()[p];
@@ -303,17 +359,17 @@ class Member final : public Communicator {
   std::string member_name(int m) const override { return line_->name(m); }
 
   void all_reduce(const CollectiveSignature& sig, ReduceOp op, const void* in, void* out, size_t count) override {
-    round(sig, in, out, [&] { line_->all_reduce(sig, op, count); });
+    round(sig, in, out, [&] { line_->all_reduce(sig, *this, op, count); });
   }
   void all_gather(const CollectiveSignature& sig, const void* in, void* out, size_t bytes) override {
-    round(sig, in, out, [&] { line_->all_gather(sig, bytes); });
+    round(sig, in, out, [&] { line_->all_gather(sig, *this, bytes); });
   }
   void reduce_scatter(const CollectiveSignature& sig, ReduceOp op, const void* in, void* out, size_t count) override {
     const size_t block = count * static_cast<size_t>(itemsize(sig.dtype));
-    round(sig, in, out, [&] { line_->blockwise(sig, block, op); });
+    round(sig, in, out, [&] { line_->blockwise(sig, *this, block, op); });
   }
   void all_to_all(const CollectiveSignature& sig, const void* in, void* out, size_t bytes) override {
-    round(sig, in, out, [&] { line_->blockwise(sig, bytes, std::nullopt); });
+    round(sig, in, out, [&] { line_->blockwise(sig, *this, bytes, std::nullopt); });
   }
   void permute(const CollectiveSignature& sig, std::span<const std::pair<int, int>> pairs, const void* in, void* out,
                size_t bytes) override {
@@ -321,7 +377,7 @@ class Member final : public Communicator {
       if (s < 0 || s >= size() || t < 0 || t >= size())
         fail(sig.collective, "over axis '", sig.axis, "': pair (", s, ", ", t, ") is out of range for ", size(),
              " members");
-    round(sig, in, out, [&] { line_->permute(sig, pairs, bytes); });
+    round(sig, in, out, [&] { line_->permute(sig, *this, pairs, bytes); });
   }
 
  private:
@@ -334,8 +390,7 @@ class Member final : public Communicator {
     r.arrive(p, RendezvousSlot{&sig, in, out});
     if (p == 0) {
       try {
-        line_->check_signatures(sig, *this);
-        work();
+        work();  // checks the signatures first (with small data in the same messages)
       } catch (const std::exception& e) {
         r.set_round_error(e.what());
       }
