@@ -43,7 +43,14 @@ void reduce_typed(ReduceOp op, T* dst, const T* src, size_t count) {
   } else {
     switch (op) {
       case ReduceOp::kSum:
-        for (size_t k = 0; k < count; ++k) dst[k] = static_cast<T>(dst[k] + src[k]);
+        if constexpr (std::is_integral_v<T>) {
+          // Integers wrap, as XLA's do (in unsigned arithmetic: signed overflow is UB).
+          using U = std::make_unsigned_t<T>;
+          for (size_t k = 0; k < count; ++k)
+            dst[k] = static_cast<T>(static_cast<U>(static_cast<U>(dst[k]) + static_cast<U>(src[k])));
+        } else {
+          for (size_t k = 0; k < count; ++k) dst[k] = static_cast<T>(dst[k] + src[k]);
+        }
         break;
       case ReduceOp::kMax:
         // NaN propagates, as lax.max does.

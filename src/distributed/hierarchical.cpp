@@ -92,6 +92,7 @@ class Line final : public CrossProcessGroup, public std::enable_shared_from_this
   // saving a message round), with the other processes' leaders, and compares every
   // member's signature with member 0's (all processes raise the same). Returns each
   // process's message; its payload starts at the returned offset.
+  static size_t payload_offset(uint64_t text_len) { return (8 + static_cast<size_t>(text_len) + 15) / 16 * 16; }
   struct Exchanged {
     std::vector<std::string> messages;
     std::vector<size_t> payload_at;
@@ -104,11 +105,13 @@ class Line final : public CrossProcessGroup, public std::enable_shared_from_this
            "': the group is broken: an earlier collective over it timed out between processes");
     std::string text;
     for (size_t p = 0; p < local().size(); ++p) text += (p ? "\x1e" : "") + serialize(*slot(p).sig);
-    // [text length: 8 bytes][text][payload]
+    // [text length: 8 bytes][text][padding][payload]: the payload starts 16-byte aligned
+    // (a message's heap buffer is), as every dtype's reads need.
     std::string mine(8, '\0');
     const uint64_t text_len = text.size();
     std::memcpy(mine.data(), &text_len, 8);
     mine += text;
+    mine.resize(payload_offset(text_len), '\0');
     if (per_member_bytes) mine.append(static_cast<const char*>(payload), local().size() * per_member_bytes);
     std::vector<int> missing;
     Exchanged ex{link_->exchange_text(mine, timeout_s_, missing), {}};
@@ -119,7 +122,7 @@ class Line final : public CrossProcessGroup, public std::enable_shared_from_this
       uint64_t len = 0;
       if (msg.size() < 8 || (std::memcpy(&len, msg.data(), 8), msg.size() - 8 < len))
         internal_fail("collectives", "a malformed message came from process ", procs_[q]);
-      ex.payload_at.push_back(8 + len);
+      ex.payload_at.push_back(std::min(msg.size(), payload_offset(len)));
       std::vector<std::string> parts = split(msg.substr(8, len), '\x1e');
       if (parts.size() != members_of_[q].size())
         internal_fail("collectives", "process ", procs_[q], " sent ", parts.size(), " signatures for ",

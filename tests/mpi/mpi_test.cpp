@@ -39,7 +39,8 @@ TEST(Mpi, DevicesAreGlobalAndLocal) {
   }
   for (const Device& d : local) EXPECT_EQ(d.process_index(), process_index());
   const Device remote = all[static_cast<size_t>(((process_index() + 1) % process_count()) * local_count())];
-  EXPECT_JX_ERROR(device_put(jnp::ones({2}), remote), "[device_put]", remote.str().c_str(), "belongs to process");
+  const std::string remote_name = remote.str();
+  EXPECT_JX_ERROR(device_put(jnp::ones({2}), remote), "[device_put]", remote_name.c_str(), "belongs to process");
   EXPECT_JX_ERROR(distributed::initialize(), "[distributed.initialize]", "already called");
 }
 
