@@ -174,3 +174,35 @@ TEST(SharedMemoryCollectives, ChecksumOfEveryCollectiveOverRandomSizesAndDtypes)
 
 }  // namespace
 }  // namespace jx::detail
+
+namespace jx::detail {
+namespace {
+
+// Results of 32 MB and more are streamed out with non-temporal stores: the same values,
+// in place and not, at unaligned offsets too.
+TEST(SharedMemoryCollectives, LargeAllReduceMatchesTheFold) {
+  const int n = 2;
+  const size_t count = (size_t{40} << 20) / 4 + 3;
+  std::vector<std::vector<float>> in(n, std::vector<float>(count + 1));
+  for (int r = 0; r < n; ++r)
+    for (size_t k = 0; k < in[r].size(); ++k) in[r][k] = static_cast<float>((k * 7 + r * 13) % 1001) * 0.25f;
+  std::vector<std::vector<float>> out(n, std::vector<float>(count + 1, -1.0f));
+  std::vector<std::vector<float>> inplace = in;
+  run_members(n, 60, [&](int r, Communicator& c) {
+    // One element in: both buffers unaligned for 16-byte stores.
+    c.all_reduce(sig({static_cast<int64_t>(count)}), ReduceOp::kSum, in[r].data() + 1, out[r].data() + 1, count);
+    c.all_reduce(sig({static_cast<int64_t>(count)}), ReduceOp::kSum, inplace[r].data(), inplace[r].data(), count);
+  });
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(out[r][0], -1.0f);
+    for (size_t k = 0; k < count; k += 9973) {
+      ASSERT_EQ(out[r][k + 1], in[0][k + 1] + in[1][k + 1]) << "member " << r << " element " << k;
+      ASSERT_EQ(inplace[r][k], in[0][k] + in[1][k]) << "member " << r << " element " << k;
+    }
+    ASSERT_EQ(out[r][count], in[0][count] + in[1][count]);
+    ASSERT_EQ(std::memcmp(out[0].data() + 1, out[r].data() + 1, count * 4), 0);
+  }
+}
+
+}  // namespace
+}  // namespace jx::detail
