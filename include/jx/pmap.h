@@ -72,7 +72,10 @@ struct PmapOptions {
   // jx::not_mapped returns device 0's value, for outputs the same on every device.
   std::vector<std::optional<int64_t>> out_axes = {0};
   // The devices to run on, one per index of the mapped axis. Empty: the first ones of
-  // jx::local_devices() (JX_NUM_CPU_DEVICES sets how many a CPU process has).
+  // jx::local_devices() (JX_NUM_CPU_DEVICES sets how many a CPU process has); across
+  // processes (jx::distributed::initialize), every process's devices, each process
+  // passing the slices of its own (the mapped axis has local_device_count() entries)
+  // and getting its own results back, while collectives span all of them.
   std::vector<Device> devices;
 };
 
@@ -166,7 +169,8 @@ auto pmap(F f, StaticArgNums<S...>, PmapOptions options = {}) {
 // leaves), with the mesh's axis names bound for collectives; the blocks f returns are
 // assembled by out_specs (one for every output leaf, or one per leaf). An output
 // replicated over a mesh axis (its spec does not name it) is taken from the devices at
-// index 0 along that axis.
+// index 0 along that axis. A mesh spanning processes needs each process's devices to form
+// a block of it; the arguments and results are then this process's parts (its blocks).
 template <class F>
 auto shard_map(F f, Mesh mesh, std::vector<PartitionSpec> in_specs, std::vector<PartitionSpec> out_specs) {
   JX_DETAIL_CHECK_FN("shard_map", F);
