@@ -94,9 +94,17 @@ inline std::vector<Case> cases(int64_t n) {
   return c;
 }
 
+// The stacked per-device operands of a case over n devices: [n, row...].
+inline Shape stacked_shape(const Case& c, int64_t n) {
+  Shape shape = c.row;
+  shape.insert(shape.begin(), n);
+  return shape;
+}
+
 }  // namespace collective_cases_detail
 
 using collective_cases_detail::Case;
 using collective_cases_detail::cases;
+using collective_cases_detail::stacked_shape;
 
 }  // namespace jx::testing

@@ -15,6 +15,7 @@ namespace jnp = jx::numpy;
 using lax::AllGatherOptions;
 using testing::Case;
 using testing::cases;
+using testing::stacked_shape;
 using testing::randn;
 
 // Four CPU devices for the whole binary, set before jx lists devices.
@@ -34,8 +35,7 @@ TEST_P(CollectivesTest, PmapAndVmapMatchTheDefinition) {
   const int64_t n = GetParam();
   for (const Case& c : cases(n)) {
     SCOPED_TRACE(c.name);
-    Shape shape = c.row;
-    shape.insert(shape.begin(), n);
+    const Shape shape = stacked_shape(c, n);
     Array x = randn(shape, DType::Float32, 7);
     Array expected = c.def(x);
     auto f = c.per_device;
@@ -55,8 +55,7 @@ TEST_P(CollectivesTest, GradientsThroughPmapMatchFiniteDifferences) {
   for (const Case& c : cases(n)) {
     if (c.name == "axis_index") continue;
     SCOPED_TRACE(c.name);
-    Shape shape = c.row;
-    shape.insert(shape.begin(), n);
+    const Shape shape = stacked_shape(c, n);
     Array x = randn(shape, DType::Float32, 3);
     auto f = c.per_device;
     auto mapped = pmap([f](const Array& r) { return jnp::sin(f(r * r)); }, {.axis_name = "i", .devices = first(n)});

@@ -19,6 +19,7 @@ namespace {
 namespace jnp = jx::numpy;
 using testing::Case;
 using testing::cases;
+using testing::stacked_shape;
 using testing::randn;
 
 int64_t global_count() { return device_count(); }
@@ -48,8 +49,7 @@ TEST(Mpi, EveryCollectiveMatchesItsDefinition) {
   const int64_t n = global_count();
   for (const Case& c : cases(n)) {
     SCOPED_TRACE(c.name);
-    Shape shape = c.row;
-    shape.insert(shape.begin(), n);
+    const Shape shape = stacked_shape(c, n);
     Array x = randn(shape, DType::Float32, 7);
     Array expected = mine(c.def(x));
     auto f = c.per_device;
@@ -80,8 +80,7 @@ TEST(Mpi, GradientsThroughCollectivesMatchOneProcess) {
   for (const Case& c : cases(n)) {
     if (c.name == "axis_index") continue;
     SCOPED_TRACE(c.name);
-    Shape shape = c.row;
-    shape.insert(shape.begin(), n);
+    const Shape shape = stacked_shape(c, n);
     Array x = randn(shape, DType::Float32, 3);
     auto f = c.per_device;
     auto g = [f](const Array& r) { return jnp::sin(f(r * r)); };
