@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "distributed/mpi.h"
+#include "core/text.h"
 #include "distributed/rendezvous.h"
 #include "jx/error.h"
 
@@ -26,16 +27,6 @@ std::string serialize(const CollectiveSignature& s) {
   for (size_t d = 0; d < s.shape.size(); ++d) o << (d ? "," : "") << s.shape[d];
   o << '\x1f' << s.params;
   return o.str();
-}
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  for (;;) {
-    const size_t p = s.find(sep, start);
-    out.push_back(s.substr(start, p == std::string::npos ? std::string::npos : p - start));
-    if (p == std::string::npos) return out;
-    start = p + 1;
-  }
 }
 CollectiveSignature deserialize(const std::string& text) {
   std::vector<std::string> f = split(text, '\x1f');

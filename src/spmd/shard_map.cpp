@@ -24,6 +24,7 @@
 
 #include "core/array_internal.h"
 #include "core/axis_env.h"
+#include "core/text.h"
 #include "distributed/hierarchical.h"
 #include "distributed/shared_memory.h"
 #include "jit/jit_primitive.h"
@@ -127,17 +128,6 @@ std::string join(const std::vector<std::string>& v, char sep) {
   for (size_t i = 0; i < v.size(); ++i) s += (i ? std::string(1, sep) : "") + v[i];
   return s;
 }
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  for (;;) {
-    size_t p = s.find(sep, start);
-    out.push_back(s.substr(start, p == std::string::npos ? std::string::npos : p - start));
-    if (p == std::string::npos) return out;
-    start = p + 1;
-  }
-}
-
 MeshInfo mesh_of(const Params& params) {
   const std::vector<Device> all = jx::devices();
   std::vector<Device> devices;
