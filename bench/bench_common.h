@@ -102,6 +102,27 @@ inline double stream_bandwidth(bool quick) {
   return 3.0 * 8.0 * n / t;
 }
 
+// Read bandwidth: a sum over n doubles on all jx threads (eight independent partial sums
+// per thread, so the adds keep up with memory): bytes/second. The limit of read-mostly
+// workloads (a reduction writes next to nothing), which the triad, whose writes also
+// cost a read for ownership, underestimates.
+inline double read_bandwidth(bool quick) {
+  const int64_t n = quick ? (int64_t{1} << 25) : (int64_t{1} << 26);  // 256/512 MiB: far beyond cache
+  std::vector<double> b(n, 1.0);
+  std::vector<double> sums(256, 0.0);
+  double t = best_seconds([&] {
+    jx::cpu::parallel_for(n / 8, 1 << 13, [&](int64_t lo, int64_t hi) {
+      double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      for (int64_t i = lo * 8; i < hi * 8; i += 8)
+        for (int k = 0; k < 8; ++k) s[k] += b[i + k];
+      sums[static_cast<size_t>(lo) % sums.size()] += s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
+    });
+  }, 5);
+  volatile double sink = sums[0];
+  (void)sink;
+  return 8.0 * n / t;
+}
+
 // Command line shared by both binaries: --quick, --only a,b (section names).
 struct BenchArgs {
   bool quick = false;
@@ -190,9 +211,10 @@ inline MlpInputs mlp_inputs(int64_t batch = 64) {
 }
 
 // 2. a 20-operation elementwise chain (mixing arithmetic and transcendentals).
-inline Array chain20(const Array& x, const Array& y) {
+// `rounds` rounds of five elementwise ops (compile time against program size).
+inline Array chain_of(const Array& x, const Array& y, int rounds) {
   Array t = x;
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < rounds; ++i) {
     t = t * y;
     t = t + 0.5;
     t = jnp::sin(t);
@@ -201,6 +223,7 @@ inline Array chain20(const Array& x, const Array& y) {
   }
   return t;
 }
+inline Array chain20(const Array& x, const Array& y) { return chain_of(x, y, 4); }
 
 // 1. a call with 20 array arguments (contiguous, 1 element each).
 inline std::vector<Array> dispatch_args() {

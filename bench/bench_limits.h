@@ -20,13 +20,16 @@
 
 namespace jx_bench {
 
-inline double g_bandwidth = 0;  // bytes/second, set by measure_bandwidth()
+inline double g_bandwidth = 0;       // bytes/second (triad), set by measure_bandwidth()
+inline double g_read_bandwidth = 0;  // bytes/second (a sum), set by measure_bandwidth()
 inline bool g_limit_quick = false;
 
 inline double measure_bandwidth(bool quick) {
   g_limit_quick = quick;
   g_bandwidth = stream_bandwidth(quick);
+  g_read_bandwidth = read_bandwidth(quick);
   emit("limit", "stream_triad", "limit", 1.0 / g_bandwidth, Extra().num("bytes", 1.0));
+  emit("limit", "stream_read", "limit", 1.0 / g_read_bandwidth, Extra().num("bytes", 1.0));
   return g_bandwidth;
 }
 
@@ -106,13 +109,14 @@ inline double mvec_cost(const std::string& fn, jx::DType dtype, double lo, doubl
 
 // The limit of a workload: `bytes` that must cross memory once, and the transcendental
 // calls (elements x seconds per element per thread) it cannot avoid.
+// Read-mostly workloads (reductions) pass `bandwidth` = g_read_bandwidth.
 inline void limit(const std::string& section, const std::string& workload, double bytes,
-           const std::vector<std::pair<double, double>>& calls = {}) {
+           const std::vector<std::pair<double, double>>& calls = {}, double bandwidth = 0) {
   double compute = 0;
   for (auto [elements, cost] : calls)
     if (!std::isnan(cost)) compute += elements * cost;
   compute /= jx::cpu::num_threads();
-  double memory = bytes / g_bandwidth;
+  double memory = bytes / (bandwidth > 0 ? bandwidth : g_bandwidth);
   emit(section, workload, "limit", std::max(memory, compute),
        Extra().num("bytes", bytes).num("memory_s", memory).num("compute_s", compute));
 }
@@ -130,7 +134,7 @@ inline void limit_selu(const std::string& workload, double n) {
   limit("selu", workload, 2.0 * 4 * n, {{n, mvec_cost("exp", jx::float32, -4, 4)}});
 }
 inline void limit_fused_sum(const std::string& workload, jx::DType dtype, double n) {
-  limit("reduction", workload, 3.0 * n * jx::itemsize(dtype));
+  limit("reduction", workload, 3.0 * n * jx::itemsize(dtype), {}, g_read_bandwidth);
 }
 // Softmax reads x once and writes the result; logsumexp reads x and writes one per row.
 inline void limit_softmax(const std::string& workload, double rows, double cols) {

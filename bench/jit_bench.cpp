@@ -81,8 +81,7 @@ std::vector<double> eager_vs_jit(const std::string& section, const std::string& 
 
 void bench_dispatch() {
   auto add = jx::jit([](const Array& a, const Array& b) { return a + b; }, options("bench_add"));
-  // Contiguous inputs (jnp::ones would be a stride-0 view, which jit copies on every call:
-  // see the "views" row).
+  // Contiguous inputs (jnp::ones is a stride-0 view: see the "ones_views" row).
   auto a = jx::random::uniform(key, {1}), b = jx::random::uniform(key, {1});
   // The first jit call of the process: LLVM start-up + trace + compile + run.
   auto t0 = Clock::now();
@@ -94,11 +93,27 @@ void bench_dispatch() {
                Extra().num("rel_diff", rel_diff(add(c, d), c + d)), 7, 5000);
   auto u = jx::random::uniform(key, {16384});
   eager_vs_jit("dispatch", "dispatch_add_16384", [&] { (void)(u + u); }, [&] { (void)add(u, u); }, {}, 7, 2000);
-  // The same call on jnp::ones arrays (stride-0 broadcast views): eager reads them in
-  // place; jit makes each argument contiguous first.
+  // The same call on jnp::ones arrays (stride-0 broadcast views) and on a transpose:
+  // eager and jit both read them in place (jit through kernels compiled for the layout).
   auto ones = jnp::ones({16384});
   eager_vs_jit("dispatch", "dispatch_add_16384_ones_views", [&] { (void)(ones + ones); },
                [&] { (void)add(ones, ones); }, {}, 7, 2000);
+  auto t = jnp::transpose(jx::random::uniform(key, {128, 128}));
+  auto tc = t + 0;
+  eager_vs_jit("dispatch", "dispatch_add_128x128_transposed", [&] { (void)(t + tc); }, [&] { (void)add(t, tc); },
+               Extra().num("rel_diff", rel_diff(add(t, tc), t + tc)), 7, 2000);
+  // A parameter update p - 0.1 g of 1e6 floats, its result written over p when p is
+  // donated (no allocation, one stream fewer), against the same jit without donation.
+  auto sgd = [](const Array& p, const Array& g) { return p - 0.1f * g; };
+  auto plain = jx::jit(sgd, options("bench_sgd"));
+  jx::JitOptions donating = options("bench_sgd_donated");
+  donating.donate_argnums = {0};
+  auto donated = jx::jit(sgd, donating);
+  Array g = jx::random::normal(key, {1000000});
+  Array p_eager = jx::random::normal(key, {1000000}), p_plain = p_eager + 0, p_donated = p_eager + 0;
+  eager_vs_jit("dispatch", "sgd_update_1e6", [&] { p_eager = sgd(p_eager, g); },
+               [&] { p_donated = donated(p_donated, g); }, {}, 7, 20,
+               {{"jx_jit_no_donation", [&] { p_plain = plain(p_plain, g); }}});
   std::vector<Array> args = dispatch_args();
   auto sum20 = jx::jit(sum_of_20, options("bench_sum20"));
   eager_vs_jit("dispatch", "dispatch_20_args_1", [&] { (void)sum_of_20(args); }, [&] { (void)sum20(args); },
@@ -149,6 +164,10 @@ std::vector<CompileCase> compile_cases() {
   add("compile_sin_cos", compile_timers(sin_cos, x, y));
   add("compile_selu", compile_timers(selu, v));
   add("compile_chain20", compile_timers(chain20, x, y));
+  // Longer chains of the same five ops (one fused kernel each): compile time per op.
+  for (int ops : {200, 2000})
+    add("compile_chain" + std::to_string(ops),
+        compile_timers([ops](const Array& a, const Array& b) { return chain_of(a, b, ops / 5); }, x, y));
   add("compile_mlp_value_and_grad", compile_timers(mlp_value_and_grad, mlp.params, mlp.x, mlp.y));
   return cases;
 }
@@ -514,8 +533,8 @@ int main(int argc, char** argv) {
   setenv("JX_CACHE_DIR", cache_dir.data(), 1);
   unsetenv("JX_DISABLE_DISK_CACHE");
   double bandwidth = measure_bandwidth(quick);
-  std::printf("{\"threads\": %d, \"stream_GBps\": %.2f, \"jit_cache_dir\": \"%s\"}\n", jx::cpu::num_threads(),
-              bandwidth / 1e9, cache_dir.data());
+  std::printf("{\"threads\": %d, \"stream_GBps\": %.2f, \"read_GBps\": %.2f, \"jit_cache_dir\": \"%s\"}\n", jx::cpu::num_threads(),
+              bandwidth / 1e9, g_read_bandwidth / 1e9, cache_dir.data());
 
   section("dispatch", bench_dispatch);
   // This binary's own path, for the compile child (argv[0] may be relative to a PATH entry).

@@ -160,7 +160,8 @@ int main(int argc, char** argv) {
   quick = args.quick;
   reps = quick ? 2 : 5;
   double bandwidth = measure_bandwidth(quick);
-  std::printf("{\"threads\": %d, \"stream_GBps\": %.2f}\n", jx::cpu::num_threads(), bandwidth / 1e9);
+  std::printf("{\"threads\": %d, \"stream_GBps\": %.2f, \"read_GBps\": %.2f}\n", jx::cpu::num_threads(), bandwidth / 1e9,
+              g_read_bandwidth / 1e9);
   const std::pair<const char*, void (*)()> sections[] = {
       {"dispatch", bench_dispatch}, {"grad", bench_grad},           {"tutorial", bench_tutorial},
       {"selu", bench_selu},         {"reduction", bench_reduction}, {"softmax", bench_softmax},

@@ -297,22 +297,24 @@ def jax_compile(quick):
     y = jax.random.uniform(jax.random.PRNGKey(1), (256, 256), jnp.float32)
     v = jax.random.normal(k, (65536,), jnp.float32)
 
-    def chain20(x, y):
+    def chain(x, y, rounds):
         t = x
-        for _ in range(4):
+        for _ in range(rounds):
             t = jnp.tanh(jnp.sin(t * y + 0.5) - x)
         return t
     params, mx, my = mlp_params(jax, jnp)
     cases = {
         "compile_sin_cos": (lambda: (lambda x, y: jnp.sin(x) + jnp.cos(y)), (x, y)),
         "compile_selu": (lambda: (lambda x: SELU_L * jnp.where(x > 0, x, SELU_A * jnp.exp(x) - SELU_A)), (v,)),
-        "compile_chain20": (lambda: (lambda x, y: chain20(x, y)), (x, y)),
+        "compile_chain20": (lambda: (lambda x, y: chain(x, y, 4)), (x, y)),
+        "compile_chain200": (lambda: (lambda x, y: chain(x, y, 40)), (x, y)),
+        "compile_chain2000": (lambda: (lambda x, y: chain(x, y, 400)), (x, y)),
         "compile_mlp_value_and_grad": (lambda: jax.value_and_grad(mlp_loss(jnp)), (params, mx, my)),
     }
     out = {}
     for name, (make, args) in cases.items():
         total, compile_only = 1e30, 1e30
-        for _ in range(2 if quick else 4):
+        for _ in range(1 if quick or name == "compile_chain2000" else 4):
             g = jax.jit(make())
             t0 = time.perf_counter()
             lowered = g.lower(*args)
@@ -354,6 +356,52 @@ def torch_workloads(reps, quick):
         for n in matmul_sizes(quick):
             a = torch.randn(n, n, dtype=dt)
             out[f"matmul_{n}_{str(dt).split('.')[1]}"] = best(lambda: a @ a, 2 if n >= 4096 else reps)
+    return out
+
+
+def torch_compile_workloads(reps, quick):
+    """torch.compile (Inductor, CPU) of the main workloads: compiled once per shape before
+    timing (dynamic=False), so the times are the generated kernels'."""
+    import torch
+    torch.set_num_threads(os.cpu_count())
+    out = {}
+
+    def compiled(fn):
+        return torch.compile(fn, dynamic=False)
+    sc = compiled(lambda x, y: torch.sin(x) + torch.cos(y))
+    for dt in (torch.float32, torch.float64):
+        x = torch.rand(5000, 5000, dtype=dt)
+        y = torch.rand(5000, 5000, dtype=dt)
+        yb = torch.arange(5000, dtype=dt)
+        name = str(dt).split(".")[1]
+        out[f"sin_cos_5000x5000_{name}"] = best(lambda: sc(x, y), reps)
+        out[f"sin_cos_bcast_5000x5000_{name}"] = best(lambda: sc(x, yb), reps)
+        del x, y
+    selu = compiled(lambda x: SELU_L * torch.where(x > 0, x, SELU_A * torch.exp(x) - SELU_A))
+    for n, name in ((1000000, "1e6"), (16000000, "1.6e7")):
+        x = torch.randn(n)
+        out[f"selu_{name}_float32"] = best(lambda: selu(x), reps)
+    red = compiled(lambda x, y, z: (x + 2 * y + z * z).sum())
+    for dt in (torch.float32, torch.float64):
+        x, y, z = (torch.rand(16000000, dtype=dt) for _ in range(3))
+        out[f"sum_x_2y_z2_1.6e7_{str(dt).split('.')[1]}"] = best(lambda: float(red(x, y, z)), reps)
+    sm, lse = compiled(lambda x: torch.softmax(x, 1)), compiled(lambda x: torch.logsumexp(x, 1))
+    for rows, cols in SOFTMAX_SHAPES:
+        x = torch.randn(rows, cols)
+        out[f"softmax_rows_{rows}x{cols}_float32"] = best(lambda: sm(x), reps)
+        out[f"logsumexp_rows_{rows}x{cols}_float32"] = best(lambda: lse(x), reps)
+
+    def gelu_layer(a, b, bias):
+        z = a @ b + bias
+        return 0.5 * z * (1.0 + torch.tanh(0.7978845608028654 * (z + 0.044715 * z * z * z)))
+    mm, gelu = compiled(lambda a, b: a @ b), compiled(gelu_layer)
+    for dt in (torch.float32, torch.float64):
+        for n in matmul_sizes(quick):
+            a, b, bias = torch.randn(n, n, dtype=dt), torch.randn(n, n, dtype=dt), torch.randn(n, dtype=dt)
+            r = 2 if n >= 4096 else reps
+            name = str(dt).split(".")[1]
+            out[f"matmul_{n}_{name}"] = best(lambda: mm(a, b), r)
+            out[f"gelu_matmul_{n}_{name}"] = best(lambda: gelu(a, b, bias), r)
     return out
 
 
@@ -445,21 +493,48 @@ def secs(impls, impl):
     return r["seconds"] if r else None
 
 
+def limit_bound(w):
+    """How close to its limit a workload's jit must come (the performance issue's targets)."""
+    if w.startswith(("softmax_", "logsumexp_")):
+        return 1.5
+    if w.startswith("sin_cos_sweep_"):
+        return 1.3
+    return 1.25
+
+
+PEERS = ("numpy", "jax", "torch", "torch_compile")
+
+
+def target(w, jt, lim, peer_times):
+    """'met' when jit is within limit_bound of the limit (where one is measured) and no
+    slower than every peer measured; '-' when there is nothing to compare with."""
+    if not jt or math.isnan(jt):
+        return "-"
+    known = [t for t in peer_times if t]
+    if lim is None and not known:
+        return "-"
+    ok = (lim is None or jt <= limit_bound(w) * lim) and all(jt <= t for t in known)
+    return "met" if ok else "MISS"
+
+
 def print_section(title, table, peers):
     print()
     print(title)
     hdr = (f"{'workload':34} {'jx eager':>10} {'jx jit':>10} {'numpy':>10} {'jax.jit':>10} {'torch':>10} "
-           f"{'limit':>10} {'jit/limit':>9} {'numpy/jit':>9} {'jax/jit':>8}")
+           f"{'t.compile':>10} {'limit':>10} {'jit/limit':>9} {'numpy/jit':>9} {'jax/jit':>8} {'torch/jit':>9} "
+           f"{'target':>6}")
     print(hdr)
     print("-" * len(hdr))
     notes = []
     for w, impls in table.items():
         ea, jt, lim = secs(impls, "jx_eager"), secs(impls, "jx_jit"), secs(impls, "limit")
-        np_t, jax_t, th_t = (peers.get(p, {}).get(w) for p in ("numpy", "jax", "torch"))
+        np_t, jax_t, th_t, tc_t = (peers.get(p, {}).get(w) for p in PEERS)
+        best_torch = min((t for t in (th_t, tc_t) if t), default=None)
         lr = impls.get("limit", {})
         mark = "c" if lr.get("compute_s", 0) > lr.get("memory_s", 0) else " "  # compute-bound limit
         print(f"{w:34} {fmt(ea):>10} {fmt(jt):>10} {fmt(np_t):>10} {fmt(jax_t):>10} {fmt(th_t):>10} "
-              f"{fmt(lim):>9}{mark} {ratio(jt, lim):>9} {ratio(np_t, jt, 'x'):>9} {ratio(jax_t, jt, 'x'):>8}")
+              f"{fmt(tc_t):>10} {fmt(lim):>9}{mark} {ratio(jt, lim):>9} {ratio(np_t, jt, 'x'):>9} "
+              f"{ratio(jax_t, jt, 'x'):>8} {ratio(best_torch, jt, 'x'):>9} {target(w, jt, lim, (np_t, jax_t, th_t, tc_t)):>6}")
         j = impls.get("jx_jit", {})
         if "error" in j:
             notes.append(f"{w}: jit failed: {j['error']}")
@@ -475,6 +550,9 @@ def print_section(title, table, peers):
                           f"ns/element: jit {j['seconds'] * 1e9 / (1 << 22):.3f}"
                           + (f", eager {impls['jx_eager']['seconds'] * 1e9 / (1 << 22):.3f}" if 'jx_eager' in impls else "")
                           + (f", limit {lim_r['seconds'] * 1e9 / (1 << 22):.3f}" if lim_r else ""))
+        if "jx_jit_no_donation" in impls:
+            nd = secs(impls, "jx_jit_no_donation")
+            extras.append(f"jit with donate_argnums={{0}} {fmt(jt)}, without {fmt(nd)} ({ratio(nd, jt, 'x')})")
         if "hand_fused" in impls:
             hf, hp = secs(impls, "hand_fused"), secs(impls, "hand_fused_prealloc")
             extras.append(f"hand-fused C++ loop (libmvec AVX-512, all threads): {fmt(hf)} into a fresh output, "
@@ -485,6 +563,8 @@ def print_section(title, table, peers):
         print(f"  * {n}")
     if any(i.get("limit", {}).get("compute_s", 0) > i.get("limit", {}).get("memory_s", 0) for i in table.values()):
         print("  (limit marked c: compute-bound, libmvec's per-element cost; otherwise memory-bound)")
+    print("  (torch/jit: the faster of torch eager and torch.compile; target: jit within "
+          "1.25x of the limit (softmax 1.5x, size sweep 1.3x) and no slower than any peer)")
 
 
 def print_compile(table, jax_c):
@@ -539,17 +619,38 @@ def print_targets(rows, peers):
         jt, np_t = get("tutorial", w, "jx_jit"), peers.get("numpy", {}).get(w)
         r = np_t / jt if jt and np_t else None
         check(f"{w} >= 4x faster than NumPy", r, r is not None and r >= 4, f"numpy/jit {r:.2f}x" if r else "")
-    slower = []
-    compared = 0
-    for section, table in rows.items():
-        for w, impls in table.items():
-            jt, jax_t = secs(impls, "jx_jit"), peers.get("jax", {}).get(w)
-            if jt and jax_t and not math.isnan(jt):
-                compared += 1
-                if jt > jax_t:
-                    slower.append(f"{w} {jax_t / jt:.2f}x")
-    check("no slower than jax.jit on any workload", compared or None, not slower,
-          f"{compared} compared; slower on: {', '.join(slower) if slower else 'none'}")
+    for peer, label in (("jax", "jax.jit"), ("torch", "torch"), ("torch_compile", "torch.compile")):
+        if peer not in peers:
+            check(f"no slower than {label} on any workload", None, False, "")
+            continue
+        slower = []
+        compared = 0
+        for section, table in rows.items():
+            for w, impls in table.items():
+                jt, peer_t = secs(impls, "jx_jit"), peers[peer].get(w)
+                if jt and peer_t and not math.isnan(jt):
+                    compared += 1
+                    if jt > peer_t:
+                        slower.append(f"{w} {peer_t / jt:.2f}x")
+        check(f"no slower than {label} on any workload", compared or None, not slower,
+              f"{compared} compared; slower on: {', '.join(slower) if slower else 'none'}")
+    chain = {n: get("compile", f"compile_chain{n}", "jx_jit_cold") for n in (20, 200, 2000)}
+    per10 = chain[2000] / 200 if chain[2000] else None
+    check("cold compile of a 2000-op chain < 1 ms per 10 ops", per10, per10 is not None and per10 < 1e-3,
+          f"{fmt(chain[2000])} ({fmt(per10)} per 10 ops)" if per10 else "")
+    growth = chain[2000] / chain[200] if chain[2000] and chain[200] else None
+    check("compile time linear in the chain's length (2000 ops / 200 ops <= 12)", growth,
+          growth is not None and growth <= 12, f"{growth:.2f}x for 10x the ops" if growth else "")
+    first = get("dispatch", "first_jit_call_in_process", "jx_jit")
+    check("first jit call in a process < 10 ms", first, first is not None and first < 0.010, fmt(first))
+    ea, np_t = get("dispatch", "dispatch_add_1", "jx_eager"), peers.get("numpy", {}).get("dispatch_add_1")
+    r = np_t / ea if ea and np_t else None
+    check("eager 1-element add at NumPy's per-op cost", r, r is not None and r >= 1.0,
+          f"jx {fmt(ea)}, numpy {fmt(np_t)}" if r else "")
+    for w in ("dispatch_add_16384_ones_views", "dispatch_add_128x128_transposed"):
+        ea, jt = get("dispatch", w, "jx_eager"), get("dispatch", w, "jx_jit")
+        check(f"jit on views no slower than eager ({w})", jt, jt is not None and ea is not None and jt <= ea,
+              f"jit {fmt(jt)}, eager {fmt(ea)}")
     cold = get("compile", "compile_sin_cos", "jx_jit_cold")
     check("cold compile of the tutorial < 30 ms", cold, cold is not None and cold < 0.030, fmt(cold))
     for impl, what in (("jx_jit_disk_fresh_process", "new process"), ("jx_jit_disk_in_process", "same process")):
@@ -573,6 +674,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer repetitions, no n=4096 matmul")
     ap.add_argument("--no-peers", action="store_true", help="jx only")
     ap.add_argument("--json", help="also write every jx result (JSON lines) to this file")
+    ap.add_argument("--readme", help="also write the report into this file (README.md) between its "
+                    "'<!-- bench-report:begin -->' and '<!-- bench-report:end -->' lines")
     ap.add_argument("--only", help="comma-separated sections of the C++ binaries (dispatch,compile,grad,tutorial,"
                     "selu,reduction,softmax,matmul,small_kernels,vecmath); peers still run everything")
     args = ap.parse_args()
@@ -589,7 +692,8 @@ def main():
 
     peers, jax_c = {}, {}
     if not args.no_peers:
-        for name, fn in (("numpy", numpy_workloads), ("jax", jax_workloads), ("torch", torch_workloads)):
+        for name, fn in (("numpy", numpy_workloads), ("jax", jax_workloads), ("torch", torch_workloads),
+                         ("torch_compile", torch_compile_workloads)):
             log(f"running peer {name}")
             try:
                 peers[name] = fn(reps, args.quick)
@@ -614,13 +718,13 @@ def main():
 
     limits = rows.get("limit", {})
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}  threads={meta.get('threads')}  "
-          f"stream triad bandwidth={meta.get('stream_GBps')} GB/s  load average (1 min) at start "
+          f"stream triad bandwidth={meta.get('stream_GBps')} GB/s  read bandwidth={meta.get('read_GBps')} GB/s  load average (1 min) at start "
           f"{load_at_start:.2f}, at end {os.getloadavg()[0]:.2f}, on {os.cpu_count()} CPUs")
     costs = [f"{w[len('libmvec_'):]} {r['limit']['ns_per_element_per_thread']:.3f}" for w, r in limits.items()
              if w.startswith("libmvec_")]
     if costs:
         print("libmvec AVX-512 ns/element/thread (all threads busy): " + ", ".join(costs))
-    for name in ("numpy", "jax", "torch"):
+    for name in PEERS:
         if not args.no_peers and peers.get(name) is None:
             print(f"peer {name}: absent")
     if not have_jit:
@@ -657,5 +761,44 @@ def main():
     print_targets(rows, present)
 
 
+class Tee:
+    """Writes to stdout and keeps a copy (the report, for --readme)."""
+    def __init__(self, out):
+        self.out, self.parts = out, []
+
+    def write(self, text):
+        self.parts.append(text)
+        return self.out.write(text)
+
+    def flush(self):
+        self.out.flush()
+
+
+def write_readme(path, report, command):
+    begin, end = "<!-- bench-report:begin -->", "<!-- bench-report:end -->"
+    with open(path) as f:
+        text = f.read()
+    if begin not in text or end not in text:
+        log(f"{path} has no {begin} ... {end} lines: not written")
+        return
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    block = f"{begin}\n`{command}`:\n\n```\n{report.rstrip()}\n```\n{end}"
+    with open(path, "w") as f:
+        f.write(head + block + tail)
+    log(f"wrote the report into {path}")
+
+
 if __name__ == "__main__":
-    main()
+    if "--readme" in sys.argv:
+        tee = Tee(sys.stdout)
+        sys.stdout = tee
+        try:
+            main()
+        finally:
+            sys.stdout = tee.out
+        i = sys.argv.index("--readme")
+        cmd = "python3 bench/run.py " + " ".join(a for k, a in enumerate(sys.argv[1:], 1) if k not in (i, i + 1))
+        write_readme(sys.argv[i + 1], "".join(tee.parts), cmd.strip())
+    else:
+        main()

@@ -102,6 +102,9 @@ struct ArrayImpl {
   // pmap and shard_map results: how the devices hold it (jx::addressable_shards). Views
   // and results of other operations are new ArrayImpls without it.
   std::shared_ptr<const ShardingRecord> sharding;
+  // Donated to a jitted call (JitOptions::donate_argnums): its storage went to that
+  // call, and any use of its values raises (Array::is_deleted()).
+  bool deleted = false;
 };
 
 // Row-major contiguous strides (in elements) for a shape.
@@ -171,6 +174,10 @@ class Array {
   int64_t itemsize() const { return jx::itemsize(dtype()); }
   int64_t nbytes() const { return size() * itemsize(); }
   bool valid() const { return impl_ != nullptr; }
+  // True once the array was donated to a jitted call (jx::JitOptions::donate_argnums):
+  // its buffer belongs to that call's results, and reading it raises jx::Error. Its
+  // shape and dtype stay readable, as in JAX.
+  bool is_deleted() const;
   // The device holding the buffer (JAX's x.device). Raises jx::Error for a traced array.
   Device device() const;
 

@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -43,6 +44,14 @@ struct JitOptions {
   // Reuse compiled kernels from, and store them in, the on-disk cache (config's
   // cache_dir); config's disk_cache = false (JX_DISABLE_DISK_CACHE=1) also turns it off.
   bool disk_cache = true;
+  // Positional arguments (every array of their pytrees) whose buffers the call may reuse
+  // for its results, as JAX's donate_argnums: jx::jit(step, {.donate_argnums = {0}})
+  // writes the updated parameters over the old ones, allocating nothing. A donated array
+  // is deleted by the call (Array::is_deleted(); reading it raises jx::Error) whether or
+  // not its buffer could be reused: one another array views, or that no result of its
+  // size and layout can take, is simply freed. Ignored under other transformations
+  // (grad, vmap, an enclosing jit), as in JAX. Static arguments cannot be donated.
+  std::vector<int> donate_argnums;
 };
 
 // Positional arguments that are compile-time constants of the program:
@@ -134,6 +143,9 @@ class JitFunction {
 };
 
 const tree::TreeDef& jit_entry_out_def(const JitEntry& entry);
+// Raises jx::Error naming the function when donate_argnums names an argument past the
+// call's `num_args` or a static one.
+void check_donate_argnums(const JitOptions& options, size_t num_args, std::initializer_list<size_t> statics);
 // The traced (unoptimized) program of an entry, JAX's make_jaxpr form.
 std::string jit_entry_traced_text(const JitEntry& entry);
 
@@ -269,6 +281,8 @@ class Jitted {
       out_def = std::move(d);
       return outs;
     };
+    if (!fn_->options().donate_argnums.empty())
+      detail::check_donate_argnums(fn_->options(), sizeof...(I), {S...});
     auto entry = fn_->lookup(leaves, joint, std::move(statics), positions, trace);
     return {std::move(entry), std::move(leaves)};
   }

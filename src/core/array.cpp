@@ -174,11 +174,27 @@ void fail_if_leaked(const ArrayImpl& impl, std::string_view op) {
 }
 }  // namespace
 
-void check_not_leaked(const Array& x, std::string_view op) { fail_if_leaked(x.impl(), op); }
+void check_not_leaked(const Array& x, std::string_view op) {
+  fail_if_leaked(x.impl(), op);
+  check_not_deleted(x.impl(), op);
+}
+
+void check_not_deleted(const ArrayImpl& impl, std::string_view op) {
+  if (impl.deleted)
+    fail(op, "the array ", impl.aval.str(), " was donated to a jitted function (JitOptions::donate_argnums) and "
+         "deleted: its buffer now belongs to that call's results. Use the results instead, or do not donate it.");
+}
+
+void mark_deleted(const Array& x) {
+  auto& impl = const_cast<ArrayImpl&>(x.impl());
+  impl.storage.reset();
+  impl.deleted = true;
+}
 
 const ArrayImpl& concrete_impl(const Array& x, std::string_view op) {
   const ArrayImpl& impl = x.impl();
   if (impl.tracer) fail_abstract(impl, op, "needs a concrete value, but got the value");
+  check_not_deleted(impl, op);
   return impl;
 }
 
@@ -191,6 +207,7 @@ const ArrayImpl& known_concrete_impl(const Array& x, std::string_view op, std::s
     if (!next) fail_abstract(cur->impl(), op, what);
     cur = next;
   }
+  check_not_deleted(cur->impl(), op);
   return cur->impl();
 }
 
@@ -348,6 +365,7 @@ int64_t Array::shape(int axis) const {
 }
 
 bool Array::is_concrete() const { return impl_ && !impl_->tracer; }
+bool Array::is_deleted() const { return impl().deleted; }
 
 namespace {
 // The concrete array behind x: x itself, or the value a jvp/linearize tracer carries.

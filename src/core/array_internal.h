@@ -75,7 +75,12 @@ Array with_weak_type(const Array& x, bool weak);
 // naming `op` when x is a tracer whose transformation has already returned; concrete
 // arrays and tracers of running transformations pass.
 void check_not_leaked(const Array& x, std::string_view op);
-// The concrete impl, or jx::Error naming `op` if x is null or traced.
+// Raises jx::Error naming `op` when the array was donated (ArrayImpl::deleted).
+void check_not_deleted(const ArrayImpl& impl, std::string_view op);
+// Deletes a donated array: every handle sharing its impl sees it deleted, and its
+// storage is released (to the jitted call's results that took it).
+void mark_deleted(const Array& x);
+// The concrete impl, or jx::Error naming `op` if x is null, traced or deleted.
 const ArrayImpl& concrete_impl(const Array& x, std::string_view op);
 // The concrete impl behind x, following tracers that know their value (jvp/linearize
 // carry primals); raises a concretization error naming `op`, `what` was attempted and

@@ -459,6 +459,7 @@ std::string traced_str(const Array& a) { return "Traced<" + a.aval().str() + ">"
 std::string repr(const Array& a) {
   if (!a.valid()) return "Array(null)";
   if (!a.is_concrete()) return traced_str(a);
+  if (a.is_deleted()) return "Array(<deleted>, shape=" + detail::shape_str(a.shape()) + ", dtype=" + std::string(dtype_name(a.dtype())) + ")";
   const std::string prefix = "Array(";
   std::string dtype_str = "dtype=" + std::string(dtype_name(a.dtype()));
   if (a.weak_type()) dtype_str += ", weak_type=True";
@@ -473,6 +474,7 @@ std::string repr(const Array& a) {
 std::string str(const Array& a) {
   if (!a.valid()) return "null";
   if (!a.is_concrete()) return traced_str(a);
+  if (a.is_deleted()) return "<deleted>";
   if (a.ndim() == 0) return scalar_str(a);
   return array2string(a, " ", "", "");
 }

@@ -9,8 +9,10 @@
 #include "jit/executable.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
@@ -39,7 +41,9 @@ struct Operand {
 struct Step {
   const Equation* eqn = nullptr;
   std::unique_ptr<Kernel> kernel;  // null: a runtime call of the primitive's impl
+  KernelOptions kernel_options;    // how `kernel` was compiled (layout variants reuse it)
   std::vector<Operand> inputs;
+  std::vector<int> arg_of_input;   // per input: the program argument it is, or -1
   std::vector<int> outputs;
   std::vector<Aval> out_avals;
   std::vector<int> release;  // slots whose last reader is this step
@@ -113,6 +117,8 @@ class BufferPool {
     x = Array();
     if (!shared && s.use_count() == 1) free_[s->nbytes].push_back(std::move(s));
   }
+  // A buffer the run may reuse (a donated argument's).
+  void put(std::shared_ptr<detail::Storage> s) { free_[s->nbytes].push_back(std::move(s)); }
   void clear() { free_.clear(); }
   // Buffers kept from a run on another device (or committed differently) are not this
   // run's to reuse.
@@ -128,6 +134,36 @@ class BufferPool {
   std::unordered_map<size_t, std::vector<std::shared_ptr<detail::Storage>>> free_;
   detail::Placement placement_;
 };
+
+// Kernels compiled for one layout of the program's arguments: per step, a kernel that
+// reads the arguments that are views in place (null: the step reads no such argument, or
+// cannot read it in place, and runs its own kernel on contiguous copies).
+struct LayoutKernels {
+  std::vector<std::unique_ptr<Kernel>> kernels;
+};
+
+// The layouts a program keeps kernels for: each is compiled on its first call, and a
+// program called with ever new views (slices at moving offsets keep their strides, so
+// this is rare) copies the views of layouts past this many, as it did before.
+constexpr size_t kMaxLayouts = 8;
+
+// The arguments' layout, as a key: per argument -1 when row-major, else its rank and
+// element strides (the offset is the pointer's business).
+std::vector<int64_t> layout_key(std::span<const Array> args) {
+  std::vector<int64_t> key;
+  for (const Array& x : args) {
+    if (detail::is_contiguous(x)) {
+      key.push_back(-1);
+      continue;
+    }
+    const std::vector<int64_t>& st = detail::strides(x);
+    key.push_back(static_cast<int64_t>(st.size()));
+    key.insert(key.end(), st.begin(), st.end());
+  }
+  return key;
+}
+
+std::atomic<int64_t> g_kernel_input_copies{0};
 
 Array contiguous_input(const Array& x) {
   const std::vector<int64_t>& strides = detail::strides(x);
@@ -219,7 +255,7 @@ class ProgramExecutable final : public Executable {
  public:
   ProgramExecutable(ClosedJaxpr program, const CompileOptions& options, const Dump& dump);
 
-  std::vector<Array> run(std::span<const Array> args) const override;
+  std::vector<Array> run(std::span<const Array> args, const std::vector<bool>& donated) const override;
   const std::string& text() const override { return text_; }
   const std::vector<Aval>& in_avals() const override { return in_avals_; }
   int num_kernels() const override { return num_kernels_; }
@@ -246,9 +282,21 @@ class ProgramExecutable final : public Executable {
   int num_slots_ = 0;
   std::vector<int> const_slots_, arg_slots_;
   std::vector<Step> steps_;
+  // Donation: per step, the arguments it reads last (their buffers are free after it);
+  // per argument, whether no step reads it, and whether it is itself an output.
+  std::vector<std::vector<int>> args_last_read_;
+  std::vector<bool> arg_unread_, arg_is_output_;
   std::vector<Operand> outputs_;
   std::vector<bool> kernel_owned_;  // slot holds a buffer a kernel step allocated
   int num_kernels_ = 0;
+  // A donated argument's buffer that output `output` of kernel step `step` may be written
+  // into (taken out of donated_buffer), or null.
+  std::shared_ptr<detail::Storage> take_donated(const Step& s, size_t step, int output, const Kernel& kernel,
+                                                std::vector<std::shared_ptr<detail::Storage>>& donated_buffer) const;
+  // Kernels for the argument layouts seen so far (views read in place), by layout_key.
+  const LayoutKernels* kernels_for_layout(std::span<const Array> args) const;
+  mutable std::mutex layouts_mu_;
+  mutable std::map<std::vector<int64_t>, std::unique_ptr<const LayoutKernels>> layouts_;
   mutable std::mutex pool_mu_;
   mutable BufferPool pool_;
   CompiledSubprograms subprograms_;
@@ -272,11 +320,15 @@ ProgramExecutable::ProgramExecutable(ClosedJaxpr program, const CompileOptions& 
   for (const Var& v : j.constvars) const_slots_.push_back(new_slot(v));
   for (const Var& v : j.invars) arg_slots_.push_back(new_slot(v));
   std::unordered_map<int, size_t> last_use;  // slot -> step index
+  std::unordered_map<int, int> arg_of_slot;
+  for (size_t i = 0; i < arg_slots_.size(); ++i) arg_of_slot[arg_slots_[i]] = static_cast<int>(i);
   for (const Equation& e : j.eqns) {
     Step s;
     s.eqn = &e;
     for (const Atom& a : e.inputs) {
       s.inputs.push_back(operand_of(a));
+      auto arg = a.is_var() ? arg_of_slot.find(s.inputs.back().slot) : arg_of_slot.end();
+      s.arg_of_input.push_back(arg == arg_of_slot.end() ? -1 : arg->second);
       if (a.is_var()) last_use[s.inputs.back().slot] = steps_.size();
     }
     for (const Var& v : e.outputs) {
@@ -285,12 +337,12 @@ ProgramExecutable::ProgramExecutable(ClosedJaxpr program, const CompileOptions& 
     }
     if (e.primitive == &fusion_primitive()) {
       const JaxprRef& body = e.params.get_jaxpr("jaxpr");
-      KernelOptions ko{.name = options.name + "." + e.params.get_string("name"),
-                       .dump_dir = dump.dir(),
-                       .disk_cache = options.disk_cache,
-                       .cache_dir = options.cache_dir,
-                       .vector_isa = options.vector_isa};
-      s.kernel = compile_kernel(body->jaxpr, e.params.get_string("kind"), ko);
+      s.kernel_options = KernelOptions{.name = options.name + "." + e.params.get_string("name"),
+                                       .dump_dir = dump.dir(),
+                                       .disk_cache = options.disk_cache,
+                                       .cache_dir = options.cache_dir,
+                                       .vector_isa = options.vector_isa};
+      s.kernel = compile_kernel(body->jaxpr, e.params.get_string("kind"), s.kernel_options);
       ++num_kernels_;
       for (int o : s.outputs) kernel_owned_[o] = true;
     } else if (e.primitive->has(kCallsSubprogram) && !e.primitive->has(kCall)) {
@@ -311,6 +363,16 @@ ProgramExecutable::ProgramExecutable(ClosedJaxpr program, const CompileOptions& 
   }
   for (auto [slot, step] : last_use)
     if (!pinned[slot]) steps_[step].release.push_back(slot);
+  args_last_read_.resize(steps_.size());
+  arg_unread_.assign(arg_slots_.size(), true);
+  arg_is_output_.assign(arg_slots_.size(), false);
+  for (size_t i = 0; i < arg_slots_.size(); ++i) {
+    if (auto it = last_use.find(arg_slots_[i]); it != last_use.end()) {
+      args_last_read_[it->second].push_back(static_cast<int>(i));
+      arg_unread_[i] = false;
+    }
+    for (const Operand& o : outputs_) arg_is_output_[i] = arg_is_output_[i] || o.slot == arg_slots_[i];
+  }
   buffer_program_ = plan_buffer_program();
 }
 
@@ -403,9 +465,84 @@ std::unique_ptr<KernelStepsProgram> ProgramExecutable::plan_buffer_program() con
   return program;
 }
 
-std::vector<Array> ProgramExecutable::run(std::span<const Array> args) const {
+std::shared_ptr<detail::Storage> ProgramExecutable::take_donated(
+    const Step& s, size_t step, int output, const Kernel& kernel,
+    std::vector<std::shared_ptr<detail::Storage>>& donated_buffer) const {
+  const size_t nbytes = static_cast<size_t>(s.out_avals[static_cast<size_t>(output)].size()) *
+                        static_cast<size_t>(itemsize(s.out_avals[static_cast<size_t>(output)].dtype));
+  for (int a : args_last_read_[step]) {
+    std::shared_ptr<detail::Storage>& buffer = donated_buffer[static_cast<size_t>(a)];
+    if (!buffer || buffer->nbytes < nbytes) continue;
+    // Every operand position bound to the argument must allow the overwrite.
+    bool ok = false;
+    for (size_t j = 0; j < s.inputs.size(); ++j) {
+      if (s.arg_of_input[j] != a) continue;
+      ok = kernel.can_write_over(output, static_cast<int>(j));
+      if (!ok) break;
+    }
+    if (ok) return std::move(buffer);
+  }
+  return nullptr;
+}
+
+const LayoutKernels* ProgramExecutable::kernels_for_layout(std::span<const Array> args) const {
+  std::vector<int64_t> key = layout_key(args);
+  std::lock_guard lock(layouts_mu_);
+  if (auto it = layouts_.find(key); it != layouts_.end()) return it->second.get();
+  if (layouts_.size() >= kMaxLayouts) return nullptr;
+  auto layout = std::make_unique<LayoutKernels>();
+  layout->kernels.resize(steps_.size());
+  for (size_t k = 0; k < steps_.size(); ++k) {
+    const Step& s = steps_[k];
+    if (!s.kernel) continue;
+    InputStrides strides(s.inputs.size());
+    bool strided = false;
+    for (size_t i = 0; i < s.inputs.size(); ++i) {
+      const int arg = s.arg_of_input[i];
+      if (arg < 0 || detail::is_contiguous(args[static_cast<size_t>(arg)])) continue;
+      strides[i] = detail::strides(args[static_cast<size_t>(arg)]);
+      strided = true;
+    }
+    const std::string kind = s.eqn->params.get_string("kind");
+    if (!strided || kind == "dot") continue;  // BLAS reads row-major operands: copied
+    KernelOptions options = s.kernel_options;
+    options.name += ".strided" + std::to_string(layouts_.size());
+    try {
+      layout->kernels[k] = compile_kernel(s.eqn->params.get_jaxpr("jaxpr")->jaxpr, kind, options, strides);
+    } catch (const Error&) {
+      // A reshape of a view that no strides express (a merged slice): this step copies
+      // the view, as every step did before layouts were compiled.
+    }
+  }
+  return layouts_.emplace(std::move(key), std::move(layout)).first->second.get();
+}
+
+// The buffers of donated arguments a run may take: contiguous, from offset 0, on the
+// run's device, and held by no other array (a view), argument or output.
+std::vector<std::shared_ptr<detail::Storage>> donated_buffers(std::span<const Array> args,
+                                                              const std::vector<bool>& donated,
+                                                              const std::vector<bool>& arg_is_output,
+                                                              const detail::DeviceState* device) {
+  std::vector<std::shared_ptr<detail::Storage>> buffers(args.size());
+  for (size_t i = 0; i < donated.size(); ++i) {
+    if (!donated[i] || arg_is_output[i]) continue;
+    const detail::ArrayImpl& impl = args[i].impl();
+    const std::shared_ptr<detail::Storage>& s = impl.storage;
+    if (!s || s.use_count() != 1 || s->owner || s->device != Device(device) || impl.offset != 0 ||
+        !detail::is_contiguous(args[i]) || args[i].nbytes() == 0)
+      continue;
+    bool shared = false;
+    for (size_t j = 0; j < args.size() && !shared; ++j) shared = j != i && args[j].impl().storage == s;
+    if (!shared) buffers[i] = s;
+  }
+  return buffers;
+}
+
+std::vector<Array> ProgramExecutable::run(std::span<const Array> args, const std::vector<bool>& donated) const {
   if (args.size() != arg_slots_.size())
     detail::fail("jit", "the program takes ", arg_slots_.size(), " arguments, got ", args.size());
+  if (!donated.empty() && donated.size() != args.size())
+    detail::fail("jit", "internal: ", donated.size(), " donation flags for ", args.size(), " arguments");
   std::vector<Array> values(num_slots_);
   for (size_t i = 0; i < const_slots_.size(); ++i) values[const_slots_[i]] = program_.consts[i];
   for (size_t i = 0; i < args.size(); ++i) {
@@ -432,27 +569,50 @@ std::vector<Array> ProgramExecutable::run(std::span<const Array> args) const {
     if (lock.owns_lock()) std::swap(pool, pool_);
   }
   pool.use_placement(placement);
+  // Arguments that are views (jnp::ones, broadcast_to, transposes, slices) are read in
+  // place by kernels compiled for their layout.
+  const bool all_contiguous = std::all_of(args.begin(), args.end(), [](const Array& x) { return detail::is_contiguous(x); });
+  const LayoutKernels* layout = all_contiguous ? nullptr : kernels_for_layout(args);
+  // Donated buffers: a kernel that reads the argument last may write its output over it
+  // (a parameter update allocates nothing); otherwise the buffer joins the pool once its
+  // last reader ran.
+  std::vector<std::shared_ptr<detail::Storage>> donated_buffer =
+      donated.empty() ? std::vector<std::shared_ptr<detail::Storage>>() : donated_buffers(args, donated, arg_is_output_, placement.device);
+  const bool donating = std::any_of(donated_buffer.begin(), donated_buffer.end(), [](const auto& b) { return b != nullptr; });
+  if (donating)
+    for (size_t i = 0; i < donated_buffer.size(); ++i)
+      if (donated_buffer[i] && arg_unread_[i]) pool.put(std::move(donated_buffer[i]));
   std::vector<Array> ins;
   std::vector<const void*> in_ptrs;
   std::vector<void*> out_ptrs;
-  for (const Step& s : steps_) {
+  for (size_t step = 0; step < steps_.size(); ++step) {
+    const Step& s = steps_[step];
     ins.clear();
     for (const Operand& o : s.inputs) ins.push_back(o.slot >= 0 ? values[o.slot] : o.constant);
     if (s.kernel) {
       detail::AllocScope scope(s.eqn->primitive->name());  // out-of-memory errors name the fusion
+      const Kernel* kernel = s.kernel.get();
+      const bool in_place = layout && layout->kernels[step];
+      if (in_place) kernel = layout->kernels[step].get();
       in_ptrs.clear();
       out_ptrs.clear();
-      for (Array& x : ins) {
-        // Kernels read row-major inputs: views are copied (a broadcast scalar, like
-        // jnp::ones, by a fill).
-        if (!detail::is_contiguous(x)) x = contiguous_input(x);
+      for (size_t i = 0; i < ins.size(); ++i) {
+        Array& x = ins[i];
+        // The layout's kernel reads the arguments as they are; any other view (one a
+        // runtime step returned, or an argument this step cannot read in place) is
+        // copied (a broadcast scalar, like jnp::ones, by a fill).
+        if (!(in_place && s.arg_of_input[i] >= 0) && !detail::is_contiguous(x)) {
+          x = contiguous_input(x);
+          g_kernel_input_copies.fetch_add(1, std::memory_order_relaxed);
+        }
         in_ptrs.push_back(detail::raw_data(x));
       }
       for (size_t k = 0; k < s.outputs.size(); ++k) {
-        values[s.outputs[k]] = pool.take(s.out_avals[k]);
+        std::shared_ptr<detail::Storage> over = donating ? take_donated(s, step, static_cast<int>(k), *kernel, donated_buffer) : nullptr;
+        values[s.outputs[k]] = over ? detail::adopt_storage(std::move(over), s.out_avals[k]) : pool.take(s.out_avals[k]);
         out_ptrs.push_back(const_cast<void*>(detail::raw_data(values[s.outputs[k]])));
       }
-      s.kernel->run(in_ptrs.data(), out_ptrs.data());
+      kernel->run(in_ptrs.data(), out_ptrs.data());
     } else {
       detail::SubprogramScope compiled_bodies(s.runs_subprograms ? &subprograms_ : nullptr);
       std::vector<Array> outs = s.eqn->primitive->run_impl(ins, s.eqn->params, s.out_avals);
@@ -463,6 +623,9 @@ std::vector<Array> ProgramExecutable::run(std::span<const Array> args) const {
       if (kernel_owned_[sl]) pool.give(values, sl);
       else values[sl] = Array();
     }
+    if (donating)
+      for (int a : args_last_read_[step])
+        if (donated_buffer[static_cast<size_t>(a)]) pool.put(std::move(donated_buffer[static_cast<size_t>(a)]));
   }
   std::vector<Array> outs;
   outs.reserve(outputs_.size());
@@ -475,6 +638,8 @@ std::vector<Array> ProgramExecutable::run(std::span<const Array> args) const {
 }
 
 }  // namespace
+
+int64_t kernel_input_copy_count() { return g_kernel_input_copies.load(std::memory_order_relaxed); }
 
 CompileOptions compile_options_from_config(std::string name) {
   const Config c = config::get();

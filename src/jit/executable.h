@@ -5,6 +5,7 @@
 // released as soon as their last reader ran, and kernel outputs reuse planned buffers.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -35,7 +36,12 @@ class Executable {
  public:
   virtual ~Executable() = default;
   // args: one concrete array per input of the program (its constants are held inside).
-  virtual std::vector<Array> run(std::span<const Array> args) const = 0;
+  std::vector<Array> run(std::span<const Array> args) const { return run(args, {}); }
+  // donated (empty, or one flag per argument): arguments whose buffers the run may take
+  // for its outputs and intermediates (jx::JitOptions::donate_argnums). The caller must
+  // treat those arguments as consumed (jx::jit deletes them); a buffer is taken only
+  // when no other array, argument or output shares it.
+  virtual std::vector<Array> run(std::span<const Array> args, const std::vector<bool>& donated) const = 0;
   // The optimized program as text.
   virtual const std::string& text() const = 0;
   virtual const std::vector<Aval>& in_avals() const = 0;
@@ -45,6 +51,10 @@ class Executable {
   // such bodies without arrays: core/subprogram.h).
   virtual const detail::BufferProgram* buffer_program() const { return nullptr; }
 };
+
+// Inputs of kernel steps this process copied to row-major buffers before the kernel ran
+// (views a kernel could not read in place), for tests.
+int64_t kernel_input_copy_count();
 
 // Optimizes, fuses and compiles a traced program.
 std::shared_ptr<const Executable> compile_program(const ClosedJaxpr& program, const CompileOptions& options);

@@ -28,6 +28,8 @@ struct JitEntry {
   JitOptions options;
   std::vector<Aval> in_avals;
   tree::TreeDef out_def;
+  // Per leaf: whether its argument is in donate_argnums (empty: nothing donated).
+  std::vector<bool> donated;
   // The staged program, and the same with its constants lifted to leading inputs (the
   // `jit` equation's body: sub-programs hold no constvars).
   std::shared_ptr<const ClosedJaxpr> traced;
@@ -171,6 +173,13 @@ std::shared_ptr<const JitEntry> JitFunction::lookup(std::span<const Array> leave
   entry->name = options_.name;
   entry->options = options_;
   entry->in_avals = key.avals;
+  if (!options_.donate_argnums.empty()) {
+    const std::vector<size_t> positions = arg_positions();
+    entry->donated.resize(positions.size());
+    for (size_t i = 0; i < positions.size(); ++i)
+      entry->donated[i] = std::find(options_.donate_argnums.begin(), options_.donate_argnums.end(),
+                                    static_cast<int>(positions[i])) != options_.donate_argnums.end();
+  }
   tree::TreeDef out_def;
   FlatFn f = [&](std::span<const Array> xs) { return trace(xs, out_def); };
   std::vector<Array> consts;
@@ -216,8 +225,25 @@ std::vector<Array> JitFunction::call(const JitEntry& entry, std::span<const Arra
   if (current_trace() == nullptr && all_concrete(leaves)) {
     std::vector<Array> outs;
     {
+      const compiler::Executable& exe = executable(entry);
+      // Donated arguments are deleted once the program ran, even if it raised: their
+      // buffers may already hold results. A result that is a donated argument itself
+      // (f returns it) gets its own handle to the buffer.
+      struct DeleteDonated {
+        const JitEntry& entry;
+        std::span<const Array> leaves;
+        std::vector<Array>& outs;
+        ~DeleteDonated() {
+          for (size_t i = 0; i < entry.donated.size(); ++i) {
+            if (!entry.donated[i]) continue;
+            for (Array& o : outs)
+              if (o.impl_ptr() == leaves[i].impl_ptr()) o = make_view(o, o.aval(), o.impl().strides, o.impl().offset);
+            mark_deleted(leaves[i]);
+          }
+        }
+      } delete_donated{entry, leaves, outs};
       DeferredChecks checks;  // jx::check failures raise once the program returned
-      outs = executable(entry).run(leaves);
+      outs = exe.run(leaves, entry.donated);
       checks.raise_pending();
     }
     if (active_nan_check()) check_jit_nans(*entry.traced, leaves, outs, entry.name);
@@ -303,6 +329,16 @@ const bool g_every_op_hook = [] {
   return true;
 }();
 }  // namespace
+
+void check_donate_argnums(const JitOptions& options, size_t num_args, std::initializer_list<size_t> statics) {
+  for (int d : options.donate_argnums) {
+    if (d < 0 || static_cast<size_t>(d) >= num_args)
+      fail("jit", "donate_argnums ", d, " of '", options.name, "' is out of range: the function was called with ",
+           num_args, " arguments");
+    if (std::find(statics.begin(), statics.end(), static_cast<size_t>(d)) != statics.end())
+      fail("jit", "donate_argnums ", d, " of '", options.name, "' is a static argument; only arrays can be donated");
+  }
+}
 
 std::string JitFunction::optimized_text(const JitEntry& entry) { return executable(entry).text(); }
 

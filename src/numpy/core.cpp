@@ -153,6 +153,10 @@ Array full_like_value(const Array& x, double v) {
 }
 
 std::pair<Array, Array> promote2(const Array& a, const Array& b, std::string_view op) {
+  // The common case (x + y of one dtype and shape) needs neither promotion nor
+  // broadcasting: skipping the general path's vectors halves an eager add's cost.
+  if (a.valid() && b.valid() && a.dtype() == b.dtype() && a.weak_type() == b.weak_type() && a.shape() == b.shape())
+    return {a, b};
   std::vector<Array> v = promote_and_broadcast({a, b}, op);
   return {v[0], v[1]};
 }

@@ -37,6 +37,7 @@ bool StagingTrace::owns(const Array& x) const {
 Atom StagingTrace::atom_for(const Array& x, std::string_view op) {
   const ArrayImpl& impl = x.impl();
   if (impl.tracer && impl.tracer->state() == state().get()) return static_cast<const StagingTracer&>(*impl.tracer).var();
+  if (!impl.tracer) check_not_deleted(impl, op);
   if (!impl.tracer && impl.aval.ndim() == 0) return Literal{x};
   // Anything else becomes a constant of the program: a leaked tracer must not (its
   // transformation is gone, so nothing will ever supply its value).

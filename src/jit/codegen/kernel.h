@@ -13,20 +13,33 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backend/cpu/vector_math.h"
 #include "jx/jaxpr.h"
 
 namespace jx::compiler {
 
+// Element strides of each kernel input as the caller lays it out: an empty list, or an
+// empty entry, is a contiguous row-major buffer; otherwise one stride per dim of the
+// input's aval, zero for a broadcast dim, negative for a reversed one. Kernels compiled
+// for a layout read views (jnp::ones, broadcast_to, transposes, slices) in place.
+using InputStrides = std::vector<std::vector<int64_t>>;
+
 class Kernel {
  public:
   virtual ~Kernel() = default;
-  // inputs: one pointer per invar of the fused program, each a contiguous row-major
-  // buffer of the invar's aval; outputs: one per outvar, contiguous, allocated by the
+  // inputs: one pointer per invar of the fused program, each the invar's aval laid out
+  // as compile_kernel was told (row-major unless InputStrides say otherwise), pointing
+  // at element (0, ..., 0); outputs: one per outvar, contiguous, allocated by the
   // caller, never aliasing an input. Splits large iteration spaces over the thread pool
   // (src/backend/cpu/thread_pool.h) itself; small kernels stay on the calling thread.
   virtual void run(const void* const* inputs, void* const* outputs) const = 0;
+  // Whether outputs[output] may be the very buffer of inputs[input] (a donated argument,
+  // jx::JitOptions::donate_argnums): true only where every point of the kernel reads
+  // that input at the element it writes, with the same element width, so each element
+  // is read before it is overwritten and by no other point.
+  virtual bool can_write_over(int output, int input) const { return false; }
 };
 
 struct KernelOptions {
@@ -40,8 +53,11 @@ struct KernelOptions {
   cpu::VectorIsa vector_isa = cpu::vector_isa();
 };
 
-// Compiles the sub-program of a fusion equation. Raises jx::Error("[jit] ...") for an
-// equation it cannot compile (the fusion pass should not have produced it).
-std::unique_ptr<Kernel> compile_kernel(const Jaxpr& fused, std::string_view kind, const KernelOptions& options);
+// Compiles the sub-program of a fusion equation for inputs laid out as `input_strides`
+// says. Raises jx::Error("[jit] ...") for an equation it cannot compile (the fusion pass
+// should not have produced it), and for a layout it cannot read in place: a "dot"
+// kernel (BLAS takes row-major operands) or a reshape no view strides express.
+std::unique_ptr<Kernel> compile_kernel(const Jaxpr& fused, std::string_view kind, const KernelOptions& options,
+                                       const InputStrides& input_strides = {});
 
 }  // namespace jx::compiler

@@ -9,6 +9,7 @@
 
 #include "jit/kernel_support.h"
 #include "jx/error.h"
+#include "lax/data_movement.h"
 
 namespace jx::compiler::codegen {
 namespace {
@@ -80,10 +81,19 @@ std::string literal_str(const Array& v) {
 
 class Planner {
  public:
-  Planner(const Jaxpr& j, size_t iter_ndim) : n_(iter_ndim) {
+  Planner(const Jaxpr& j, size_t iter_ndim, const InputStrides& input_strides) : n_(iter_ndim) {
+    if (!input_strides.empty() && input_strides.size() != j.invars.size())
+      fail("jit", "internal: ", input_strides.size(), " input layouts for a kernel of ", j.invars.size(), " inputs");
     for (size_t i = 0; i < j.invars.size(); ++i) {
       inputs_[j.invars[i].id] = static_cast<int>(i);
       plan.input_dtypes.push_back(j.invars[i].aval.dtype);
+      const Shape& shape = j.invars[i].aval.shape;
+      const bool strided = !input_strides.empty() && !input_strides[i].empty();
+      if (strided && input_strides[i].size() != shape.size())
+        fail("jit", "internal: input ", i, " of type ", j.invars[i].aval.str(), " given ", input_strides[i].size(),
+             " strides");
+      strides_.push_back(strided ? input_strides[i] : jx::detail::contiguous_strides(shape));
+      contiguous_.push_back(!strided || strides_.back() == jx::detail::contiguous_strides(shape));
     }
     for (const Equation& e : j.eqns)
       for (const Var& v : e.outputs) defs_[v.id] = &e;
@@ -96,7 +106,7 @@ class Planner {
     if (!atom.is_var()) return literal(atom.literal().value);
     const Var& v = atom.var();
     if (auto it = inputs_.find(v.id); it != inputs_.end())
-      return load(it->second, v.aval, combine(map, jx::detail::contiguous_strides(v.aval.shape), n_));
+      return load(it->second, v.aval, combine(map, strides_[static_cast<size_t>(it->second)], n_));
     auto it = defs_.find(v.id);
     if (it == defs_.end()) fail("jit", "variable of type ", v.aval.str(), " is not defined in the fused program");
     // Each value is planned once per index map it is read through, before recursing: a
@@ -166,10 +176,18 @@ class Planner {
         return add(std::move(n));
       }
       const Atom& x = e.inputs[0];
-      if (lowering.row_major_read && x.is_var() && inputs_.count(x.var().id))
-        // The operand is a contiguous input: the reshaped index's row-major address is
-        // the element's address, whatever the shapes.
-        return load(inputs_.at(x.var().id), x.aval(), combine(map, jx::detail::contiguous_strides(out.shape), n_));
+      if (lowering.row_major_read && x.is_var() && inputs_.count(x.var().id)) {
+        const size_t input = static_cast<size_t>(inputs_.at(x.var().id));
+        // A contiguous input: the reshaped index's row-major address is the element's
+        // address, whatever the shapes.
+        if (contiguous_[input])
+          return load(static_cast<int>(input), x.aval(), combine(map, jx::detail::contiguous_strides(out.shape), n_));
+        // A view: its elements as the reshaped shape's strides, where a view has them
+        // (a reshape that merges a sliced dim has none: planning refuses below).
+        std::vector<int64_t> reshaped;
+        if (lax::movement::reshape_strides(x.aval().shape, strides_[input], out.shape, reshaped))
+          return load(static_cast<int>(input), x.aval(), combine(map, reshaped, n_));
+      }
       return value(x, compose(e, map));
     }
     if (e.primitive->has(kReduction)) refuse(e, "a reduction can only end a reduction kernel");
@@ -212,6 +230,8 @@ class Planner {
 
   size_t n_;
   std::map<int64_t, int> inputs_;
+  std::vector<std::vector<int64_t>> strides_;  // per input: element strides of its layout
+  std::vector<bool> contiguous_;               // per input: row-major
   std::map<int64_t, const Equation*> defs_;
   std::map<std::string, int> memo_;
   std::unordered_map<std::string, int> planned_;  // (variable, index map) -> its node
@@ -322,11 +342,21 @@ LoopSchedule schedule(const KernelPlan& plan) {
 
 }  // namespace
 
+bool can_write_over(const KernelPlan& plan, int output, int input) {
+  if (plan.kind != KernelPlan::Kind::Loop || plan.outputs.size() != 1 || output != 0) return false;
+  if (input < 0 || static_cast<size_t>(input) >= plan.input_dtypes.size()) return false;
+  const PlanOutput& out = plan.outputs[0];
+  if (itemsize(plan.input_dtypes[static_cast<size_t>(input)]) != itemsize(out.dtype)) return false;
+  return std::all_of(plan.nodes.begin(), plan.nodes.end(), [&](const PlanNode& n) {
+    return n.kind != PlanNode::Kind::Load || n.input != input || n.index == out.index;
+  });
+}
+
 bool is_index_op(const Primitive& p) { return static_cast<bool>(p.rules().lowering.index_map); }
 
 int op_cost(const Primitive& p) { return std::max(1, p.rules().lowering.cost); }
 
-KernelPlan plan_kernel(const Jaxpr& fused, std::string_view kind) {
+KernelPlan plan_kernel(const Jaxpr& fused, std::string_view kind, const InputStrides& input_strides) {
   if (!fused.constvars.empty()) fail("jit", "a fused program must have no constvars");
   if (fused.outvars.empty()) fail("jit", "a fused program must have outputs");
   if (kind == "loop") {
@@ -336,7 +366,7 @@ KernelPlan plan_kernel(const Jaxpr& fused, std::string_view kind) {
         fail("jit", "the outputs of a loop fusion must share one shape, got ", o.aval().str(), " and ",
              fused.outvars[0].aval().str());
     const size_t n = shape.size();
-    Planner p(fused, n);
+    Planner p(fused, n, input_strides);
     p.plan.kind = KernelPlan::Kind::Loop;
     std::vector<size_t> positions(n);
     for (size_t d = 0; d < n; ++d) positions[d] = d;
@@ -399,7 +429,7 @@ KernelPlan plan_kernel(const Jaxpr& fused, std::string_view kind) {
     dims.push_back(xshape[static_cast<size_t>(a)]);
     kept.push_back(false);
   }
-  Planner p(fused, n);
+  Planner p(fused, n, input_strides);
   p.plan.kind = KernelPlan::Kind::Reduction;
   const IndexMap operand_map = identity_map(position, n);
   Shape out_shape;

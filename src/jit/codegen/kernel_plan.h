@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "jit/codegen/kernel.h"
 #include "jx/jaxpr.h"
 
 namespace jx::compiler::codegen {
@@ -92,8 +93,17 @@ struct KernelPlan {
 };
 
 // Builds the plan of a fused sub-program of kind "loop" or "reduction". Raises
-// jx::Error("[jit] ...") naming the equation it cannot compile.
-KernelPlan plan_kernel(const Jaxpr& fused, std::string_view kind);
+// jx::Error("[jit] ...") naming the equation it cannot compile (including a reshape of
+// a strided input that no view strides express: the caller then copies that input).
+// Loads fold the inputs' strides (kernel.h) into their affine addresses.
+KernelPlan plan_kernel(const Jaxpr& fused, std::string_view kind, const InputStrides& input_strides = {});
+
+// Whether output `output` of a plan may be written into input `input`'s buffer
+// (Kernel::can_write_over): a single-output loop whose every load of that input is at
+// the output's own element, of the same width. One output only: with several, a load
+// feeding a later output could be scheduled after the store of an earlier one, which
+// the kernels' noalias parameters allow.
+bool can_write_over(const KernelPlan& plan, int output, int input);
 
 // True for the primitives the plan reads through as index maps: those whose lowering has
 // one (jx/lowering.h).

@@ -202,11 +202,19 @@ namespace {
 
 class LoopKernel final : public Kernel {
  public:
-  explicit LoopKernel(std::shared_ptr<const CompiledLoop> loop) : loop_(std::move(loop)) {}
+  LoopKernel(std::shared_ptr<const CompiledLoop> loop, const KernelPlan& plan) : loop_(std::move(loop)) {
+    for (int o = 0; o < static_cast<int>(plan.outputs.size()); ++o)
+      for (int i = 0; i < static_cast<int>(plan.input_dtypes.size()); ++i)
+        if (codegen::can_write_over(plan, o, i)) overwritable_.emplace_back(o, i);
+  }
   void run(const void* const* inputs, void* const* outputs) const override { loop_->run(inputs, outputs); }
+  bool can_write_over(int output, int input) const override {
+    return std::find(overwritable_.begin(), overwritable_.end(), std::pair{output, input}) != overwritable_.end();
+  }
 
  private:
   std::shared_ptr<const CompiledLoop> loop_;
+  std::vector<std::pair<int, int>> overwritable_;  // (output, input) pairs
 };
 
 }  // namespace
@@ -236,10 +244,15 @@ bool reduction_supported(const Equation& eqn, std::string* why_not) {
   return true;
 }
 
-std::unique_ptr<Kernel> compile_kernel(const Jaxpr& fused, std::string_view kind, const KernelOptions& options) {
-  if (kind == "dot") return codegen::compile_dot_kernel(fused, options);
-  codegen::KernelPlan plan = codegen::plan_kernel(fused, kind);
-  return std::make_unique<codegen::LoopKernel>(codegen::CompiledLoop::compile(plan, options));
+std::unique_ptr<Kernel> compile_kernel(const Jaxpr& fused, std::string_view kind, const KernelOptions& options,
+                                       const InputStrides& input_strides) {
+  if (kind == "dot") {
+    for (const std::vector<int64_t>& s : input_strides)
+      if (!s.empty()) detail::fail("jit", "a dot kernel reads row-major operands; its inputs cannot be strided views");
+    return codegen::compile_dot_kernel(fused, options);
+  }
+  codegen::KernelPlan plan = codegen::plan_kernel(fused, kind, input_strides);
+  return std::make_unique<codegen::LoopKernel>(codegen::CompiledLoop::compile(plan, options), plan);
 }
 
 }  // namespace jx::compiler
