@@ -91,6 +91,26 @@ Fused fuse_text(std::string_view text, FusionOptions options = {}) {
 
 // ---- loop fusion ----
 
+TEST(LoopFusion, LongChainsSplitIntoKernelsOfBoundedSize) {
+  // 600 elementwise ops: fusions of at most 256 equations, so compile time stays linear
+  // in the chain's length (LLVM's time on one kernel grows faster than its body).
+  std::string text = "{ lambda ; v0:f32[8] w:f32[8]. let\n";
+  const int n = 600;
+  for (int i = 1; i <= n; ++i)
+    text += "    v" + std::to_string(i) + ":f32[8] = " + (i % 3 == 0 ? "sin" : i % 3 == 1 ? "mul" : "add") + " v" +
+            std::to_string(i - 1) + (i % 3 == 0 ? "" : " w") + "\n";
+  text += "  in (v" + std::to_string(n) + ",) }";
+  Fused r = fuse_text(text);
+  EXPECT_EQ(r.fusions("loop"), 3);
+  for (const Equation& e : r.program.jaxpr.eqns)
+    EXPECT_LE(e.params.get_jaxpr("jaxpr")->jaxpr.eqns.size(), 256u);
+  bool refused = false;
+  for (const std::string& note : r.notes)
+    refused = refused || note.find("equations, more than 256 (a kernel's compile time grows faster than its size)") !=
+                             std::string::npos;
+  EXPECT_TRUE(refused) << r.all_notes();
+}
+
 TEST(LoopFusion, ElementwiseChainIsOneFusion) {
   Fused r = fuse_text(R"({ lambda ; a:f32[3] b:f32[3]. let
     c:f32[3] = sin a

@@ -58,28 +58,53 @@ class Emitter {
     llvm::Function* body = emit_body();
     emit_entry(body);
     if (plan_.schedule.mode == Mode::FullReduce) emit_finish();
-    limit_interleaving_around_calls();
+    annotate_loops();
   }
 
-  // A loop whose body calls a vector math function gets no interleaving: every vector
-  // register is caller-saved, so results of interleaved iterations are spilled around
-  // each call (measured: a jitted sin over 4M floats ran 20% slower than eager's one-call-
-  // per-vector loop). Loops of plain arithmetic keep LLVM's choice (reductions need
-  // several accumulators to hide latency).
-  void limit_interleaving_around_calls() {
+  // Loop hints for the vectorizer. A loop whose body calls a vector math function gets
+  // no interleaving: every vector register is caller-saved, so results of interleaved
+  // iterations are spilled around each call (measured: a jitted sin over 4M floats ran
+  // 20% slower than eager's one-call-per-vector loop). Loops of plain arithmetic keep
+  // LLVM's choice (reductions need several accumulators to hide latency). A large body
+  // (more than 64 ops: a long fused chain) gets its vector width fixed at one register
+  // of its widest element and no interleaving: LLVM 19 builds and destroys a VPlan per
+  // candidate width, at a cost superlinear in the body (a 2000-op chain spent 75% of a
+  // 4 s compile there), and its own choice ran a 200-op chain of sin/tanh/mul/add/sub
+  // over 65536 floats in 13 ms against 6.5 ms at the full width.
+  void annotate_loops() {
     bool calls = false;
     for (const llvm::Function& f : module_)
       calls = calls || (f.isDeclaration() && f.getName().starts_with("jx_vm_"));
-    if (!calls) return;
+    int64_t ops = 0, widest = 1;
+    for (const PlanNode& n : plan_.nodes) {
+      ops += n.kind == PlanNode::Kind::Op;
+      widest = std::max<int64_t>(widest, itemsize(n.dtype));
+    }
+    const bool large = ops > kLargeBodyOps;
+    if (!calls && !large) return;
+    std::vector<llvm::Metadata*> hints = {nullptr};
+    auto hint = [&](const char* name, int64_t value) {
+      llvm::Metadata* kv[] = {llvm::MDString::get(ctx_, name),
+                              llvm::ConstantAsMetadata::get(b_.getInt32(static_cast<uint32_t>(value)))};
+      hints.push_back(llvm::MDNode::get(ctx_, kv));
+    };
+    hint("llvm.loop.interleave.count", 1);
+    if (large) hint("llvm.loop.vectorize.width", std::max<int64_t>(1, vector_register_bytes() / widest));
     for (llvm::BranchInst* latch : latches_) {
-      llvm::Metadata* count[] = {llvm::MDString::get(ctx_, "llvm.loop.interleave.count"),
-                                 llvm::ConstantAsMetadata::get(b_.getInt32(1))};
-      llvm::Metadata* self_and_count[] = {nullptr, llvm::MDNode::get(ctx_, count)};
-      llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, self_and_count);
+      llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, hints);
       id->replaceOperandWith(0, id);
       latch->setMetadata(llvm::LLVMContext::MD_loop, id);
     }
   }
+
+  // Bytes of the widest vector register the host's features allow.
+  static int64_t vector_register_bytes() {
+    const std::string& f = host_target().features;
+    if (f.find("+avx512f") != std::string::npos) return 64;
+    if (f.find("+avx") != std::string::npos) return 32;
+    return 16;
+  }
+  static constexpr int64_t kLargeBodyOps = 64;
 
  private:
   Value* c64(int64_t v) { return llvm::ConstantInt::get(i64_, static_cast<uint64_t>(v), true); }
