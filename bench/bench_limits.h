@@ -1,8 +1,9 @@
 // The hardware limit of a workload, measured in the same run (../shared/BENCHMARKS.md):
 //   T_min = max(bytes / stream_bandwidth, sum(elements * cost_per_element) / threads)
-// stream_bandwidth: bench_common.h's STREAM triad on all threads; cost_per_element: glibc's
-// libmvec AVX-512 routine (_ZGVeN16v_sinf, ...) called directly on a cache-resident buffer
-// with every thread busy. Also the tutorial hand-fused with the same routines, the best a
+// stream_bandwidth: bench_common.h's STREAM triad on all threads (a read kernel for the
+// read-mostly reductions); cost_per_element: glibc's libmvec routine for the widest
+// vectors the CPU has (AVX-512 _ZGVeN16v_sinf, else AVX2 _ZGVdN8v_sinf, ...) called
+// directly on a cache-resident buffer with every thread busy. Also the tutorial hand-fused with the same routines, the best a
 // jit kernel can do. Shared by jx_bench and jit_bench.
 #pragma once
 
@@ -33,50 +34,99 @@ inline double measure_bandwidth(bool quick) {
   return g_bandwidth;
 }
 
-// ---- the compute term: libmvec's AVX-512 routines called directly ----
+// ---- the compute term: libmvec's vector routines called directly ----
+
+// The widest libmvec variants this CPU runs: AVX-512 (16 floats / 8 doubles), else AVX2
+// (8 / 4), else none (the limit is then the memory term only).
+inline const bool g_mvec_avx512 = __builtin_cpu_supports("avx512f");
+inline const bool g_mvec_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 
 #pragma GCC push_options
 #pragma GCC target("avx512f")
-using VecFnF32 = __m512 (*)(__m512);
-using VecFnF64 = __m512d (*)(__m512d);
-inline void mvec_pass_f32(void* fn, const float* in, float* out, int64_t n) {
-  auto f = reinterpret_cast<VecFnF32>(fn);
+using VecFnF32x16 = __m512 (*)(__m512);
+using VecFnF64x8 = __m512d (*)(__m512d);
+inline void mvec_pass_f32_512(void* fn, const float* in, float* out, int64_t n) {
+  auto f = reinterpret_cast<VecFnF32x16>(fn);
   for (int64_t i = 0; i < n; i += 16) _mm512_storeu_ps(out + i, f(_mm512_loadu_ps(in + i)));
 }
-inline void mvec_pass_f64(void* fn, const double* in, double* out, int64_t n) {
-  auto f = reinterpret_cast<VecFnF64>(fn);
+inline void mvec_pass_f64_512(void* fn, const double* in, double* out, int64_t n) {
+  auto f = reinterpret_cast<VecFnF64x8>(fn);
   for (int64_t i = 0; i < n; i += 8) _mm512_storeu_pd(out + i, f(_mm512_loadu_pd(in + i)));
 }
-// out = sin(x) + cos(y) over n (a multiple of the vector width) elements: the tutorial
-// hand-fused, what a perfect jit kernel does.
-inline void mvec_sin_cos_f32(void* s, void* c, const float* x, const float* y, float* out, int64_t n) {
-  auto fs = reinterpret_cast<VecFnF32>(s), fc = reinterpret_cast<VecFnF32>(c);
+inline void mvec_sin_cos_f32_512(void* s, void* c, const float* x, const float* y, float* out, int64_t n) {
+  auto fs = reinterpret_cast<VecFnF32x16>(s), fc = reinterpret_cast<VecFnF32x16>(c);
   for (int64_t i = 0; i < n; i += 16)
     _mm512_storeu_ps(out + i, _mm512_add_ps(fs(_mm512_loadu_ps(x + i)), fc(_mm512_loadu_ps(y + i))));
 }
-inline void mvec_sin_cos_f64(void* s, void* c, const double* x, const double* y, double* out, int64_t n) {
-  auto fs = reinterpret_cast<VecFnF64>(s), fc = reinterpret_cast<VecFnF64>(c);
+inline void mvec_sin_cos_f64_512(void* s, void* c, const double* x, const double* y, double* out, int64_t n) {
+  auto fs = reinterpret_cast<VecFnF64x8>(s), fc = reinterpret_cast<VecFnF64x8>(c);
   for (int64_t i = 0; i < n; i += 8)
     _mm512_storeu_pd(out + i, _mm512_add_pd(fs(_mm512_loadu_pd(x + i)), fc(_mm512_loadu_pd(y + i))));
 }
 #pragma GCC pop_options
 
-inline void* libmvec_symbol(const std::string& name) {
-  static void* lib = dlopen("libmvec.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!lib || !__builtin_cpu_supports("avx512f")) return nullptr;
-  return dlsym(lib, name.c_str());
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+using VecFnF32x8 = __m256 (*)(__m256);
+using VecFnF64x4 = __m256d (*)(__m256d);
+inline void mvec_pass_f32_256(void* fn, const float* in, float* out, int64_t n) {
+  auto f = reinterpret_cast<VecFnF32x8>(fn);
+  for (int64_t i = 0; i < n; i += 8) _mm256_storeu_ps(out + i, f(_mm256_loadu_ps(in + i)));
+}
+inline void mvec_pass_f64_256(void* fn, const double* in, double* out, int64_t n) {
+  auto f = reinterpret_cast<VecFnF64x4>(fn);
+  for (int64_t i = 0; i < n; i += 4) _mm256_storeu_pd(out + i, f(_mm256_loadu_pd(in + i)));
+}
+inline void mvec_sin_cos_f32_256(void* s, void* c, const float* x, const float* y, float* out, int64_t n) {
+  auto fs = reinterpret_cast<VecFnF32x8>(s), fc = reinterpret_cast<VecFnF32x8>(c);
+  for (int64_t i = 0; i < n; i += 8)
+    _mm256_storeu_ps(out + i, _mm256_add_ps(fs(_mm256_loadu_ps(x + i)), fc(_mm256_loadu_ps(y + i))));
+}
+inline void mvec_sin_cos_f64_256(void* s, void* c, const double* x, const double* y, double* out, int64_t n) {
+  auto fs = reinterpret_cast<VecFnF64x4>(s), fc = reinterpret_cast<VecFnF64x4>(c);
+  for (int64_t i = 0; i < n; i += 4)
+    _mm256_storeu_pd(out + i, _mm256_add_pd(fs(_mm256_loadu_pd(x + i)), fc(_mm256_loadu_pd(y + i))));
+}
+#pragma GCC pop_options
+
+// One pass of libmvec's `fn` over n elements (a multiple of 16), at the CPU's width.
+inline void mvec_pass_f32(void* fn, const float* in, float* out, int64_t n) {
+  g_mvec_avx512 ? mvec_pass_f32_512(fn, in, out, n) : mvec_pass_f32_256(fn, in, out, n);
+}
+inline void mvec_pass_f64(void* fn, const double* in, double* out, int64_t n) {
+  g_mvec_avx512 ? mvec_pass_f64_512(fn, in, out, n) : mvec_pass_f64_256(fn, in, out, n);
+}
+// out = sin(x) + cos(y) over n (a multiple of 16) elements: the tutorial hand-fused,
+// what a perfect jit kernel does.
+inline void mvec_sin_cos_f32(void* s, void* c, const float* x, const float* y, float* out, int64_t n) {
+  g_mvec_avx512 ? mvec_sin_cos_f32_512(s, c, x, y, out, n) : mvec_sin_cos_f32_256(s, c, x, y, out, n);
+}
+inline void mvec_sin_cos_f64(void* s, void* c, const double* x, const double* y, double* out, int64_t n) {
+  g_mvec_avx512 ? mvec_sin_cos_f64_512(s, c, x, y, out, n) : mvec_sin_cos_f64_256(s, c, x, y, out, n);
 }
 
-// Seconds per element and thread of libmvec's AVX-512 variant of `fn` ("sin") on values
+// libmvec's symbol for `fn` ("sin") at the CPU's widest vectors, or null.
+inline void* libmvec_function(const std::string& fn, bool f32) {
+  static void* lib = dlopen("libmvec.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib || !(g_mvec_avx512 || g_mvec_avx2)) return nullptr;
+  const std::string prefix = g_mvec_avx512 ? (f32 ? "_ZGVeN16v_" : "_ZGVeN8v_") : (f32 ? "_ZGVdN8v_" : "_ZGVdN4v_");
+  return dlsym(lib, (prefix + fn + (f32 ? "f" : "")).c_str());
+}
+inline std::string libmvec_name(const std::string& fn, bool f32) {
+  const std::string prefix = g_mvec_avx512 ? (f32 ? "_ZGVeN16v_" : "_ZGVeN8v_") : (f32 ? "_ZGVdN8v_" : "_ZGVdN4v_");
+  return prefix + fn + (f32 ? "f" : "");
+}
+
+// Seconds per element and thread of libmvec's widest variant of `fn` ("sin") on values
 // uniform in [lo, hi), with every jx thread running it at once on its own L1-resident
-// buffer; NaN when libmvec or AVX-512 is missing (the limit is then the memory term only).
+// buffer; NaN when libmvec or AVX2 is missing (the limit is then the memory term only).
 inline double mvec_cost(const std::string& fn, jx::DType dtype, double lo, double hi) {
   static std::map<std::string, double> memo;
   const bool f32 = dtype == jx::float32;
-  std::string symbol = f32 ? "_ZGVeN16v_" + fn + "f" : "_ZGVeN8v_" + fn;
+  std::string symbol = libmvec_name(fn, f32);
   std::string memo_key = symbol + "/" + std::to_string(lo) + "/" + std::to_string(hi);
   if (auto it = memo.find(memo_key); it != memo.end()) return it->second;
-  void* f = libmvec_symbol(symbol);
+  void* f = libmvec_function(fn, f32);
   double cost = std::nan("");
   if (f) {
     const int64_t n = 2048;  // 8 or 16 KiB in, the same out: L1-resident
@@ -183,15 +233,15 @@ class DirectGemm {
   std::vector<double> ad_, bd_, cd_;
 };
 
-// The tutorial hand-fused in C++ (libmvec AVX-512 on all threads, one chunk per thread as
+// The tutorial hand-fused in C++ (libmvec at the widest vectors, all threads, one chunk per thread as
 // jit splits it) into `out`, which must be a fresh contiguous array of x's aval; false
-// when libmvec / AVX-512 is missing or the size is not a multiple of 16.
+// when libmvec / AVX2 is missing or the size is not a multiple of 16.
 inline bool hand_fused_sin_cos(const Array& x, const Array& y, Array& out) {
   const bool f32 = x.dtype() == jx::float32;
-  static void* s32 = libmvec_symbol("_ZGVeN16v_sinf");
-  static void* c32 = libmvec_symbol("_ZGVeN16v_cosf");
-  static void* s64 = libmvec_symbol("_ZGVeN8v_sin");
-  static void* c64 = libmvec_symbol("_ZGVeN8v_cos");
+  static void* s32 = libmvec_function("sin", true);
+  static void* c32 = libmvec_function("cos", true);
+  static void* s64 = libmvec_function("sin", false);
+  static void* c64 = libmvec_function("cos", false);
   void* s = f32 ? s32 : s64;
   void* c = f32 ? c32 : c64;
   if (!s || !c || x.size() % 16 != 0 || x.shape() != y.shape()) return false;

@@ -6,7 +6,7 @@
 jx's timings come from two binaries printing JSON lines: jit_bench (jx::jit and eager jx
 timed in alternation on the same functions and inputs, the references -- the BLAS and the
 tutorial hand-fused, called directly -- compile latency, accuracy, and each workload's
-limit measured in the same run: STREAM triad bandwidth, libmvec's AVX-512 math called
+limit measured in the same run: STREAM triad and read bandwidth, libmvec's widest vector math called
 directly) and jx_bench (eager jx alone with the same limits; with jit_bench built only its
 dispatch and grad sections run). NumPy, JAX (jax.jit, block_until_ready) and
 PyTorch (CPU) run the same workloads here when importable; a peer that is missing is
@@ -555,7 +555,7 @@ def print_section(title, table, peers):
             extras.append(f"jit with donate_argnums={{0}} {fmt(jt)}, without {fmt(nd)} ({ratio(nd, jt, 'x')})")
         if "hand_fused" in impls:
             hf, hp = secs(impls, "hand_fused"), secs(impls, "hand_fused_prealloc")
-            extras.append(f"hand-fused C++ loop (libmvec AVX-512, all threads): {fmt(hf)} into a fresh output, "
+            extras.append(f"hand-fused C++ loop (libmvec, all threads): {fmt(hf)} into a fresh output, "
                           f"{fmt(hp)} into a preallocated one; jit/hand-fused {ratio(jt, hf)}")
         if extras:
             notes.append(f"{w}: " + "; ".join(extras))
@@ -723,7 +723,7 @@ def main():
     costs = [f"{w[len('libmvec_'):]} {r['limit']['ns_per_element_per_thread']:.3f}" for w, r in limits.items()
              if w.startswith("libmvec_")]
     if costs:
-        print("libmvec AVX-512 ns/element/thread (all threads busy): " + ", ".join(costs))
+        print(f"libmvec {'AVX-512' if any('_ZGVe' in r['limit'].get('symbol', '') for w, r in limits.items() if w.startswith('libmvec_')) else 'AVX2'} ns/element/thread (all threads busy): " + ", ".join(costs))
     for name in PEERS:
         if not args.no_peers and peers.get(name) is None:
             print(f"peer {name}: absent")
