@@ -92,6 +92,50 @@ class LargeBlockCache {
   size_t held_ = 0, limit_ = 0;
 };
 
+// Small blocks (up to 4 KiB: scalars, short vectors, what a loop of small eager ops
+// makes) recycled per thread. aligned_alloc and free cost about a third of a 1-element
+// eager add (2000 of its 6000 instructions, measured with callgrind); a free-list pop
+// costs a few. Bounded: 32 blocks of each 64-byte size class, at most 4 MiB per thread,
+// returned to malloc when the thread exits. Off under AddressSanitizer, where reuse
+// would hide use-after-free.
+class SmallBlockCache {
+ public:
+  static constexpr size_t kMaxBytes = 4096, kPerSize = 32;
+  void* take(size_t rounded) {
+    List& l = lists_[rounded / 64 - 1];
+    return l.count ? l.blocks[--l.count] : nullptr;
+  }
+  bool give(void* p, size_t rounded) {
+    List& l = lists_[rounded / 64 - 1];
+    if (l.count == kPerSize) return false;
+    l.blocks[l.count++] = p;
+    return true;
+  }
+  ~SmallBlockCache() {
+    for (List& l : lists_)
+      while (l.count) std::free(l.blocks[--l.count]);
+    t_gone = true;
+  }
+  // This thread's cache; null while the thread is exiting (once it was destroyed).
+  static SmallBlockCache* get() {
+#if defined(__SANITIZE_ADDRESS__)
+    return nullptr;
+#else
+    if (t_gone) return nullptr;
+    thread_local SmallBlockCache cache;
+    return &cache;
+#endif
+  }
+
+ private:
+  struct List {
+    void* blocks[kPerSize];
+    size_t count = 0;
+  };
+  List lists_[kMaxBytes / 64];
+  static inline thread_local bool t_gone = false;
+};
+
 // Blocks from 4 MiB are 2 MiB aligned and sized (for transparent huge pages), cached
 // ones below that 64 KiB sized, so nearby sizes share cache entries.
 size_t rounded_size(size_t n) {
@@ -109,6 +153,9 @@ class CpuAllocator final : public Allocator {
   void* allocate(size_t n) override {
     const bool huge = n >= 2 * kHugePage, cached = n >= kCachedMin;
     const size_t rounded = rounded_size(n);
+    if (rounded <= SmallBlockCache::kMaxBytes)
+      if (SmallBlockCache* small = SmallBlockCache::get())
+        if (void* p = small->take(rounded)) return p;
     if (cached)
       if (void* p = LargeBlockCache::get().take(rounded)) return p;
     void* p = std::aligned_alloc(huge ? kHugePage : cached ? 4096 : 64, rounded);
@@ -117,7 +164,10 @@ class CpuAllocator final : public Allocator {
     return p;
   }
   void deallocate(void* p, size_t n) override {
-    if (n >= kCachedMin && LargeBlockCache::get().give(p, rounded_size(n))) return;
+    const size_t rounded = rounded_size(n);
+    if (rounded <= SmallBlockCache::kMaxBytes)
+      if (SmallBlockCache* small = SmallBlockCache::get(); small && small->give(p, rounded)) return;
+    if (n >= kCachedMin && LargeBlockCache::get().give(p, rounded)) return;
     std::free(p);
   }
 };
