@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "jx/jx.h"
+#include "test_util.h"
 #include "transforms/jaxpr_transforms.h"
 
 namespace jx {
@@ -28,15 +29,7 @@ class PrintCapture {
   std::ostringstream os_;
 };
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using jx::testing::error_of;
 
 // Turns debug_nans on for a test's extent.
 struct DebugNans {

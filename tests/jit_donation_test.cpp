@@ -20,15 +20,7 @@ using jx::testing::randn;
 
 const void* buffer(const Array& x) { return detail::raw_data(x); }
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using jx::testing::error_of;
 
 bool contains(const std::string& s, const std::string& sub) { return s.find(sub) != std::string::npos; }
 

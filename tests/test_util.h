@@ -38,6 +38,17 @@ double default_rtol(DType d);
 // Normal(0, scale) values from a seeded std::mt19937, converted to dtype.
 Array randn(const Shape& shape, DType dtype = DType::Float32, uint32_t seed = 0, double scale = 1.0);
 
+// The message of the jx::Error that f() raises, or "<no error>".
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
 }  // namespace jx::testing
 
 #define EXPECT_ALLCLOSE(actual, expected, ...) EXPECT_TRUE(::jx::testing::allclose(actual, expected, ##__VA_ARGS__))
