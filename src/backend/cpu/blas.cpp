@@ -90,6 +90,11 @@ template <class T, class Gemv>
 bool gemm_as_gemv(Gemv gemv, Op oa, Op ob, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
                   int64_t ldb, T* c, int64_t ldc) {
   if (k == 0 || (m != 1 && n != 1)) return false;
+  // beta = 0 must not read c (it may hold a recycled buffer's NaNs): some OpenBLAS
+  // versions scale y by beta, and 0 * NaN is NaN, so c starts at zero.
+  if (m == 1) std::fill(c, c + n, T(0));
+  else
+    for (int64_t i = 0; i < m; ++i) c[i * ldc] = T(0);
   if (m == 1) {  // c[0, :] = x op(B), x the one row of op(A)
     const int incx = oa == Op::None ? 1 : to_int(lda);
     if (ob == Op::None) gemv(CblasRowMajor, CblasTrans, to_int(k), to_int(n), T(1), b, to_int(ldb), a, incx, T(0), c, 1);

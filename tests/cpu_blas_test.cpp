@@ -1,0 +1,68 @@
+// cpu::gemm against a plain triple loop, for the shapes that take BLAS's matrix-vector
+// routine (one row or one column) and a general one: every combination of transposed
+// operands, leading dimensions wider than the rows, and an output that starts as NaN
+// (beta = 0 must overwrite it, as a recycled buffer's old contents).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/blas.h"
+
+namespace {
+
+using jx::cpu::Op;
+
+// Element (i, j) of op(X) where X is stored row-major with leading dimension ld.
+template <class T>
+T at(const std::vector<T>& x, Op op, int64_t ld, int64_t i, int64_t j) {
+  return op == Op::None ? x[static_cast<size_t>(i * ld + j)] : x[static_cast<size_t>(j * ld + i)];
+}
+
+template <class T>
+void check_gemm(Op oa, Op ob, int64_t m, int64_t n, int64_t k) {
+  SCOPED_TRACE("m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k) + " op_a=" +
+               std::to_string(static_cast<int>(oa)) + " op_b=" + std::to_string(static_cast<int>(ob)));
+  std::mt19937 rng(static_cast<uint32_t>(m * 131 + n * 17 + k));
+  std::normal_distribution<double> normal;
+  // Stored shapes: A is m x k (k x m transposed), B is k x n (n x k); 3 spare columns.
+  const int64_t a_rows = oa == Op::None ? m : k, a_cols = oa == Op::None ? k : m;
+  const int64_t b_rows = ob == Op::None ? k : n, b_cols = ob == Op::None ? n : k;
+  const int64_t lda = a_cols + 3, ldb = b_cols + 3, ldc = n + 2;
+  std::vector<T> a(static_cast<size_t>(a_rows * lda)), b(static_cast<size_t>(b_rows * ldb));
+  for (T& v : a) v = static_cast<T>(normal(rng));
+  for (T& v : b) v = static_cast<T>(normal(rng));
+  std::vector<T> c(static_cast<size_t>(m * ldc), std::numeric_limits<T>::quiet_NaN());
+  jx::cpu::gemm<T>(oa, ob, m, n, k, a.data(), lda, b.data(), ldb, c.data(), ldc);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double want = 0;
+      for (int64_t p = 0; p < k; ++p) want += double(at(a, oa, lda, i, p)) * double(at(b, ob, ldb, p, j));
+      const double got = c[static_cast<size_t>(i * ldc + j)];
+      ASSERT_NEAR(got, want, 1e-4 * (1 + std::abs(want))) << "element (" << i << ", " << j << ")";
+    }
+}
+
+TEST(CpuBlas, MatrixVectorProductsMatchALoop) {
+  for (Op oa : {Op::None, Op::Transpose})
+    for (Op ob : {Op::None, Op::Transpose})
+      for (auto [m, n, k] : {std::tuple{1, 64, 64}, std::tuple{1, 7, 33}, std::tuple{9, 1, 5}, std::tuple{1, 1, 40},
+                             std::tuple{64, 1, 64}, std::tuple{5, 6, 7}}) {
+        check_gemm<float>(oa, ob, m, n, k);
+        check_gemm<double>(oa, ob, m, n, k);
+      }
+}
+
+TEST(CpuBlas, NothingToContractGivesZeros) {
+  for (auto [m, n] : {std::pair{1, 5}, std::pair{4, 1}}) {
+    std::vector<float> a(8, 1.0f), b(8, 1.0f);
+    std::vector<float> c(static_cast<size_t>(m * n), std::numeric_limits<float>::quiet_NaN());
+    jx::cpu::gemm<float>(Op::None, Op::None, m, n, 0, a.data(), 1, b.data(), n, c.data(), n);
+    for (float v : c) EXPECT_EQ(v, 0.0f);
+  }
+}
+
+}  // namespace
