@@ -105,16 +105,16 @@ inline void mvec_sin_cos_f64(void* s, void* c, const double* x, const double* y,
   g_mvec_avx512 ? mvec_sin_cos_f64_512(s, c, x, y, out, n) : mvec_sin_cos_f64_256(s, c, x, y, out, n);
 }
 
-// libmvec's symbol for `fn` ("sin") at the CPU's widest vectors, or null.
-inline void* libmvec_function(const std::string& fn, bool f32) {
-  static void* lib = dlopen("libmvec.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!lib || !(g_mvec_avx512 || g_mvec_avx2)) return nullptr;
-  const std::string prefix = g_mvec_avx512 ? (f32 ? "_ZGVeN16v_" : "_ZGVeN8v_") : (f32 ? "_ZGVdN8v_" : "_ZGVdN4v_");
-  return dlsym(lib, (prefix + fn + (f32 ? "f" : "")).c_str());
-}
+// libmvec's name for `fn` ("sin") at the CPU's widest vectors (_ZGVeN16v_sinf, ...).
 inline std::string libmvec_name(const std::string& fn, bool f32) {
   const std::string prefix = g_mvec_avx512 ? (f32 ? "_ZGVeN16v_" : "_ZGVeN8v_") : (f32 ? "_ZGVdN8v_" : "_ZGVdN4v_");
   return prefix + fn + (f32 ? "f" : "");
+}
+// That function, or null when libmvec or the ISA is missing.
+inline void* libmvec_function(const std::string& fn, bool f32) {
+  static void* lib = dlopen("libmvec.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib || !(g_mvec_avx512 || g_mvec_avx2)) return nullptr;
+  return dlsym(lib, libmvec_name(fn, f32).c_str());
 }
 
 // Seconds per element and thread of libmvec's widest variant of `fn` ("sin") on values
