@@ -172,8 +172,10 @@ const std::vector<MathCase>& cases() {
       {"cosh", 1, {{-88, 88}, {-1, 1}}, {{-709, 709}, {-1, 1}}, [](double x, double) { return std::cosh(x); },
        [](LD x, LD) { return coshl(x); }, 4, 4},
       {"tanh", 1, {{-10, 10}, {-1e-3, 1e-3}}, {{-20, 20}, {-1e-3, 1e-3}},
-       // float32 inline: measured 1.50 ULP, asserted 2; float64 libmvec.
-       [](double x, double) { return std::tanh(x); }, [](LD x, LD) { return tanhl(x); }, 2, 4, kInlineF32, 4},
+       // float32 inline (an odd rational, src/math/odd_rational.h): 5.26 ULP at worst over
+       // every float32, asserted 5.5; eager's float32 is libmvec's (1.35), so the two may
+       // differ by both errors. float64 libmvec.
+       [](double x, double) { return std::tanh(x); }, [](LD x, LD) { return tanhl(x); }, 5.5, 4, kInlineF32, 7},
       {"asinh", 1, {{-10, 10}, {1e-6, 1e30, true, true}}, {{-10, 10}, {1e-9, 1e300, true, true}},
        [](double x, double) { return std::asinh(x); }, [](LD x, LD) { return asinhl(x); }, 4, 4},
       {"acosh", 1, {{1, 10}, {10, 1e30, true}}, {{1, 10}, {10, 1e300, true}},
@@ -181,8 +183,9 @@ const std::vector<MathCase>& cases() {
       {"atanh", 1, {{-1, 1}, {1e-6, 1e-2, true, true}}, {{-1, 1}, {1e-9, 1e-2, true, true}},
        [](double x, double) { return std::atanh(x); }, [](LD x, LD) { return atanhl(x); }, 4, 4},
       {"erf", 1, {{-5, 5}, {1e-6, 1, true, true}}, {{-6, 6}, {1e-9, 1, true, true}},
-       // float32 inline: measured 1.25 ULP, asserted 2; float64 libmvec.
-       [](double x, double) { return std::erf(x); }, [](LD x, LD) { return erfl(x); }, 2, 4, kInlineF32, 4},
+       // float32 inline (an odd rational, src/math/odd_rational.h, which eager runs too):
+       // 6.35 ULP at worst over every float32, asserted 6.5; float64 libmvec.
+       [](double x, double) { return std::erf(x); }, [](LD x, LD) { return erfl(x); }, 6.5, 4, kInlineF32, 4},
       {"erfc", 1, {{-5, 10}}, {{-6, 27}}, [](double x, double) { return std::erfc(x); },
        [](LD x, LD) { return erfcl(x); }, 4, 4},
       {"cbrt", 1, {{1e-30, 1e30, true, true}}, {{1e-300, 1e300, true, true}},

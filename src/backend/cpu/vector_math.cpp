@@ -16,6 +16,7 @@
 #endif
 
 #include "core/config_internal.h"
+#include "math/odd_rational.h"
 
 namespace jx::cpu {
 namespace {
@@ -324,61 +325,32 @@ double scalar_binary(VecOp2 op, double a, double b) {
 
 namespace {
 
-// erf in float32 by the method jit kernels inline (src/jit/codegen/fast_math.cpp,
-// emit_erf_f32 and its twin erf_f32_scalar), operation for operation with the same
-// float32 constants, so eager and jit give the same bits (tests/numpy_math_test checks
-// it). |x| < 1: x (c0_hi + (c0_lo + t Q(t))), t = x^2; up to 3.92: a polynomial in
-// |x| - 2.46; above, 1; x's sign copied on.
-constexpr float kErfQ[] = {-0x1.812740p-2f, 0x1.ce2d28p-4f, -0x1.b7fab0p-6f,
-                           0x1.540a3cp-8f,  -0x1.a3ec54p-11f, 0x1.48f0bap-14f};
-constexpr float kErfL[] = {0x1.ffbe06p-1f,  0x1.5c2a6cp-9f,  -0x1.ac3d7cp-8f, 0x1.422c12p-7f,  -0x1.44e14cp-7f,
-                           0x1.bdba22p-8f,  -0x1.80e4c2p-9f, 0x1.df12c0p-12f, 0x1.7485e0p-12f, -0x1.38519ep-12f,
-                           0x1.3f6902p-14f, 0x1.940a8cp-16f, -0x1.2439a4p-16f, 0x1.83e932p-23f, 0x1.283ab4p-20f};
-constexpr double kTwoOverSqrtPi = 1.12837916709551257389615890312154517;
-constexpr float kErfC0Hi = static_cast<float>(kTwoOverSqrtPi);
-constexpr float kErfC0Lo = static_cast<float>(kTwoOverSqrtPi - static_cast<double>(kErfC0Hi));
-constexpr float kErfLimit = 3.92f, kErfCenter = 2.46f;
-
-[[gnu::always_inline]] inline float erf_f32_poly(float x) {
-  const float a = std::fabs(x);
-  const float t = x * x;
-  float q = kErfQ[5];
-  for (int k = 4; k >= 0; --k) q = std::fma(q, t, kErfQ[k]);
-  const float s = std::fma(t, q, kErfC0Lo);
-  const float small = std::fma(x, kErfC0Hi, x * s);
-  const float u = (a > kErfLimit ? kErfLimit : a) - kErfCenter;
-  float large = kErfL[14];
-  for (int k = 13; k >= 0; --k) large = std::fma(large, u, kErfL[k]);
-  large = a >= kErfLimit ? 1.0f : large;
-  return std::copysign(a < 1.0f ? small : large, x);
-}
-
-void erf_poly_generic(const float* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = erf_f32_poly(x[i]);
+// erf in float32 by the method jit kernels inline: the odd rational of
+// src/math/odd_rational.h, whose scalar evaluation the jit's emitter matches operation for
+// operation, so eager and jit give the same bits (tests/numpy_math_test checks it).
+void odd_rational_generic(const math::OddRational& r, const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = math::odd_rational(r, x[i]);
 }
 #ifdef JX_USE_LIBMVEC
-// The same operations on 8 floats (ordered compares and blends as the scalar selects,
-// so NaN takes the same path); the remainder one at a time.
-__attribute__((target("avx2,fma"))) void erf_poly_avx2(const float* x, float* y, int64_t n) {
-  const __m256 sign = _mm256_set1_ps(-0.0f), limit = _mm256_set1_ps(kErfLimit), one = _mm256_set1_ps(1.0f);
+// The same operations on 8 floats: min/max with the constant first return the second
+// operand (x) when it is NaN, as the scalar ordered selects do; the remainder one at a time.
+__attribute__((target("avx2,fma"))) void odd_rational_avx2(const math::OddRational& r, const float* x, float* y,
+                                                           int64_t n) {
+  const __m256 hi = _mm256_set1_ps(r.clamp), lo = _mm256_set1_ps(-r.clamp);
+  const __m256 one = _mm256_set1_ps(1.0f), minus_one = _mm256_set1_ps(-1.0f), p0 = _mm256_set1_ps(r.p[0]);
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    const __m256 v = _mm256_loadu_ps(x + i);
-    const __m256 a = _mm256_andnot_ps(sign, v);
-    const __m256 t = _mm256_mul_ps(v, v);
-    __m256 q = _mm256_set1_ps(kErfQ[5]);
-    for (int k = 4; k >= 0; --k) q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(kErfQ[k]));
-    const __m256 s = _mm256_fmadd_ps(t, q, _mm256_set1_ps(kErfC0Lo));
-    const __m256 small = _mm256_fmadd_ps(v, _mm256_set1_ps(kErfC0Hi), _mm256_mul_ps(v, s));
-    const __m256 ac = _mm256_blendv_ps(a, limit, _mm256_cmp_ps(a, limit, _CMP_GT_OQ));
-    const __m256 u = _mm256_sub_ps(ac, _mm256_set1_ps(kErfCenter));
-    __m256 large = _mm256_set1_ps(kErfL[14]);
-    for (int k = 13; k >= 0; --k) large = _mm256_fmadd_ps(large, u, _mm256_set1_ps(kErfL[k]));
-    large = _mm256_blendv_ps(large, one, _mm256_cmp_ps(a, limit, _CMP_GE_OQ));
-    const __m256 r = _mm256_blendv_ps(large, small, _mm256_cmp_ps(a, one, _CMP_LT_OQ));
-    _mm256_storeu_ps(y + i, _mm256_or_ps(_mm256_andnot_ps(sign, r), _mm256_and_ps(sign, v)));
+    const __m256 xc = _mm256_max_ps(lo, _mm256_min_ps(hi, _mm256_loadu_ps(x + i)));
+    const __m256 t = _mm256_mul_ps(xc, xc);
+    __m256 p = _mm256_set1_ps(r.p.back());
+    for (size_t k = r.p.size() - 2; k >= 1; --k) p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(r.p[k]));
+    __m256 q = _mm256_set1_ps(r.q.back());
+    for (size_t k = r.q.size() - 1; k-- > 0;) q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(r.q[k]));
+    q = _mm256_fmadd_ps(q, t, one);
+    const __m256 v = _mm256_div_ps(_mm256_fmadd_ps(_mm256_mul_ps(xc, t), p, _mm256_mul_ps(xc, p0)), q);
+    _mm256_storeu_ps(y + i, _mm256_max_ps(minus_one, _mm256_min_ps(one, v)));
   }
-  for (; i < n; ++i) y[i] = erf_f32_poly(x[i]);
+  for (; i < n; ++i) y[i] = math::odd_rational(r, x[i]);
 }
 #endif
 
@@ -387,9 +359,9 @@ __attribute__((target("avx2,fma"))) void erf_poly_avx2(const float* x, float* y,
 void erf_f32(const float* x, float* y, int64_t n) {
 #ifdef JX_USE_LIBMVEC
   // AVX-512 CPUs have AVX2 and FMA: the 8-wide code serves both.
-  if (current_isa().load(std::memory_order_relaxed) >= VectorIsa::Avx2) return erf_poly_avx2(x, y, n);
+  if (current_isa().load(std::memory_order_relaxed) >= VectorIsa::Avx2) return odd_rational_avx2(math::kErfF32, x, y, n);
 #endif
-  erf_poly_generic(x, y, n);
+  odd_rational_generic(math::kErfF32, x, y, n);
 }
 
 double erf_inv(double x) {

@@ -1,7 +1,8 @@
 // Inline float32 exp, tanh and erf for native kernels: branch-free LLVM IR (selects, no
 // calls), so the loop vectorizer widens them like plain arithmetic instead of calling
-// glibc's libmvec. Each is a range reduction plus a minimax polynomial evaluated with
-// llvm.fma (coefficients from scripts/fit_fast_math.py), with libm's IEEE special cases.
+// glibc's libmvec. exp is a range reduction plus a minimax polynomial; tanh and erf are
+// odd rationals x P(x^2) / Q(x^2) (src/math/odd_rational.h); all evaluated with llvm.fma
+// (coefficients from scripts/fit_fast_math.py), with libm's IEEE special cases.
 // Max error against a float64 reference, measured over 2^22 random inputs across each
 // function's ranges plus edge cases (tests/jit_fast_math_test.cpp checks 2^20 of them):
 // see the table in fast_math.cpp. Only the emitted polynomials use fma; nothing carries
@@ -29,11 +30,11 @@ class LoadedObject;
 llvm::Value* emit_exp_f32(llvm::IRBuilderBase& b, llvm::Value* x);
 // exp for float64, the same method: max 1 ULP (measured against long double).
 llvm::Value* emit_exp_f64(llvm::IRBuilderBase& b, llvm::Value* x);
-// tanh(x): odd polynomial for |x| < 0.625 (tanh(x) = x for tiny x, tanh(-0) = -0),
-// (1 - e) / (1 + e) with e = exp(-2|x|) above; ±1 at ±inf, NaN for NaN.
+// tanh(x): x P(x^2) / Q(x^2) on |x| <= 9.02, ±1 beyond; max 5.26 ULP (every float32),
+// tanh(x) = x for tiny x, tanh(-0) = -0, ±1 at ±inf, NaN for NaN, odd to the bit.
 llvm::Value* emit_tanh_f32(llvm::IRBuilderBase& b, llvm::Value* x);
-// erf(x): x * P(x^2) for |x| < 1, a polynomial in |x| up to 3.92, ±1 beyond (where
-// erf rounds to 1 in float32); erf(-0) = -0, erf(±inf) = ±1, NaN for NaN.
+// erf(x): x P(x^2) / Q(x^2) on |x| <= 4, ±1 beyond; max 6.35 ULP (every float32);
+// erf(-0) = -0, erf(±inf) = ±1, NaN for NaN, odd to the bit.
 llvm::Value* emit_erf_f32(llvm::IRBuilderBase& b, llvm::Value* x);
 
 // The same computations in C++ (std::fma, the same constants, operation for operation):
