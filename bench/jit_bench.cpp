@@ -491,6 +491,18 @@ void bench_vecmath() {
   }
 }
 
+// ---- 10. sort: a runtime call under jit too (the same kernel, Highway's vqsort) ----
+
+void bench_sort() {
+  auto sort = jx::jit([](const Array& a) { return jnp::sort(a, -1); }, options("bench_sort"));
+  auto argsort = jx::jit([](const Array& a) { return jnp::argsort(a); }, options("bench_argsort"));
+  auto x = jx::random::normal(key, {1000000});
+  auto rows = jnp::reshape(x, {1000, 1000});
+  eager_vs_jit("sort", "sort_1e6_float32", [&] { (void)jnp::sort(x); }, [&] { (void)sort(x); });
+  eager_vs_jit("sort", "argsort_1e6_float32", [&] { (void)jnp::argsort(x); }, [&] { (void)argsort(x); });
+  eager_vs_jit("sort", "sort_rows_1000x1000_float32", [&] { (void)jnp::sort(rows, -1); }, [&] { (void)sort(rows); });
+}
+
 BenchArgs args;
 
 // A section that fails (jit still being written) is reported and the others still run.
@@ -549,6 +561,7 @@ int main(int argc, char** argv) {
   section("matmul", bench_matmul);
   section("small_kernels", bench_small_kernels);
   section("vecmath", bench_vecmath);
+  section("sort", bench_sort);
 
   std::error_code ec;
   std::filesystem::remove_all(cache_dir.data(), ec);

@@ -153,6 +153,15 @@ void bench_vecmath() {
   }
 }
 
+// Sort and argsort of 10^6 float32 (one line), and 1000 lines of 1000.
+void bench_sort() {
+  auto x = jx::random::normal(key, {1000000});
+  auto rows = jnp::reshape(x, {1000, 1000});
+  eager("sort", "sort_1e6_float32", best_seconds([&] { (void)jnp::sort(x); }, reps));
+  eager("sort", "argsort_1e6_float32", best_seconds([&] { (void)jnp::argsort(x); }, reps));
+  eager("sort", "sort_rows_1000x1000_float32", best_seconds([&] { (void)jnp::sort(rows, -1); }, reps));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -165,7 +174,8 @@ int main(int argc, char** argv) {
   const std::pair<const char*, void (*)()> sections[] = {
       {"dispatch", bench_dispatch}, {"grad", bench_grad},           {"tutorial", bench_tutorial},
       {"selu", bench_selu},         {"reduction", bench_reduction}, {"softmax", bench_softmax},
-      {"matmul", bench_matmul},     {"small_kernels", bench_small_kernels}, {"vecmath", bench_vecmath}};
+      {"matmul", bench_matmul},     {"small_kernels", bench_small_kernels}, {"vecmath", bench_vecmath},
+      {"sort", bench_sort}};
   for (auto [name, body] : sections)
     if (args.runs(name)) body();
   return 0;

@@ -34,6 +34,7 @@ SECTIONS = [
     ("matmul", "7. matmul and gelu(A @ B + b) (limit: the BLAS called directly)"),
     ("small_kernels", "8. many small kernels"),
     ("vecmath", "9. vector math, 4M float32 inputs"),
+    ("sort", "10. sort and argsort, float32 (no hardware limit: compared with peers)"),
 ]
 SOFTMAX_SHAPES = ((4096, 4096), (65536, 128), (128, 65536))
 SWEEP = [1000 * 4 ** k for k in range(8)]  # 1e3 .. 1.6e7 elements
@@ -148,6 +149,10 @@ def numpy_workloads(reps, quick):
         x = vecmath_inputs(np, lo, hi, logu)
         if fns[name] is not None:
             out[f"vecmath_{name}_4M_float32"] = best(lambda: fns[name](x), reps)
+    x = rng.standard_normal(1000000).astype(np.float32)
+    out["sort_1e6_float32"] = best(lambda: np.sort(x), reps)
+    out["argsort_1e6_float32"] = best(lambda: np.argsort(x), reps)
+    out["sort_rows_1000x1000_float32"] = best(lambda: np.sort(x.reshape(1000, 1000), axis=-1), reps)
     return out
 
 
@@ -270,6 +275,12 @@ def jax_workloads(reps, quick):
         x = jnp.asarray(vecmath_inputs(np, lo, hi, logu))
         g = jax.jit(fns[name])
         out[f"vecmath_{name}_4M_float32"] = best(lambda: g(x).block_until_ready(), reps)
+    x = jnp.asarray(np.random.default_rng(0).standard_normal(1000000).astype(np.float32))
+    xr = x.reshape(1000, 1000)
+    sort, argsort = jax.jit(lambda a: jnp.sort(a, axis=-1)), jax.jit(jnp.argsort)
+    out["sort_1e6_float32"] = best(lambda: sort(x).block_until_ready(), reps)
+    out["argsort_1e6_float32"] = best(lambda: argsort(x).block_until_ready(), reps)
+    out["sort_rows_1000x1000_float32"] = best(lambda: sort(xr).block_until_ready(), reps)
     return out
 
 
@@ -356,6 +367,10 @@ def torch_workloads(reps, quick):
         for n in matmul_sizes(quick):
             a = torch.randn(n, n, dtype=dt)
             out[f"matmul_{n}_{str(dt).split('.')[1]}"] = best(lambda: a @ a, 2 if n >= 4096 else reps)
+    x = torch.randn(1000000)
+    out["sort_1e6_float32"] = best(lambda: torch.sort(x), reps)
+    out["argsort_1e6_float32"] = best(lambda: torch.argsort(x), reps)
+    out["sort_rows_1000x1000_float32"] = best(lambda: torch.sort(x.reshape(1000, 1000), -1), reps)
     return out
 
 
@@ -677,7 +692,7 @@ def main():
     ap.add_argument("--readme", help="also write the report into this file (README.md) between its "
                     "'<!-- bench-report:begin -->' and '<!-- bench-report:end -->' lines")
     ap.add_argument("--only", help="comma-separated sections of the C++ binaries (dispatch,compile,grad,tutorial,"
-                    "selu,reduction,softmax,matmul,small_kernels,vecmath); peers still run everything")
+                    "selu,reduction,softmax,matmul,small_kernels,vecmath,sort); peers still run everything")
     args = ap.parse_args()
     reps = 2 if args.quick else 5
     flags = (["--quick"] if args.quick else []) + (["--only", args.only] if args.only else [])

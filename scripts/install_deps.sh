@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config git
   libopenblas-dev libopenblas0-pthread liblapacke-dev   # BLAS/LAPACK (see README: why OpenBLAS)
   zlib1g-dev                                            # .npz archives
+  libhwy-dev                                            # Highway's vqsort (sort kernels)
   libgtest-dev                                          # the test suite
   python3 python3-venv                                  # fixture and benchmark scripts
   llvm-19-dev                                           # jit: native code through LLVM ORC

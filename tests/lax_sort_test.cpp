@@ -3,8 +3,10 @@
 // numbers, stability, large parallel inputs and error messages.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <random>
+#include <utility>
 
 #include "core/array_internal.h"
 #include "core/convert.h"
@@ -175,6 +177,119 @@ TEST(LaxSort, ManyLinesInParallelMatchStdSort) {
       ASSERT_EQ(perm_t[k * lines + l], idx[k]);
     }
   }
+}
+
+// ---- every dtype, long lines (vqsort's recursion, not only its base case) ----
+
+// JAX's order on reals: NaN greatest (all NaNs equal), -0 == 0.
+template <class T>
+bool jax_less(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) return !std::isnan(a) && (std::isnan(b) || a < b);
+  else return a < b;
+}
+template <class T>
+bool same_bits_or_nan(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+    return a == b && std::signbit(a) == std::signbit(b);
+  } else {
+    return a == b;
+  }
+}
+
+// Lines of `n` values of C++ type S drawn from a few distinct values and the type's
+// extremes (NaN of both signs, ±inf, ±0, subnormals, the largest and smallest finite),
+// stored as dtype d (halves and bool hold the values already converted to them). Checked against
+// std::stable_sort in JAX's order: stable sorts to the bit (zero signs and NaN positions
+// in input order), unstable ones as keys; argsort (a second operand of indices) stably.
+template <class S>
+void check_against_stable_sort(DType d, int64_t lines, int64_t n, uint32_t seed) {
+  SCOPED_TRACE(std::string(dtype_name(d)) + " lines " + std::to_string(lines) + " n " + std::to_string(n));
+  std::vector<S> pool;
+  using L = std::numeric_limits<S>;
+  if constexpr (std::is_floating_point_v<S>) {
+    pool = {S(0), -S(0), L::infinity(), -L::infinity(), L::quiet_NaN(), -L::quiet_NaN(), S(1), S(-1), S(0.5),
+            S(-2.25), S(3), L::denorm_min(), -L::denorm_min(), L::min(), S(1e4), S(-1e4)};
+    if (d == DType::Float32 || d == DType::Float64) pool.insert(pool.end(), {L::max(), L::lowest()});
+  } else if (d == DType::Bool) {
+    pool = {0, 1};
+  } else {
+    pool = {L::min(), L::max(), S(0), S(1), S(2), S(L::max() / 2), S(L::min() / 2), S(L::max() - 1)};
+  }
+  std::mt19937 gen(seed);
+  std::uniform_int_distribution<size_t> pick(0, pool.size() - 1);
+  std::uniform_int_distribution<int> wide(-100000, 100000);
+  std::vector<S> v(static_cast<size_t>(lines * n));
+  for (auto& e : v) {
+    // Half the elements from the pool (many ties), half spread out (a real sort).
+    if (gen() % 2 || d == DType::Bool) e = pool[pick(gen)];
+    else if constexpr (std::is_floating_point_v<S>) e = static_cast<S>(wide(gen)) / S(64);
+    else e = static_cast<S>(static_cast<uint64_t>(wide(gen)) * 2654435761u);
+  }
+  const bool converted = d == DType::Float16 || d == DType::BFloat16 || d == DType::Bool;
+  Array x = converted ? as_dtype(Array(v, {lines, n}), d) : Array(v, {lines, n});
+  if (converted) v = x.to_vector<S>();  // the stored values
+  ASSERT_EQ(x.dtype(), d);
+  const auto sorted_stable = lax::sort(x, 1, true).to_vector<S>();
+  const auto sorted = lax::sort(x, 1, false).to_vector<S>();
+  auto both = lax::sort({x, index_along(x.shape(), 1)}, 1, true, 1);
+  const auto perm = both[1].to_vector<int32_t>();
+  const auto perm_values = both[0].to_vector<S>();
+  for (int64_t l = 0; l < lines; ++l) {
+    const S* line = v.data() + l * n;
+    std::vector<int32_t> idx(static_cast<size_t>(n));
+    std::iota(idx.begin(), idx.end(), 0);
+    std::stable_sort(idx.begin(), idx.end(), [&](int32_t a, int32_t b) { return jax_less(line[a], line[b]); });
+    for (int64_t k = 0; k < n; ++k) {
+      const S want = line[idx[k]];
+      const size_t at = static_cast<size_t>(l * n + k);
+      ASSERT_TRUE(same_bits_or_nan(sorted_stable[at], want)) << "stable sort, line " << l << " at " << k;
+      ASSERT_TRUE(!jax_less(sorted[at], want) && !jax_less(want, sorted[at])) << "sort, line " << l << " at " << k;
+      ASSERT_EQ(perm[at], idx[k]) << "argsort, line " << l << " at " << k;
+      ASSERT_TRUE(same_bits_or_nan(perm_values[at], want)) << "sorted operand, line " << l << " at " << k;
+    }
+  }
+}
+
+TEST(LaxSort, EveryDTypeMatchesAStableSortOnLongLines) {
+  for (auto [lines, n] : {std::pair<int64_t, int64_t>{1, 20000}, {3, 4097}, {40, 7}}) {
+    check_against_stable_sort<float>(DType::Float32, lines, n, 1);
+    check_against_stable_sort<double>(DType::Float64, lines, n, 2);
+    check_against_stable_sort<float>(DType::Float16, lines, n, 3);
+    check_against_stable_sort<float>(DType::BFloat16, lines, n, 4);
+    check_against_stable_sort<int8_t>(DType::Int8, lines, n, 5);
+    check_against_stable_sort<int16_t>(DType::Int16, lines, n, 6);
+    check_against_stable_sort<int32_t>(DType::Int32, lines, n, 7);
+    check_against_stable_sort<int64_t>(DType::Int64, lines, n, 8);
+    check_against_stable_sort<uint8_t>(DType::UInt8, lines, n, 9);
+    check_against_stable_sort<uint32_t>(DType::UInt32, lines, n, 11);
+    check_against_stable_sort<uint8_t>(DType::Bool, lines, n, 13);
+  }
+}
+
+// Two keys (a float primary with ties and NaNs, an int64 secondary with extremes) over
+// a long line: lexicographic and stable, against std::stable_sort on the pairs.
+TEST(LaxSort, TwoKeysOnALongLineMatchStableSort) {
+  const int64_t n = 30000;
+  std::mt19937 gen(99);
+  std::vector<float> a(n);
+  std::vector<int64_t> b(n);
+  const int64_t big = std::numeric_limits<int64_t>::max(), small = std::numeric_limits<int64_t>::min();
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t r = gen();
+    a[i] = r % 17 == 0 ? NAN : r % 13 == 0 ? -0.0f : static_cast<float>(r % 50) - 25;
+    b[i] = r % 7 == 0 ? big : r % 11 == 0 ? small : static_cast<int64_t>(gen() % 5) - 2;
+  }
+  auto out = lax::sort({Array(a), Array(b), index_along({n}, 0)}, 0, true, 2);
+  const auto perm = out[2].to_vector<int32_t>();
+  std::vector<int32_t> idx(n);
+  std::iota(idx.begin(), idx.end(), 0);
+  std::stable_sort(idx.begin(), idx.end(), [&](int32_t i, int32_t j) {
+    if (jax_less(a[i], a[j])) return true;
+    if (jax_less(a[j], a[i])) return false;
+    return b[i] < b[j];
+  });
+  EXPECT_EQ(perm, idx);
 }
 
 // ---- errors ----

@@ -65,10 +65,6 @@ Value* i32(Value* like, int32_t v) { return llvm::ConstantInt::get(int_type_like
 Value* fma(llvm::IRBuilderBase& b, Value* a, Value* m, Value* c) {
   return b.CreateIntrinsic(llvm::Intrinsic::fma, {a->getType()}, {a, m, c});
 }
-Value* fabs(llvm::IRBuilderBase& b, Value* x) { return b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x); }
-Value* copysign(llvm::IRBuilderBase& b, Value* magnitude, Value* sign) {
-  return b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, magnitude, sign);
-}
 
 // c[0] + t (c[1] + t (c[2] + ...)), Horner with fma; coefficients as float32 bit-exact
 // hex floats (they were rounded to float32 by the fit).
