@@ -18,8 +18,10 @@ int num_threads();
 // the same call not yet started are then skipped).
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body);
 
-// Elements below which an elementwise kernel stays single-threaded: waking a worker
-// costs a few microseconds, which pays off only past about this many elements.
+// Elements below which an eager elementwise kernel stays single-threaded: handing a
+// chunk to a worker costs about a microsecond while workers spin between regions, and
+// 5-30 µs once they sleep (thread_pool.cpp), which pays off only past about this many
+// elements of plain arithmetic.
 inline constexpr int64_t kParallelGrain = 1 << 15;
 
 }  // namespace jx::cpu

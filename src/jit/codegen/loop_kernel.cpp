@@ -143,10 +143,11 @@ std::shared_ptr<const CompiledLoop> CompiledLoop::compile(const KernelPlan& plan
   for (const PlanOutput& o : plan.outputs) loop->output_dtypes_.push_back(o.dtype);
   // Threading: a unit holds elements_per_unit points of `cost` (transcendentals count
   // several times a plain op). A chunk must hold about 2 * kParallelGrain plain element
-  // operations and never fewer than kMinChunkElements points: waking a worker costs
-  // 5-30 µs (more on a loaded machine), and the bench measured a 4000-element sin + cos
-  // split over 2 threads at 4x the single-threaded time.
-  constexpr int64_t kMinChunkElements = 16384;
+  // operations and never fewer than kMinChunkElements points. Workers spin briefly
+  // between regions (thread_pool.cpp), so splitting a kernel issued after another costs
+  // about a microsecond: a 16000-element sin + cos takes 11.8 µs on 2 threads against
+  // 16.7 µs on one (it took 4x longer split when every split woke a sleeping worker).
+  constexpr int64_t kMinChunkElements = 4096;
   const int64_t per_unit = std::max<int64_t>(1, plan.schedule.elements_per_unit);
   const int64_t work = per_unit * std::max<int64_t>(1, plan.schedule.cost);
   loop->grain_ = std::max<int64_t>({1, 2 * cpu::kParallelGrain / work, (kMinChunkElements + per_unit - 1) / per_unit});
