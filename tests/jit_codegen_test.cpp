@@ -960,5 +960,29 @@ TEST(Dumps, SumAccumulatesInVectorRegisters) {
   EXPECT_NE(assembly.find("vaddpd\t%zmm"), std::string::npos);
 }
 
+// A float32 row sum of exp accumulates in double, but the exp runs at a full register
+// of floats (loop_emitter.cpp's width hint): LLVM, left alone, sized the vectors for the
+// double accumulator and ran the exp at half width.
+TEST(Dumps, FloatMathReductionRunsAtFullFloatWidth) {
+  const std::string& features = codegen::host_target().features;
+  const bool avx512 = features.find("+avx512f") != std::string::npos;
+  if (!avx512 && features.find("+avx2") == std::string::npos) GTEST_SKIP() << "no AVX2 on this host";
+  const fs::path dir = fs::temp_directory_path() / ("jx_codegen_dump_lse_" + std::to_string(::getpid()));
+  Jaxpr j = parse_jaxpr(R"({ lambda ; a:f32[64,4096]. let
+    b:f32[64,4096] = exp a
+    c:f32[64] = reduce_sum[axes=(1,)] b
+  in (c) })");
+  KernelOptions o;
+  o.name = "sum_exp";
+  o.dump_dir = dir.string();
+  o.disk_cache = false;
+  compile_kernel(j, "reduction", o);
+  const std::string ir = read_file(dir / "sum_exp.ll");
+  fs::remove_all(dir);
+  const std::string width = avx512 ? "16" : "8";
+  EXPECT_TRUE(std::regex_search(ir, std::regex("fpext <" + width + " x float>"))) << ir;
+  EXPECT_TRUE(std::regex_search(ir, std::regex("fmul <" + width + " x float>"))) << ir;
+}
+
 }  // namespace
 }  // namespace jx::compiler
