@@ -72,26 +72,28 @@ class Emitter {
   // 4 s compile there), and its own choice ran a 200-op chain of sin/tanh/mul/add/sub
   // over 65536 floats in 13 ms against 6.5 ms at the full width.
   //
-  // A float32 reduction whose body computes transcendentals (sum(exp(x - m)) of a
-  // logsumexp) accumulates in double, and LLVM sizes its vectors for the double
-  // accumulator: 4 floats a vector on AVX2, so the exp ran at half width (a row sum of
-  // exp over 4096 x 4096 floats took 9.0 ms against 2.0 ms for the plain sum). Those
-  // loops get a full register of floats; the accumulator spans two registers.
+  // A float32 reduction accumulates in double, and LLVM sizes its vectors for the double
+  // accumulator: 4 floats a vector on AVX2, so the body's float arithmetic ran at half
+  // width (a row sum of exp over 4096 x 4096 floats took 9.0 ms against 2.0 ms for the
+  // plain sum; sum(x + 2y + z^2) over 1.6e7 floats 7.0 ms, now 5.6). A reduction with
+  // float32 ops in its body gets a full register of floats, its accumulator spanning two
+  // registers; a plain sum of loads keeps LLVM's choice (it is memory-bound either way).
   void annotate_loops() {
     bool calls = false;
     for (const llvm::Function& f : module_)
       calls = calls || (f.isDeclaration() && f.getName().starts_with("jx_vm_"));
-    int64_t ops = 0, widest = 1, cost = 0;
+    int64_t ops = 0, widest = 1;
     for (const PlanNode& n : plan_.nodes) {
       ops += n.kind == PlanNode::Kind::Op;
       widest = std::max<int64_t>(widest, itemsize(n.dtype));
-      if (n.kind == PlanNode::Kind::Op) cost = std::max<int64_t>(cost, op_cost(*n.eqn->primitive));
     }
     const bool large = ops > kLargeBodyOps;
     bool wide_accumulator = false;
-    for (const PlanOutput& o : plan_.outputs) wide_accumulator = wide_accumulator || (o.reduce && o.dtype == DType::Float32);
-    const bool float_math_reduction = plan_.kind == KernelPlan::Kind::Reduction && wide_accumulator && widest == 4 && cost > 1;
-    if (!calls && !large && !float_math_reduction) return;
+    for (const PlanOutput& o : plan_.outputs)
+      wide_accumulator = wide_accumulator || (o.reduce && o.dtype == DType::Float32);
+    const bool float_arithmetic_reduction =
+        plan_.kind == KernelPlan::Kind::Reduction && wide_accumulator && widest == 4 && ops > 0;
+    if (!calls && !large && !float_arithmetic_reduction) return;
     std::vector<llvm::Metadata*> hints = {nullptr};
     auto hint = [&](const char* name, int64_t value) {
       llvm::Metadata* kv[] = {llvm::MDString::get(ctx_, name),
@@ -99,7 +101,7 @@ class Emitter {
       hints.push_back(llvm::MDNode::get(ctx_, kv));
     };
     if (calls || large) hint("llvm.loop.interleave.count", 1);
-    if (large || float_math_reduction)
+    if (large || float_arithmetic_reduction)
       hint("llvm.loop.vectorize.width", std::max<int64_t>(1, vector_register_bytes() / widest));
     for (llvm::BranchInst* latch : latches_) {
       llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, hints);
