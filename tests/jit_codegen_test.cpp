@@ -334,7 +334,7 @@ TEST(LoopKernel, RefusesWhatItCannotCompile) {
     b:f32[6] = sin a
   in (b) })");
   EXPECT_JX_ERROR(compile_kernel(not_reduced, "reduction", no_cache()), "output 0 of a reduction fusion (f32[6]) is not computed by a reduction");
-  EXPECT_JX_ERROR(compile_kernel(not_reduced, "scan", no_cache()), "kind must be loop or reduction, got 'scan'");
+  EXPECT_JX_ERROR(compile_kernel(not_reduced, "scan", no_cache()), "kind must be loop, reduction or rows, got 'scan'");
   Jaxpr mixed = parse_jaxpr(R"({ lambda ; a:f32[6] b:f32[3]. let
     c:f32[6] = sin a
     d:f32[3] = cos b
@@ -692,6 +692,111 @@ TEST(ReductionKernel, IntegerAndBitwise) {
 }
 
 // ---- dot ----
+
+// ---- rows kernels: passes over each row block, then the elementwise work ----
+
+std::string softmax_text(const std::string& t, int64_t rows, int64_t cols) {
+  const std::string r = std::to_string(rows), c = std::to_string(cols);
+  const std::string x = t + "[" + r + "," + c + "]", row = t + "[" + r + "]", col = t + "[" + r + ",1]";
+  const std::string b = "broadcast_in_dim[broadcast_dimensions=(0, 1) shape=(" + r + ", " + c + ")]";
+  return "{ lambda ; a:" + x + ". let\n    b:" + row + " = reduce_max[axes=(1,)] a\n    c:" + col +
+         " = expand_dims[dimensions=(1,)] b\n    d:" + x + " = " + b + " c\n    e:" + x + " = sub a d\n    f:" + x +
+         " = exp e\n    g:" + row + " = reduce_sum[axes=(1,)] f\n    h:" + col + " = expand_dims[dimensions=(1,)] g\n    i:" +
+         x + " = " + b + " h\n    j:" + x + " = div f i\n  in (j) }";
+}
+
+TEST(RowsKernel, PlanStashesTheExpForTheOutputPass) {
+  // exp(x - max) is computed once per element: pass 1 stores it in the row buffer, the
+  // output pass loads it. 8 KiB per row, 32 rows per 256 KiB block.
+  const std::string s = codegen::plan_kernel(parse_jaxpr(softmax_text("f32", 100, 1024)), "rows").str();
+  EXPECT_NE(s.find("p0:float32 = reduce_max n0 pass 0\n"), std::string::npos) << s;
+  EXPECT_NE(s.find("p1:float32 = reduce_sum n3 pass 1 stash\n"), std::string::npos) << s;
+  EXPECT_NE(s.find("schedule rows units 100 chunk_rows 32 column_block 0\n"), std::string::npos) << s;
+}
+
+TEST(RowsKernel, SoftmaxMatchesEager) {
+  // Blocks with a remainder (100 rows of 37 in blocks of 64), rows longer than a
+  // reduction block (10000 > 4096 elements: several partial accumulators per row), one
+  // row per block (65536 floats: 256 KiB), and float64.
+  check(softmax_text("f32", 100, 37), "rows", 1e-5, 1e-7);
+  check(softmax_text("f32", 9, 10000), "rows", 1e-5, 1e-9);
+  check(softmax_text("f32", 3, 65536), "rows", 1e-5, 1e-10);
+  check(softmax_text("f64", 70, 300), "rows", 1e-12, 1e-14);
+}
+
+TEST(RowsKernel, LogsumexpAndLogSoftmax) {
+  // A per-row output (logsumexp) beside a full-shape one (log_softmax = x - lse).
+  check(R"({ lambda ; a:f32[130,77]. let
+    b:f32[130] = reduce_max[axes=(1,)] a
+    c:f32[130] = broadcast_in_dim[broadcast_dimensions=() shape=(130,)] 0.0:f32[]
+    d:bool[130] = is_finite b
+    e:f32[130] = select_n d c b
+    f:f32[130] = stop_gradient e
+    g:f32[130,1] = expand_dims[dimensions=(1,)] f
+    h:f32[130,77] = broadcast_in_dim[broadcast_dimensions=(0, 1) shape=(130, 77)] g
+    i:f32[130,77] = sub a h
+    j:f32[130,77] = exp i
+    k:f32[130] = reduce_sum[axes=(1,)] j
+    l:f32[130] = log k
+    m:f32[130] = add l f
+    n:f32[130,77] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(130, 77)] m
+    o:f32[130,77] = sub a n
+  in (m, o) })",
+        "rows", 1e-5, 1e-6);
+}
+
+TEST(RowsKernel, LayerNormWithItsStatistics) {
+  // Two dependent passes (mean, then the variance about it), a per-row output of each,
+  // trailing axes (1, 2) of a 3-d operand as the row, and a second input.
+  check(R"({ lambda ; a:f64[20,6,50] w:f64[20,6,50]. let
+    n:f64[20] = broadcast_in_dim[broadcast_dimensions=() shape=(20,)] 300.0:f64[]
+    p:f64[20] = broadcast_in_dim[broadcast_dimensions=() shape=(20,)] 1e-05:f64[]
+    b:f64[20] = reduce_sum[axes=(1, 2)] a
+    c:f64[20] = div b n
+    d:f64[20,6,50] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(20, 6, 50)] c
+    e:f64[20,6,50] = sub a d
+    f:f64[20,6,50] = mul e e
+    g:f64[20] = reduce_sum[axes=(1, 2)] f
+    h:f64[20] = div g n
+    i:f64[20] = add h p
+    j:f64[20] = rsqrt i
+    k:f64[20,6,50] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(20, 6, 50)] j
+    l:f64[20,6,50] = mul e k
+    m:f64[20,6,50] = mul l w
+  in (m, c, h) })",
+        "rows", 1e-12, 1e-12);
+}
+
+TEST(RowsKernel, NaNAndInfinityRows) {
+  // A row of -inf (logsumexp's max is not finite: the shift is 0), a NaN row and an
+  // all-equal row, against eager bit for bit where the values are special.
+  std::vector<float> v(16 * 8, 0.5f);
+  for (int k = 0; k < 8; ++k) v[1 * 8 + k] = -std::numeric_limits<float>::infinity();
+  v[2 * 8 + 3] = std::numeric_limits<float>::quiet_NaN();
+  v[3 * 8 + 5] = std::numeric_limits<float>::infinity();
+  check(softmax_text("f32", 16, 8), "rows", 1e-6, 1e-7, {Array(v, {16, 8})});
+}
+
+TEST(RowsKernel, RefusesWhatItCannotPlan) {
+  Jaxpr none = parse_jaxpr(R"({ lambda ; a:f32[16,8]. let
+    b:f32[16,8] = exp a
+  in (b) })");
+  EXPECT_JX_ERROR(codegen::plan_kernel(none, "rows"), "[jit] a rows fusion must hold a reduction");
+  Jaxpr whole = parse_jaxpr(R"({ lambda ; a:f32[16,8]. let
+    b:f32[] = reduce_sum[axes=(0, 1)] a
+  in (b) })");
+  EXPECT_JX_ERROR(codegen::plan_kernel(whole, "rows"), "a rows fusion needs kept dims, got a reduction of (16, 8) over every axis");
+  Jaxpr across = parse_jaxpr(R"({ lambda ; a:f32[16,16]. let
+    b:f32[16] = reduce_max[axes=(1,)] a
+    c:f32[16,16] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(16, 16)] b
+    d:f32[16,16] = sub a c
+  in (d) })");
+  EXPECT_JX_ERROR(codegen::plan_kernel(across, "rows"), "is read at another row than its own");
+  std::string why;
+  EXPECT_FALSE(rows_fusion_supported(across, &why));
+  EXPECT_NE(why.find("another row"), std::string::npos) << why;
+  EXPECT_TRUE(rows_fusion_supported(parse_jaxpr(softmax_text("f32", 16, 8)), &why)) << why;
+}
 
 // ---- float32 sum accuracy (accumulated in float64, loop_emitter.cpp) ----
 

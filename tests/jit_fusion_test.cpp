@@ -399,6 +399,112 @@ TEST(ReductionFusion, ReductionResultIsNotFusedIntoItsConsumer) {
   EXPECT_EQ(r.fusions("loop"), 1);
 }
 
+// ---- rows: reductions and the elementwise work around them, one kernel per row block ----
+
+TEST(RowsFusion, SoftmaxIsOneRowsFusion) {
+  // 16 rows (at least kMinRows): max, sub, exp, sum and div in one fusion reading x once;
+  // four without rows fusions.
+  const char* softmax = R"({ lambda ; a:f32[16,32]. let
+    b:f32[16] = reduce_max[axes=(1,)] a
+    c:f32[16,1] = expand_dims[dimensions=(1,)] b
+    d:f32[16,32] = broadcast_in_dim[broadcast_dimensions=(0, 1) shape=(16, 32)] c
+    e:f32[16,32] = sub a d
+    f:f32[16,32] = exp e
+    g:f32[16] = reduce_sum[axes=(1,)] f
+    h:f32[16,1] = expand_dims[dimensions=(1,)] g
+    i:f32[16,32] = broadcast_in_dim[broadcast_dimensions=(0, 1) shape=(16, 32)] h
+    j:f32[16,32] = div f i
+  in (j,) })";
+  Fused r = fuse_text(softmax);
+  FusionOptions no_rows;
+  no_rows.rows = false;
+  EXPECT_EQ(fuse_text(softmax, no_rows).fusions(), 4);
+  EXPECT_EQ(r.fusions(), 1) << r.text;
+  EXPECT_EQ(r.fusions("rows"), 1) << r.text;
+  EXPECT_TRUE(r.has_note("fusion.0: rows over f32[16,32] axes=(1,) of reduce_max (b), expand_dims (c), "
+                         "broadcast_in_dim (d), sub (e), exp (f), reduce_sum (g), expand_dims (h), "
+                         "broadcast_in_dim (i), div (j); 1 input, 1 output"))
+      << r.all_notes();
+}
+
+TEST(RowsFusion, LogsumexpGivesAPerRowOutput) {
+  // jnp::logsumexp's program: the row values feed work over the row shape (is_finite,
+  // select, log, add) that ends in a per-row output.
+  Fused r = fuse_text(R"({ lambda ; a:f32[12,40]. let
+    b:f32[12] = reduce_max[axes=(1,)] a
+    c:f32[12] = broadcast_in_dim[broadcast_dimensions=() shape=(12,)] 0.0:f32[]
+    d:bool[12] = is_finite b
+    e:f32[12] = select_n d c b
+    f:f32[12] = stop_gradient e
+    g:f32[12,1] = expand_dims[dimensions=(1,)] f
+    h:f32[12,40] = broadcast_in_dim[broadcast_dimensions=(0, 1) shape=(12, 40)] g
+    i:f32[12,40] = sub a h
+    j:f32[12,40] = exp i
+    k:f32[12] = reduce_sum[axes=(1,)] j
+    l:f32[12] = log k
+    m:f32[12] = add l f
+  in (m,) })");
+  EXPECT_EQ(r.fusions(), 1) << r.text;
+  EXPECT_EQ(r.fusions("rows"), 1) << r.text;
+}
+
+TEST(RowsFusion, LayerNormAndItsStatisticsAreOneFusion) {
+  // mean and variance (two passes over the row) as outputs beside the normalized rows.
+  Fused r = fuse_text(R"({ lambda ; a:f64[10,30]. let
+    n:f64[10] = broadcast_in_dim[broadcast_dimensions=() shape=(10,)] 30.0:f64[]
+    p:f64[10] = broadcast_in_dim[broadcast_dimensions=() shape=(10,)] 1e-05:f64[]
+    b:f64[10] = reduce_sum[axes=(1,)] a
+    c:f64[10] = div b n
+    d:f64[10,30] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(10, 30)] c
+    e:f64[10,30] = sub a d
+    f:f64[10,30] = mul e e
+    g:f64[10] = reduce_sum[axes=(1,)] f
+    h:f64[10] = div g n
+    i:f64[10] = add h p
+    j:f64[10] = rsqrt i
+    k:f64[10,30] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(10, 30)] j
+    l:f64[10,30] = mul e k
+  in (l, c, h) })");
+  EXPECT_EQ(r.fusions(), 1) << r.text;
+  EXPECT_EQ(r.fusions("rows"), 1) << r.text;
+}
+
+TEST(RowsFusion, ARowValueReadAlongTheRowIsRefused) {
+  // The row maxima broadcast along the other axis (m[j] read at element (i, j)): each
+  // element needs another row's value, so the second reduction stays a kernel of its own.
+  Fused r = fuse_text(R"({ lambda ; a:f32[16,16]. let
+    b:f32[16] = reduce_max[axes=(1,)] a
+    c:f32[16,16] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(16, 16)] b
+    d:f32[16,16] = sub a c
+    e:f32[16,16] = exp d
+    f:f32[16] = reduce_sum[axes=(1,)] e
+  in (f,) })");
+  EXPECT_EQ(r.fusions("rows"), 0) << r.text;
+  EXPECT_EQ(r.fusions("reduction"), 2) << r.text;
+  bool refused = false;
+  for (const std::string& n : r.notes)
+    refused = refused || (n.rfind("refused: rows fusion of ", 0) == 0 &&
+                          n.find("into reduction over f32[16,16] axes=(1,): ") != std::string::npos &&
+                          n.find("another row") != std::string::npos);
+  EXPECT_TRUE(refused) << r.all_notes();
+}
+
+TEST(RowsFusion, LeadingAxesAndFewRowsStayApart) {
+  // A reduction over the leading axis is no row of memory; 4 rows are too few to split.
+  const char* leading = R"({ lambda ; a:f32[32,16]. let
+    b:f32[16] = reduce_max[axes=(0,)] a
+    c:f32[32,16] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(32, 16)] b
+    d:f32[32,16] = sub a c
+  in (d,) })";
+  EXPECT_EQ(fuse_text(leading).fusions("rows"), 0);
+  const char* few = R"({ lambda ; a:f32[4,64]. let
+    b:f32[4] = reduce_max[axes=(1,)] a
+    c:f32[4,64] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(4, 64)] b
+    d:f32[4,64] = sub a c
+  in (d,) })";
+  EXPECT_EQ(fuse_text(few).fusions("rows"), 0);
+}
+
 // ---- siblings ----
 
 TEST(SiblingFusion, TwoConsumersOfOneInputBecomeOneFusion) {

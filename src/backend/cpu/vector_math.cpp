@@ -62,7 +62,7 @@ JX_VEC_BINARY_OPS(JX_SCALAR_BINARY)
     for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, _ZGVeN16v_##fn##f(_mm512_loadu_ps(x + i))); \
     if (i < n) {                                                                               \
       __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);                               \
-      _mm512_mask_storeu_ps(y + i, m, _ZGVeN16v_##fn##f(_mm512_maskz_loadu_ps(m, x + i)));     \
+      _mm512_mask_storeu_ps(y + i, m, _ZGVeN16v_##fn##f(_mm512_mask_loadu_ps(_mm512_set1_ps(x[i]), m, x + i)));     \
     }                                                                                          \
   }                                                                                            \
   __attribute__((target("avx512f"))) void fn##_f64_avx512(const double* x, double* y, int64_t n) { \
@@ -70,7 +70,7 @@ JX_VEC_BINARY_OPS(JX_SCALAR_BINARY)
     for (; i + 8 <= n; i += 8) _mm512_storeu_pd(y + i, _ZGVeN8v_##fn(_mm512_loadu_pd(x + i))); \
     if (i < n) {                                                                               \
       __mmask8 m = static_cast<__mmask8>((1u << (n - i)) - 1);                                 \
-      _mm512_mask_storeu_pd(y + i, m, _ZGVeN8v_##fn(_mm512_maskz_loadu_pd(m, x + i)));         \
+      _mm512_mask_storeu_pd(y + i, m, _ZGVeN8v_##fn(_mm512_mask_loadu_pd(_mm512_set1_pd(x[i]), m, x + i)));         \
     }                                                                                          \
   }
 
@@ -85,7 +85,7 @@ JX_VEC_BINARY_OPS(JX_SCALAR_BINARY)
     if (i < n) {                                                                               \
       __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);                               \
       _mm512_mask_storeu_ps(                                                                   \
-          y + i, m, _ZGVeN16vv_##fn##f(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i))); \
+          y + i, m, _ZGVeN16vv_##fn##f(_mm512_mask_loadu_ps(_mm512_set1_ps(a[i]), m, a + i), _mm512_mask_loadu_ps(_mm512_set1_ps(b[i]), m, b + i))); \
     }                                                                                          \
   }                                                                                            \
   __attribute__((target("avx512f"))) void fn##_f64_avx512(const double* a, const double* b, double* y, \
@@ -96,13 +96,22 @@ JX_VEC_BINARY_OPS(JX_SCALAR_BINARY)
     if (i < n) {                                                                               \
       __mmask8 m = static_cast<__mmask8>((1u << (n - i)) - 1);                                 \
       _mm512_mask_storeu_pd(                                                                   \
-          y + i, m, _ZGVeN8vv_##fn(_mm512_maskz_loadu_pd(m, a + i), _mm512_maskz_loadu_pd(m, b + i))); \
+          y + i, m, _ZGVeN8vv_##fn(_mm512_mask_loadu_pd(_mm512_set1_pd(a[i]), m, a + i), _mm512_mask_loadu_pd(_mm512_set1_pd(b[i]), m, b + i))); \
     }                                                                                          \
   }
 
+// Copies the count < width real elements of a partial vector and fills the rest with
+// the last of them: a valid input keeps the padding lanes off libmvec's special-case
+// paths (log(0), say), which cost more than the whole vector and dominate when a kernel
+// calls one lane at a time (the per-row log of logsumexp).
+template <typename T>
+void pad_tail(T* buf, int width, const T* x, int64_t count) {
+  for (int k = 0; k < width; ++k) buf[k] = x[std::min<int64_t>(k, count - 1)];
+}
+
 // ---- libmvec, AVX2 ("d" variants: 8 floats or 4 doubles per call) ----
-// The partial last vector goes through a zero-padded stack copy: AVX2 has no cheap
-// masked load for every width, and the padding lanes' results are discarded.
+// The partial last vector goes through a stack copy (AVX2 has no cheap masked load for
+// every width) whose padding lanes repeat the last real element and are discarded.
 
 #define JX_AVX2_UNARY(Name, fn)                                                                \
   extern "C" __m256 _ZGVdN8v_##fn##f(__m256);                                                  \
@@ -111,8 +120,8 @@ JX_VEC_BINARY_OPS(JX_SCALAR_BINARY)
     int64_t i = 0;                                                                             \
     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _ZGVdN8v_##fn##f(_mm256_loadu_ps(x + i))); \
     if (i < n) {                                                                               \
-      alignas(32) float buf[8] = {};                                                           \
-      std::memcpy(buf, x + i, static_cast<size_t>(n - i) * sizeof(float));                     \
+      alignas(32) float buf[8];                                                                \
+      pad_tail(buf, 8, x + i, n - i);                                                          \
       _mm256_store_ps(buf, _ZGVdN8v_##fn##f(_mm256_load_ps(buf)));                             \
       std::memcpy(y + i, buf, static_cast<size_t>(n - i) * sizeof(float));                     \
     }                                                                                          \
@@ -121,8 +130,8 @@ JX_VEC_BINARY_OPS(JX_SCALAR_BINARY)
     int64_t i = 0;                                                                             \
     for (; i + 4 <= n; i += 4) _mm256_storeu_pd(y + i, _ZGVdN4v_##fn(_mm256_loadu_pd(x + i))); \
     if (i < n) {                                                                               \
-      alignas(32) double buf[4] = {};                                                          \
-      std::memcpy(buf, x + i, static_cast<size_t>(n - i) * sizeof(double));                   \
+      alignas(32) double buf[4];                                                               \
+      pad_tail(buf, 4, x + i, n - i);                                                          \
       _mm256_store_pd(buf, _ZGVdN4v_##fn(_mm256_load_pd(buf)));                                \
       std::memcpy(y + i, buf, static_cast<size_t>(n - i) * sizeof(double));                   \
     }                                                                                          \
@@ -137,9 +146,9 @@ JX_VEC_BINARY_OPS(JX_SCALAR_BINARY)
     for (; i + 8 <= n; i += 8)                                                                 \
       _mm256_storeu_ps(y + i, _ZGVdN8vv_##fn##f(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i))); \
     if (i < n) {                                                                               \
-      alignas(32) float ba[8] = {}, bb[8] = {};                                                \
-      std::memcpy(ba, a + i, static_cast<size_t>(n - i) * sizeof(float));                     \
-      std::memcpy(bb, b + i, static_cast<size_t>(n - i) * sizeof(float));                     \
+      alignas(32) float ba[8], bb[8];                                                          \
+      pad_tail(ba, 8, a + i, n - i);                                                           \
+      pad_tail(bb, 8, b + i, n - i);                                                           \
       _mm256_store_ps(ba, _ZGVdN8vv_##fn##f(_mm256_load_ps(ba), _mm256_load_ps(bb)));          \
       std::memcpy(y + i, ba, static_cast<size_t>(n - i) * sizeof(float));                     \
     }                                                                                          \
@@ -150,9 +159,9 @@ JX_VEC_BINARY_OPS(JX_SCALAR_BINARY)
     for (; i + 4 <= n; i += 4)                                                                 \
       _mm256_storeu_pd(y + i, _ZGVdN4vv_##fn(_mm256_loadu_pd(a + i), _mm256_loadu_pd(b + i))); \
     if (i < n) {                                                                               \
-      alignas(32) double ba[4] = {}, bb[4] = {};                                               \
-      std::memcpy(ba, a + i, static_cast<size_t>(n - i) * sizeof(double));                    \
-      std::memcpy(bb, b + i, static_cast<size_t>(n - i) * sizeof(double));                    \
+      alignas(32) double ba[4], bb[4];                                                         \
+      pad_tail(ba, 4, a + i, n - i);                                                           \
+      pad_tail(bb, 4, b + i, n - i);                                                           \
       _mm256_store_pd(ba, _ZGVdN4vv_##fn(_mm256_load_pd(ba), _mm256_load_pd(bb)));             \
       std::memcpy(y + i, ba, static_cast<size_t>(n - i) * sizeof(double));                    \
     }                                                                                          \

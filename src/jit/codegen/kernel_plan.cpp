@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <unordered_map>
 
@@ -138,7 +139,7 @@ class Planner {
   // Identical nodes (same load address, same op of the same operands) are emitted once.
   static std::string node_key(const PlanNode& n) {
     std::ostringstream os;
-    os << static_cast<int>(n.kind) << ' ' << static_cast<int>(n.dtype) << ' ' << n.input << ' '
+    os << static_cast<int>(n.kind) << ' ' << static_cast<int>(n.dtype) << ' ' << n.input << ' ' << n.phase << ' '
        << affine_str(n.index) << ' ' << static_cast<const void*>(n.eqn);
     if (n.kind == PlanNode::Kind::Literal) os << literal_str(n.literal);
     for (int o : n.operands) os << ' ' << o;
@@ -190,7 +191,10 @@ class Planner {
       }
       return value(x, compose(e, map));
     }
-    if (e.primitive->has(kReduction)) refuse(e, "a reduction can only end a reduction kernel");
+    if (e.primitive->has(kReduction)) {
+      if (rows_) return row_value(e, map);
+      refuse(e, "a reduction can only end a reduction kernel");
+    }
     std::string why;
     if (!scalar_op_supported(e, &why)) refuse(e, why);
     if (e.outputs.size() != 1) refuse(e, "expected one output");
@@ -211,6 +215,48 @@ class Planner {
     return add(std::move(n));
   }
 
+  // A row reduction's result at the iteration point's row: a RowValue node of its phase
+  // (planned once, its operand read over the row).
+  int row_value(const Equation& e, const IndexMap& map) {
+    std::string why;
+    if (!reduction_supported(e, &why)) refuse(e, why);
+    const Shape& operand = e.inputs[0].aval().shape;
+    if (operand != rows_->operand_shape ||
+        canonical_dims(e.params.get_ints("axes"), static_cast<int64_t>(operand.size())) != rows_->axes)
+      refuse(e, "a rows kernel's reductions must share the operand shape " + shape_str(rows_->operand_shape) +
+                    " and axes " + shape_str(rows_->axes));
+    if (map != rows_->row_map)
+      refuse(e, "its result is read at another row than its own (only broadcasts along the reduced axes fuse with it)");
+    int phase = -1;
+    if (auto it = phase_of_.find(&e); it != phase_of_.end()) {
+      phase = it->second;
+    } else {
+      PlanPhase ph;
+      ph.node = value(e.inputs[0], rows_->operand_map);
+      ph.dtype = e.outputs[0].aval.dtype;
+      ph.reduce = e.primitive;
+      phase = static_cast<int>(plan.phases.size());
+      plan.phases.push_back(ph);
+      phase_of_.emplace(&e, phase);
+    }
+    PlanNode n;
+    n.kind = PlanNode::Kind::RowValue;
+    n.dtype = e.outputs[0].aval.dtype;
+    n.phase = phase;
+    return add(std::move(n));
+  }
+
+ public:
+  // A "rows" kernel's iteration space: reductions over `axes` of `operand_shape`.
+  struct Rows {
+    Shape operand_shape;
+    std::vector<int64_t> axes;
+    IndexMap operand_map;  // the operand's index at the iteration point
+    IndexMap row_map;      // the row's (kept) index at the iteration point
+  };
+  void set_rows(Rows rows) { rows_ = std::move(rows); }
+
+ private:
   // The operand's index map (for iota: the value's) of an index op whose result is read
   // through `map`: the primitive's affine map (its lowering) composed with `map`.
   IndexMap compose(const Equation& e, const IndexMap& map) {
@@ -235,6 +281,8 @@ class Planner {
   std::map<int64_t, const Equation*> defs_;
   std::map<std::string, int> memo_;
   std::unordered_map<std::string, int> planned_;  // (variable, index map) -> its node
+  std::optional<Rows> rows_;                      // set when planning a "rows" kernel
+  std::map<const Equation*, int> phase_of_;       // row reduction -> its phase
 };
 
 IndexMap identity_map(const std::vector<size_t>& positions, size_t n) {
@@ -303,6 +351,20 @@ LoopSchedule schedule(const KernelPlan& plan) {
     return s;
   }
   const int64_t reduced = product(dims, nk, nd);
+  if (plan.kind == KernelPlan::Kind::Rows) {
+    s.mode = LoopSchedule::Mode::Rows;
+    const bool full_outputs =
+        std::any_of(plan.outputs.begin(), plan.outputs.end(), [](const PlanOutput& o) { return !o.per_row; });
+    s.units = product(dims, 0, nk);
+    s.elements_per_unit = reduced * (plan.num_passes + (full_outputs ? 1 : 0));
+    int64_t row_bytes = 0;  // a row of every input, and of every stash
+    for (const PlanNode& node : plan.nodes)
+      if (node.kind == PlanNode::Kind::Load) row_bytes += reduced * itemsize(node.dtype);
+    for (const PlanPhase& ph : plan.phases)
+      if (ph.stash) row_bytes += reduced * itemsize(ph.dtype);
+    s.chunk_rows = std::clamp<int64_t>(kRowBlockBytes / std::max<int64_t>(row_bytes, 1), 1, kMaxRowBlock);
+    return s;
+  }
   if (nk == 0) {
     s.mode = LoopSchedule::Mode::FullReduce;
     const int64_t rows = nd > 0 ? dims[0] : 1;
@@ -338,6 +400,147 @@ LoopSchedule schedule(const KernelPlan& plan) {
   s.units = product(dims, 0, nk);
   s.elements_per_unit = reduced;
   return s;
+}
+
+// The iteration space of a reduction over `axes` of `shape`: kept dims, then reduced dims.
+struct ReducedSpace {
+  std::vector<size_t> position;  // operand dim -> iteration dim
+  std::vector<int64_t> dims;
+  std::vector<bool> kept;
+  Shape row_shape;        // the kept dims: a reduction's result
+  IndexMap operand_map;   // the operand's index at the iteration point
+  IndexMap row_map;       // the row's index at the iteration point
+  Affine row_index;       // the row's element offset in a row-shaped output
+
+  ReducedSpace(const Shape& shape, const std::vector<int64_t>& axes) : position(shape.size()) {
+    const size_t n = shape.size();
+    std::vector<size_t> kept_positions;
+    for (size_t d = 0; d < n; ++d)
+      if (!contains(axes, static_cast<int64_t>(d))) {
+        position[d] = dims.size();
+        kept_positions.push_back(dims.size());
+        dims.push_back(shape[d]);
+        kept.push_back(true);
+      }
+    for (int64_t a : axes) {
+      position[static_cast<size_t>(a)] = dims.size();
+      dims.push_back(shape[static_cast<size_t>(a)]);
+      kept.push_back(false);
+    }
+    operand_map = identity_map(position, n);
+    row_map = identity_map(kept_positions, n);
+    for (size_t k : kept_positions) row_shape.push_back(dims[k]);
+    row_index = combine(row_map, jx::detail::contiguous_strides(row_shape), n);
+  }
+};
+
+// Passes of a rows plan: a phase runs one pass after the latest phase its operand reads.
+// A phase's operand is planned before its RowValue node, so one sweep in node order sees
+// every phase's pass before a node reads it.
+void assign_passes(KernelPlan& plan) {
+  std::vector<int> level(plan.nodes.size(), 0);
+  std::vector<int> phase_pass(plan.phases.size(), -1);
+  for (size_t i = 0; i < plan.nodes.size(); ++i) {
+    const PlanNode& n = plan.nodes[i];
+    if (n.kind == PlanNode::Kind::RowValue) {
+      PlanPhase& ph = plan.phases[static_cast<size_t>(n.phase)];
+      ph.pass = level[static_cast<size_t>(ph.node)];
+      level[i] = ph.pass + 1;
+    }
+    for (int o : n.operands) level[i] = std::max(level[i], level[static_cast<size_t>(o)]);
+  }
+  plan.num_passes = 0;
+  for (PlanPhase& ph : plan.phases) {
+    ph.pass = level[static_cast<size_t>(ph.node)];
+    plan.num_passes = std::max(plan.num_passes, ph.pass + 1);
+  }
+}
+
+// Nodes a set of targets reads, stopping at nodes `loaded` marks (stashed earlier).
+std::vector<char> cone(const KernelPlan& plan, const std::vector<int>& targets, const std::vector<char>& loaded) {
+  std::vector<char> in(plan.nodes.size(), 0);
+  for (int t : targets) in[static_cast<size_t>(t)] = 1;
+  for (size_t i = plan.nodes.size(); i-- > 0;) {
+    if (!in[i] || loaded[i]) continue;
+    for (int o : plan.nodes[i].operands) in[static_cast<size_t>(o)] = 1;
+  }
+  return in;
+}
+
+// Stashes a phase's reduced operand when a later pass reads it and recomputing it would
+// cost a transcendental (exp(x - m) in a softmax): storing it to a row buffer in cache
+// and loading it back costs less than another exp per element.
+void choose_stashes(KernelPlan& plan, int64_t row_elements) {
+  int64_t bytes = 0;
+  std::vector<char> stashed(plan.nodes.size(), 0);
+  for (int pass = 0; pass < plan.num_passes; ++pass)
+    for (PlanPhase& ph : plan.phases) {
+      if (ph.pass != pass) continue;
+      const PlanNode& x = plan.nodes[static_cast<size_t>(ph.node)];
+      if (x.kind != PlanNode::Kind::Op || stashed[static_cast<size_t>(ph.node)]) continue;
+      std::vector<int> later;
+      for (const PlanPhase& other : plan.phases)
+        if (other.pass > pass) later.push_back(other.node);
+      for (const PlanOutput& o : plan.outputs)
+        if (!o.per_row) later.push_back(o.node);
+      if (!cone(plan, later, stashed)[static_cast<size_t>(ph.node)]) continue;
+      const std::vector<char> own = cone(plan, {ph.node}, stashed);
+      bool costly = false;
+      for (size_t i = 0; i < own.size(); ++i)
+        costly = costly || (own[i] && plan.nodes[i].kind == PlanNode::Kind::Op && op_cost(*plan.nodes[i].eqn->primitive) > 1);
+      const int64_t size = row_elements * itemsize(ph.dtype);
+      if (!costly || bytes + size > kMaxRowStashBytes) continue;
+      bytes += size;
+      ph.stash = true;
+      stashed[static_cast<size_t>(ph.node)] = 1;
+    }
+}
+
+// A "rows" fusion: row reductions over the same trailing-or-not axes of one operand
+// shape, elementwise work before and after them over that shape (reading their results
+// through broadcasts along the reduced axes), and work over the row shape between them.
+KernelPlan plan_rows(const Jaxpr& fused, const InputStrides& input_strides) {
+  const Equation* first = nullptr;
+  for (const Equation& e : fused.eqns)
+    if (e.primitive->has(kReduction)) {
+      first = &e;
+      break;
+    }
+  if (!first) fail("jit", "a rows fusion must hold a reduction");
+  const Shape xshape = first->inputs[0].aval().shape;
+  const std::vector<int64_t> axes =
+      canonical_dims(first->params.get_ints("axes"), static_cast<int64_t>(xshape.size()));
+  const ReducedSpace space(xshape, axes);
+  if (space.row_shape.empty()) fail("jit", "a rows fusion needs kept dims, got a reduction of ", shape_str(xshape), " over every axis");
+  const size_t n = xshape.size();
+  Planner p(fused, n, input_strides);
+  p.plan.kind = KernelPlan::Kind::Rows;
+  p.set_rows({xshape, axes, space.operand_map, space.row_map});
+  const Affine full_index = combine(space.operand_map, jx::detail::contiguous_strides(xshape), n);
+  for (const Atom& o : fused.outvars) {
+    PlanOutput out;
+    out.dtype = o.aval().dtype;
+    if (o.aval().shape == xshape) {
+      out.node = p.value(o, space.operand_map);
+      out.index = full_index;
+    } else if (o.aval().shape == space.row_shape) {
+      out.node = p.value(o, space.row_map);
+      out.index = space.row_index;
+      out.per_row = true;
+    } else {
+      fail("jit", "an output of a rows fusion must have the operand's shape ", shape_str(xshape), " or the row's ",
+           shape_str(space.row_shape), ", got ", o.aval().str());
+    }
+    p.plan.outputs.push_back(out);
+  }
+  if (p.plan.phases.empty()) fail("jit", "no output of the rows fusion reads its reductions");
+  assign_passes(p.plan);
+  int64_t row_elements = 1;
+  for (int64_t a : axes) row_elements *= xshape[static_cast<size_t>(a)];
+  choose_stashes(p.plan, row_elements);
+  collapse(p.plan, space.dims, space.kept);
+  p.plan.schedule = schedule(p.plan);
+  return std::move(p.plan);
 }
 
 }  // namespace
@@ -383,7 +586,8 @@ KernelPlan plan_kernel(const Jaxpr& fused, std::string_view kind, const InputStr
     p.plan.schedule = schedule(p.plan);
     return std::move(p.plan);
   }
-  if (kind != "reduction") fail("jit", "a loop kernel's kind must be loop or reduction, got '", kind, "'");
+  if (kind == "rows") return plan_rows(fused, input_strides);
+  if (kind != "reduction") fail("jit", "a loop kernel's kind must be loop, reduction or rows, got '", kind, "'");
 
   // Every output is a reduction over the same axes of an operand of the same shape.
   Shape xshape;
@@ -411,46 +615,26 @@ KernelPlan plan_kernel(const Jaxpr& fused, std::string_view kind, const InputStr
     }
     reductions.push_back(def);
   }
-  // Iteration order: kept dims, then reduced dims.
-  const size_t n = xshape.size();
-  std::vector<size_t> position(n);
-  std::vector<int64_t> dims;
-  std::vector<bool> kept;
-  std::vector<size_t> kept_positions;
-  for (size_t d = 0; d < n; ++d)
-    if (!contains(axes, static_cast<int64_t>(d))) {
-      position[d] = dims.size();
-      kept_positions.push_back(dims.size());
-      dims.push_back(xshape[d]);
-      kept.push_back(true);
-    }
-  for (int64_t a : axes) {
-    position[static_cast<size_t>(a)] = dims.size();
-    dims.push_back(xshape[static_cast<size_t>(a)]);
-    kept.push_back(false);
-  }
-  Planner p(fused, n, input_strides);
+  const ReducedSpace space(xshape, axes);
+  Planner p(fused, space.position.size(), input_strides);
   p.plan.kind = KernelPlan::Kind::Reduction;
-  const IndexMap operand_map = identity_map(position, n);
-  Shape out_shape;
-  for (size_t k : kept_positions) out_shape.push_back(dims[k]);
-  const Affine out_index = combine(identity_map(kept_positions, n), jx::detail::contiguous_strides(out_shape), n);
   for (const Equation* r : reductions) {
     PlanOutput out;
-    out.node = p.value(r->inputs[0], operand_map);
+    out.node = p.value(r->inputs[0], space.operand_map);
     out.dtype = r->outputs[0].aval.dtype;
     out.reduce = r->primitive;
-    out.index = out_index;
+    out.index = space.row_index;
     p.plan.outputs.push_back(out);
   }
-  collapse(p.plan, dims, kept);
+  collapse(p.plan, space.dims, space.kept);
   p.plan.schedule = schedule(p.plan);
   return std::move(p.plan);
 }
 
 std::string KernelPlan::str() const {
   std::ostringstream os;
-  os << (kind == Kind::Loop ? "loop" : "reduction") << " dims " << shape_str(dims) << " kept " << num_kept << "\n";
+  static const char* const kKinds[] = {"loop", "reduction", "rows"};
+  os << kKinds[static_cast<int>(kind)] << " dims " << shape_str(dims) << " kept " << num_kept << "\n";
   for (size_t i = 0; i < input_dtypes.size(); ++i) os << "in" << i << " " << dtype_name(input_dtypes[i]) << "\n";
   for (size_t i = 0; i < nodes.size(); ++i) {
     const PlanNode& n = nodes[i];
@@ -459,6 +643,7 @@ std::string KernelPlan::str() const {
       case PlanNode::Kind::Load: os << "load in" << n.input << " " << affine_str(n.index); break;
       case PlanNode::Kind::Iota: os << "iota " << affine_str(n.index); break;
       case PlanNode::Kind::Literal: os << "literal " << literal_str(n.literal); break;
+      case PlanNode::Kind::RowValue: os << "row_value p" << n.phase; break;
       case PlanNode::Kind::Op: {
         os << n.eqn->primitive->name();
         if (!n.eqn->params.empty()) os << "[" << n.eqn->params.str() << "]";
@@ -476,9 +661,15 @@ std::string KernelPlan::str() const {
     const PlanOutput& o = outputs[i];
     os << "out" << i << ":" << dtype_name(o.dtype) << " = n" << o.node << " " << affine_str(o.index);
     if (o.reduce) os << " " << o.reduce->name();
+    if (o.per_row) os << " per_row";
     os << "\n";
   }
-  static const char* const kModes[] = {"elementwise", "row_reduce", "column_reduce", "full_reduce"};
+  for (size_t i = 0; i < phases.size(); ++i) {
+    const PlanPhase& ph = phases[i];
+    os << "p" << i << ":" << dtype_name(ph.dtype) << " = " << ph.reduce->name() << " n" << ph.node << " pass " << ph.pass
+       << (ph.stash ? " stash" : "") << "\n";
+  }
+  static const char* const kModes[] = {"elementwise", "row_reduce", "column_reduce", "full_reduce", "rows"};
   os << "schedule " << kModes[static_cast<int>(schedule.mode)] << " units " << schedule.units << " chunk_rows "
      << schedule.chunk_rows << " column_block " << schedule.column_block << "\n";
   return os.str();

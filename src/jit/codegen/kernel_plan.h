@@ -1,4 +1,4 @@
-// The analysis half of loop codegen (no LLVM): what a fused "loop" or "reduction"
+// The analysis half of loop codegen (no LLVM): what a fused "loop", "reduction" or "rows"
 // kernel computes at one point of its iteration space, with every read expressed as an
 // affine address, so the emitter (loop_emitter.cpp) only decides how to loop.
 //
@@ -7,6 +7,8 @@
 //   iota     convert(offset + sum_d coef_d * i_d)
 //   literal  a constant
 //   op       an elementwise equation of other nodes (scalar_ops.h emits it)
+//   row      ("rows" kernels) the result of one of the plan's row reductions (phases) at
+//            the iteration point's row: reduce_max(x) read back through a broadcast
 // Index ops (broadcast_in_dim, transpose, slice, rev, squeeze, expand_dims, reshape of an
 // input, a splitting reshape) are read through, never materialized. A value reached
 // through two different index maps becomes two nodes (recomputed), which is what makes
@@ -33,7 +35,7 @@ struct Affine {
 };
 
 struct PlanNode {
-  enum class Kind { Load, Iota, Literal, Op };
+  enum class Kind { Load, Iota, Literal, Op, RowValue };
   Kind kind = Kind::Op;
   DType dtype = DType::Float32;
   int input = -1;                 // Load: index of the kernel input
@@ -41,6 +43,20 @@ struct PlanNode {
   Array literal;                  // Literal: a 0-d array of `dtype`
   const Equation* eqn = nullptr;  // Op: the equation (lives in the fused Jaxpr)
   std::vector<int> operands;      // Op: node ids, all smaller than this node's
+  int phase = -1;                 // RowValue: index into KernelPlan::phases
+};
+
+// One row reduction of a "rows" kernel: `reduce` of node `node` over the row's reduced
+// dims. Phases of one pass run in one loop over the row; a phase reading another's
+// result (x - max(x)) runs in a later pass. `stash`: the reduced operand is kept in a
+// row-sized stack buffer for the later passes that read it (exp(x - m) for the division
+// of a softmax), so they load it instead of recomputing it.
+struct PlanPhase {
+  int node = -1;
+  DType dtype = DType::Float32;
+  const Primitive* reduce = nullptr;
+  int pass = 0;
+  bool stash = false;
 };
 
 struct PlanOutput {
@@ -48,6 +64,7 @@ struct PlanOutput {
   DType dtype = DType::Float32;
   const Primitive* reduce = nullptr;  // reduction kind: reduce_sum, ...
   Affine index;                       // element offset into the output (0 coefs on reduced dims)
+  bool per_row = false;               // "rows" kernels: one element per row, stored after the passes
 };
 
 // How the emitter loops over a plan: a function of the plan alone (so part of its text).
@@ -60,18 +77,25 @@ struct PlanOutput {
 //   FullReduce    no kept dims: units are fixed chunks of the outermost reduced dim, each
 //                 writing a partial; a finish function combines them in chunk order, so
 //                 results do not depend on the thread count.
+//   Rows          units are rows (kept elements), taken in blocks of chunk_rows: each
+//                 pass of phases runs over every row of the block (its loop per row),
+//                 then one elementwise loop per row stores the full-shape outputs, then
+//                 one loop over the block's rows the per-row outputs. The block stays in
+//                 cache between passes (a softmax reads x once from memory and writes
+//                 once), and its rows' reductions are independent, so one row's serial
+//                 tail (a horizontal max, then a sum) overlaps the next row's loads.
 struct LoopSchedule {
-  enum class Mode { Elementwise, RowReduce, ColumnReduce, FullReduce };
+  enum class Mode { Elementwise, RowReduce, ColumnReduce, FullReduce, Rows };
   Mode mode = Mode::Elementwise;
   int64_t units = 0;              // the kernel function runs over ranges of [0, units)
   int64_t elements_per_unit = 1;  // iteration points per unit
-  int64_t chunk_rows = 0;         // FullReduce: rows of dims[0] per chunk
+  int64_t chunk_rows = 0;         // FullReduce: rows of dims[0] per chunk; Rows: rows per block
   int64_t column_block = 0;       // ColumnReduce: innermost kept elements per unit
   int64_t cost = 1;               // relative cost of one point (op_cost summed)
 };
 
 struct KernelPlan {
-  enum class Kind { Loop, Reduction };
+  enum class Kind { Loop, Reduction, Rows };
   Kind kind = Kind::Loop;
   // Iteration space after dropping size-1 dims and collapsing dims whose strides compose.
   // Reductions: dims[0, num_kept) are kept (output) dims, the rest reduced.
@@ -80,6 +104,8 @@ struct KernelPlan {
   std::vector<DType> input_dtypes;
   std::vector<PlanNode> nodes;  // topological order
   std::vector<PlanOutput> outputs;
+  std::vector<PlanPhase> phases;  // Rows: the row reductions, in pass order
+  int num_passes = 0;             // Rows: passes of phases (before the elementwise loop)
   LoopSchedule schedule;
   // How planning went (not part of str(): it does not change the code).
   struct Stats {
@@ -92,7 +118,15 @@ struct KernelPlan {
   std::string str() const;
 };
 
-// Builds the plan of a fused sub-program of kind "loop" or "reduction". Raises
+// Most bytes of row buffers a "rows" kernel keeps on its stack for stashed phases
+// (PlanPhase::stash): 65536 float32 or 32768 float64 elements; longer rows recompute.
+inline constexpr int64_t kMaxRowStashBytes = 256 * 1024;
+// A rows kernel's block: at most this many rows, whose operands (and stashes) fit in
+// about kRowBlockBytes of cache (1 row when a row alone is larger).
+inline constexpr int64_t kMaxRowBlock = 64;
+inline constexpr int64_t kRowBlockBytes = 256 * 1024;
+
+// Builds the plan of a fused sub-program of kind "loop", "reduction" or "rows". Raises
 // jx::Error("[jit] ...") naming the equation it cannot compile (including a reshape of
 // a strided input that no view strides express: the caller then copies that input).
 // Loads fold the inputs' strides (kernel.h) into their affine addresses.

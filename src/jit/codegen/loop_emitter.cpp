@@ -2,7 +2,12 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
+#include <memory>
+#include <set>
 
+#include <llvm/Analysis/LoopInfo.h>
+#include <llvm/IR/Dominators.h>
 #include <llvm/IR/Function.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Module.h>
@@ -18,6 +23,32 @@ using Mode = LoopSchedule::Mode;
 
 constexpr int64_t kReduceBlock = 4096;  // innermost reduced elements per partial accumulator
 constexpr int64_t kColumnRows = 256;    // reduced rows per partial row of a column reduction
+constexpr int64_t kRowBlock = 64;       // rows kernels: rows whose per-row outputs run as one loop
+
+// Which loops of a function call a vector math function (jx_vm_*), found once per
+// function through LLVM's loop analysis; a loop's calls include its inner loops'.
+class LoopCalls {
+ public:
+  explicit LoopCalls(llvm::Function& f) : tree_(f), loops_(tree_) {
+    for (llvm::BasicBlock& block : f)
+      for (llvm::Instruction& inst : block)
+        if (auto* call = llvm::dyn_cast<llvm::CallInst>(&inst))
+          if (llvm::Function* callee = call->getCalledFunction(); callee && callee->getName().starts_with("jx_vm_"))
+            calling_.insert(&block);
+  }
+  bool calls_vector_math(llvm::BasicBlock* latch_block) const {
+    const llvm::Loop* loop = loops_.getLoopFor(latch_block);
+    if (!loop) return false;
+    for (llvm::BasicBlock* block : loop->blocks())
+      if (calling_.count(block)) return true;
+    return false;
+  }
+
+ private:
+  llvm::DominatorTree tree_;
+  llvm::LoopInfo loops_;
+  std::set<const llvm::BasicBlock*> calling_;
+};
 constexpr int64_t kWideColumnRows = 8;  // the same for float32 sums (column_reduce)
 
 // The dtype a reduction accumulates in. Float32 sums accumulate in float64: every element
@@ -78,10 +109,11 @@ class Emitter {
   // plain sum; sum(x + 2y + z^2) over 1.6e7 floats 7.0 ms, now 5.6). A reduction with
   // float32 ops in its body gets a full register of floats, its accumulator spanning two
   // registers; a plain sum of loads keeps LLVM's choice (it is memory-bound either way).
+  //
+  // Whether a loop calls is decided per loop: a rows kernel calls log once per row,
+  // outside its reduction loops, and a max reduction held to one accumulator by that
+  // call's hint ran a serial chain (logsumexp over 65536 x 128 floats: 3.3 ms).
   void annotate_loops() {
-    bool calls = false;
-    for (const llvm::Function& f : module_)
-      calls = calls || (f.isDeclaration() && f.getName().starts_with("jx_vm_"));
     int64_t ops = 0, widest = 1;
     for (const PlanNode& n : plan_.nodes) {
       ops += n.kind == PlanNode::Kind::Op;
@@ -91,19 +123,25 @@ class Emitter {
     bool wide_accumulator = false;
     for (const PlanOutput& o : plan_.outputs)
       wide_accumulator = wide_accumulator || (o.reduce && o.dtype == DType::Float32);
+    for (const PlanPhase& ph : plan_.phases) wide_accumulator = wide_accumulator || ph.dtype == DType::Float32;
     const bool float_arithmetic_reduction =
-        plan_.kind == KernelPlan::Kind::Reduction && wide_accumulator && widest == 4 && ops > 0;
-    if (!calls && !large && !float_arithmetic_reduction) return;
-    std::vector<llvm::Metadata*> hints = {nullptr};
-    auto hint = [&](const char* name, int64_t value) {
+        plan_.kind != KernelPlan::Kind::Loop && wide_accumulator && widest == 4 && ops > 0;
+    auto hint = [&](std::vector<llvm::Metadata*>& hints, const char* name, int64_t value) {
       llvm::Metadata* kv[] = {llvm::MDString::get(ctx_, name),
                               llvm::ConstantAsMetadata::get(b_.getInt32(static_cast<uint32_t>(value)))};
       hints.push_back(llvm::MDNode::get(ctx_, kv));
     };
-    if (calls || large) hint("llvm.loop.interleave.count", 1);
-    if (large || float_arithmetic_reduction)
-      hint("llvm.loop.vectorize.width", std::max<int64_t>(1, vector_register_bytes() / widest));
+    std::map<llvm::Function*, std::unique_ptr<LoopCalls>> loops_of;
     for (llvm::BranchInst* latch : latches_) {
+      llvm::Function* f = latch->getFunction();
+      auto& loops = loops_of[f];
+      if (!loops) loops = std::make_unique<LoopCalls>(*f);
+      const bool calls = loops->calls_vector_math(latch->getParent());
+      if (!calls && !large && !float_arithmetic_reduction) continue;
+      std::vector<llvm::Metadata*> hints = {nullptr};
+      if (calls || large) hint(hints, "llvm.loop.interleave.count", 1);
+      if (large || float_arithmetic_reduction)
+        hint(hints, "llvm.loop.vectorize.width", std::max<int64_t>(1, vector_register_bytes() / widest));
       llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, hints);
       id->replaceOperandWith(0, id);
       latch->setMetadata(llvm::LLVMContext::MD_loop, id);
@@ -156,6 +194,7 @@ class Emitter {
       case Mode::RowReduce: row_reduce(begin, end); break;
       case Mode::ColumnReduce: column_reduce(begin, end); break;
       case Mode::FullReduce: full_reduce(begin, end); break;
+      case Mode::Rows: rows(begin, end); break;
     }
     b_.CreateRetVoid();
     return f;
@@ -252,12 +291,23 @@ class Emitter {
     return v;
   }
 
-  // Every node's value at the point idx.
+  // Every node's value at the point idx (rows kernels: the nodes the current pass needs,
+  // stashed ones loaded from their row buffers).
   std::vector<Value*> eval(const std::vector<Value*>& idx) {
     std::vector<Value*> v(plan_.nodes.size());
     for (size_t i = 0; i < plan_.nodes.size(); ++i) {
       const PlanNode& n = plan_.nodes[i];
+      if (!needed_.empty() && !needed_[i]) continue;
+      if (!loaded_.empty() && loaded_[i]) {
+        v[i] = load_element(b_, stash_ptr(stash_of_node(static_cast<int>(i)), idx), n.dtype);
+        continue;
+      }
       switch (n.kind) {
+        case PlanNode::Kind::RowValue: {
+          llvm::AllocaInst* r = block_values_[static_cast<size_t>(n.phase)];
+          v[i] = b_.CreateLoad(r->getAllocatedType(), b_.CreateInBoundsGEP(r->getAllocatedType(), r, block_slot_));
+          break;
+        }
         case PlanNode::Kind::Load: {
           Value* p = b_.CreateInBoundsGEP(storage_type(ctx_, n.dtype), ins_[static_cast<size_t>(n.input)],
                                           affine(n.index, idx));
@@ -289,14 +339,16 @@ class Emitter {
   }
 
   // Accumulators hold accumulator_dtype(output); these convert into and out of it.
+  // The reductions accumulate() feeds: the plan's outputs, or one pass's phases.
+  const std::vector<PlanOutput>& reducers() const { return reducers_ ? *reducers_ : plan_.outputs; }
   std::vector<llvm::AllocaInst*> accumulators() {
     std::vector<llvm::AllocaInst*> accs;
-    for (const PlanOutput& o : plan_.outputs) accs.push_back(entry_alloca(value_type(ctx_, accumulator_dtype(o))));
+    for (const PlanOutput& o : reducers()) accs.push_back(entry_alloca(value_type(ctx_, accumulator_dtype(o))));
     return accs;
   }
   void reset(const std::vector<llvm::AllocaInst*>& accs) {
     for (size_t m = 0; m < accs.size(); ++m)
-      b_.CreateStore(reduction_identity(b_, *plan_.outputs[m].reduce, accumulator_dtype(plan_.outputs[m])), accs[m]);
+      b_.CreateStore(reduction_identity(b_, *reducers()[m].reduce, accumulator_dtype(reducers()[m])), accs[m]);
   }
   // acc' = combine(acc, x) for x an element of the output's dtype.
   Value* combine_element(const PlanOutput& o, Value* acc, Value* x) {
@@ -306,8 +358,11 @@ class Emitter {
   Value* final_value(const PlanOutput& o, Value* acc) { return emit_convert(b_, acc, accumulator_dtype(o), o.dtype); }
   void accumulate(const std::vector<llvm::AllocaInst*>& accs, const std::vector<Value*>& idx) {
     std::vector<Value*> v = eval(idx);
+    for (int phase : stores_)  // rows kernels: operands later passes load
+      store_element(b_, v[static_cast<size_t>(plan_.phases[static_cast<size_t>(phase)].node)], stash_ptr(phase, idx),
+                    plan_.phases[static_cast<size_t>(phase)].dtype);
     for (size_t m = 0; m < accs.size(); ++m) {
-      const PlanOutput& o = plan_.outputs[m];
+      const PlanOutput& o = reducers()[m];
       Value* acc = b_.CreateLoad(accs[m]->getAllocatedType(), accs[m]);
       b_.CreateStore(combine_element(o, acc, v[static_cast<size_t>(o.node)]), accs[m]);
     }
@@ -335,7 +390,7 @@ class Emitter {
 
   void fold(const std::vector<llvm::AllocaInst*>& accs, const std::vector<llvm::AllocaInst*>& parts) {
     for (size_t m = 0; m < accs.size(); ++m) {
-      const PlanOutput& o = plan_.outputs[m];
+      const PlanOutput& o = reducers()[m];
       Value* acc = b_.CreateLoad(accs[m]->getAllocatedType(), accs[m]);
       Value* part = b_.CreateLoad(parts[m]->getAllocatedType(), parts[m]);
       b_.CreateStore(emit_reduce_combine(b_, *o.reduce, acc, part, accumulator_dtype(o)), accs[m]);
@@ -495,6 +550,134 @@ class Emitter {
     });
   }
 
+  // ---- rows kernels ----
+
+  int stash_of_node(int node) const {
+    for (size_t k = 0; k < plan_.phases.size(); ++k)
+      if (plan_.phases[k].stash && plan_.phases[k].node == node) return static_cast<int>(k);
+    return -1;
+  }
+  // The element of phase `phase`'s buffer at the current row of the block and the
+  // point's reduced index (row-major).
+  Value* stash_ptr(int phase, const std::vector<Value*>& idx) {
+    const size_t nd = plan_.dims.size(), nk = static_cast<size_t>(plan_.num_kept);
+    Value* flat = block_slot_;
+    for (size_t d = nk; d < nd; ++d)
+      flat = b_.CreateAdd(b_.CreateMul(flat, c64(plan_.dims[d]), "", true, true), idx[d], "", true, true);
+    const PlanPhase& ph = plan_.phases[static_cast<size_t>(phase)];
+    return b_.CreateInBoundsGEP(storage_type(ctx_, ph.dtype), stashes_[static_cast<size_t>(phase)], flat);
+  }
+
+  // Which nodes a pass evaluates (the cone of its targets) and which of them it loads
+  // from the row buffers of earlier passes.
+  void select(const std::vector<int>& targets, int pass) {
+    loaded_.assign(plan_.nodes.size(), 0);
+    for (const PlanPhase& ph : plan_.phases)
+      if (ph.stash && ph.pass < pass) loaded_[static_cast<size_t>(ph.node)] = 1;
+    needed_.assign(plan_.nodes.size(), 0);
+    for (int t : targets) needed_[static_cast<size_t>(t)] = 1;
+    for (size_t i = plan_.nodes.size(); i-- > 0;)
+      if (needed_[i] && !loaded_[i])
+        for (int o : plan_.nodes[i].operands) needed_[static_cast<size_t>(o)] = 1;
+  }
+
+  // Rows in blocks of chunk_rows (kernel_plan.h: LoopSchedule::Mode::Rows). Row values
+  // and stashes are kept per row of the block; the per-row outputs run as one loop over
+  // the block's rows, which vectorizes (the log of logsumexp called once per row cost a
+  // 16-lane libmvec call each time: 19% of 65536 x 128).
+  void rows(Value* begin, Value* end) {
+    const size_t nd = plan_.dims.size(), nk = static_cast<size_t>(plan_.num_kept);
+    const int64_t block_rows = std::max<int64_t>(1, plan_.schedule.chunk_rows);
+    int64_t row_elements = 1;
+    for (size_t d = nk; d < nd; ++d) row_elements *= plan_.dims[d];
+    for (const PlanPhase& ph : plan_.phases) {
+      llvm::BasicBlock& entry = function_->getEntryBlock();
+      llvm::IRBuilder<> at(&entry, entry.begin());
+      stashes_.push_back(ph.stash ? at.CreateAlloca(storage_type(ctx_, ph.dtype), c64(row_elements * block_rows))
+                                  : nullptr);
+      block_values_.push_back(at.CreateAlloca(value_type(ctx_, ph.dtype), c64(block_rows)));
+    }
+    std::vector<std::vector<PlanOutput>> pass_reducers(static_cast<size_t>(plan_.num_passes));
+    std::vector<std::vector<int>> pass_phases(static_cast<size_t>(plan_.num_passes));
+    for (size_t k = 0; k < plan_.phases.size(); ++k) {
+      const PlanPhase& ph = plan_.phases[k];
+      PlanOutput r;
+      r.node = ph.node;
+      r.dtype = ph.dtype;
+      r.reduce = ph.reduce;
+      pass_reducers[static_cast<size_t>(ph.pass)].push_back(r);
+      pass_phases[static_cast<size_t>(ph.pass)].push_back(static_cast<int>(k));
+    }
+    std::vector<std::vector<llvm::AllocaInst*>> pass_accs;
+    for (const auto& rs : pass_reducers) {
+      reducers_ = &rs;
+      pass_accs.push_back(accumulators());
+    }
+    reducers_ = nullptr;
+    std::vector<int> full, per_row;
+    for (const PlanOutput& o : plan_.outputs) (o.per_row ? per_row : full).push_back(o.node);
+    std::vector<Value*> idx(nd, nullptr);
+    // body(row) for every row of [lo, hi), block_slot_ naming its place in the block.
+    auto each_row = [&](Value* lo, Value* hi, const std::function<void()>& body) {
+      loop(lo, hi, [&](Value* u) {
+        decompose(u, 0, nk, idx);
+        block_slot_ = b_.CreateSub(u, lo, "", true, true);
+        body();
+        block_slot_ = nullptr;
+      });
+    };
+    Value* count = b_.CreateSub(end, begin, "", true, true);
+    Value* blocks = b_.CreateUDiv(b_.CreateAdd(count, c64(block_rows - 1), "", true, true), c64(block_rows));
+    loop(c64(0), blocks, [&](Value* block) {
+      Value* lo = b_.CreateAdd(begin, b_.CreateMul(block, c64(block_rows), "", true, true), "", true, true);
+      Value* hi = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(lo, c64(block_rows), "", true, true), end);
+      for (size_t q = 0; q < pass_reducers.size(); ++q) {
+        reducers_ = &pass_reducers[q];
+        std::vector<int> targets;
+        for (const PlanOutput& r : pass_reducers[q]) targets.push_back(r.node);
+        for (int k : pass_phases[q])
+          if (plan_.phases[static_cast<size_t>(k)].stash) stores_.push_back(k);
+        select(targets, static_cast<int>(q));
+        each_row(lo, hi, [&] {
+          reset(pass_accs[q]);
+          reduce_nest(nk, idx, pass_accs[q]);
+          for (size_t m = 0; m < pass_phases[q].size(); ++m) {
+            const size_t k = static_cast<size_t>(pass_phases[q][m]);
+            Value* acc = b_.CreateLoad(pass_accs[q][m]->getAllocatedType(), pass_accs[q][m]);
+            Value* value = final_value(pass_reducers[q][m], acc);
+            b_.CreateStore(value, b_.CreateInBoundsGEP(value->getType(), block_values_[k], block_slot_));
+          }
+        });
+        stores_.clear();
+        reducers_ = nullptr;
+      }
+      if (!full.empty()) {
+        select(full, plan_.num_passes);
+        each_row(lo, hi, [&] {
+          nest(nk, idx, [&] {
+            std::vector<Value*> v = eval(idx);
+            for (size_t m = 0; m < plan_.outputs.size(); ++m)
+              if (!plan_.outputs[m].per_row)
+                store_element(b_, v[static_cast<size_t>(plan_.outputs[m].node)], out_ptr(m, idx), plan_.outputs[m].dtype);
+          });
+        });
+      }
+      if (!per_row.empty()) {
+        select(per_row, plan_.num_passes);
+        each_row(lo, hi, [&] {
+          std::vector<Value*> at = idx;
+          for (size_t d = nk; d < nd; ++d) at[d] = c64(0);  // per-row values do not read the reduced dims
+          std::vector<Value*> v = eval(at);
+          for (size_t m = 0; m < plan_.outputs.size(); ++m)
+            if (plan_.outputs[m].per_row)
+              store_element(b_, v[static_cast<size_t>(plan_.outputs[m].node)], out_ptr(m, at), plan_.outputs[m].dtype);
+        });
+      }
+      needed_.clear();
+      loaded_.clear();
+    });
+  }
+
   void full_reduce(Value* begin, Value* end) {
     const size_t nd = plan_.dims.size();
     const int64_t rows = nd > 0 ? plan_.dims[0] : 1, chunk = plan_.schedule.chunk_rows;
@@ -530,6 +713,13 @@ class Emitter {
   llvm::PointerType* ptr_;
   llvm::Function* function_ = nullptr;
   std::vector<Value*> ins_, outs_;
+  // rows kernels: the state of the pass being emitted
+  const std::vector<PlanOutput>* reducers_ = nullptr;  // null: the plan's outputs
+  std::vector<char> needed_, loaded_;                   // per node; empty: evaluate all
+  std::vector<int> stores_;                             // phases whose operand this pass stashes
+  std::vector<llvm::AllocaInst*> stashes_;              // per phase: its block's rows' buffer, or null
+  std::vector<llvm::AllocaInst*> block_values_;         // per phase: its results for a block's rows
+  Value* block_slot_ = nullptr;                         // the current row's place in its block
 };
 
 }  // namespace

@@ -245,6 +245,15 @@ bool reduction_supported(const Equation& eqn, std::string* why_not) {
   return true;
 }
 
+bool rows_fusion_supported(const Jaxpr& fused, std::string* why_not) {
+  try {
+    (void)codegen::plan_kernel(fused, "rows");
+    return true;
+  } catch (const Error& e) {
+    return codegen::refuse(why_not, e.what());
+  }
+}
+
 std::unique_ptr<Kernel> compile_kernel(const Jaxpr& fused, std::string_view kind, const KernelOptions& options,
                                        const InputStrides& input_strides) {
   if (kind == "dot") {

@@ -7,6 +7,10 @@
 //      one multi-output fusion (the array is read once);
 //   1 and 2 repeat while they change something, a few rounds at most (sum(e) and max(e)
 //   become siblings, and then together absorb e's producer);
+//   2b. rows: a row reduction (over trailing axes) merges with the work that reads its
+//   result back through a broadcast (x - max(x), e / sum(e)), the reductions that follow
+//   and the work over the rows between them, into one "rows" fusion that runs each row's
+//   reductions and elementwise outputs while the row is in cache (softmax, logsumexp);
 //   3. groups of index maps alone stay runtime calls (eager returns views, no copy); each
 //      other group becomes one `fusion` equation, emitted in a topological order of the
 //      group graph, which merging keeps acyclic (every merge checks reachability).
@@ -30,6 +34,7 @@
 #include "jit/fusion_primitive.h"
 #include "jit/kernel_support.h"
 #include "jit/passes/rewrite.h"
+#include "transforms/call_rules.h"
 #include "lax/primitives.h"
 
 namespace jx::compiler {
@@ -110,6 +115,7 @@ class Fuser {
         changed = fuse_siblings() || changed;
         if (!changed) break;
       }
+      if (options_.rows) fuse_rows();
     }
     return emit();
   }
@@ -129,7 +135,7 @@ class Fuser {
   }
   std::string describe(const Group& g) const {
     Aval a{g.space.shape, g.space.dtype, false};
-    if (g.kind == "reduction") return "reduction over " + a.str() + " axes=" + ints_str(g.axes);
+    if (g.kind == "reduction" || g.kind == "rows") return g.kind + " over " + a.str() + " axes=" + ints_str(g.axes);
     return g.kind + " over " + a.str();
   }
   std::string labels(const Group& g) const {
@@ -622,6 +628,87 @@ class Fuser {
     return changed;
   }
 
+  // ---- 2b. rows ----
+
+  // A rows fusion's rows each run on one thread, its passes re-reading the row: enough
+  // rows to share among threads, and rows that stay in cache between passes.
+  static constexpr int64_t kMinRows = 8;
+  static constexpr int64_t kMaxRowBytes = 1 << 20;
+
+  // Whether reduction group g can seed a rows fusion: its axes are the trailing ones, so
+  // a row is contiguous, and its shape suits the schedule.
+  bool rows_seed(const Group& g) const {
+    if (g.kind != "reduction" || g.axes.empty()) return false;
+    const int64_t n = g.space.ndim(), first = n - static_cast<int64_t>(g.axes.size());
+    for (size_t k = 0; k < g.axes.size(); ++k)
+      if (g.axes[k] != first + static_cast<int64_t>(k)) return false;
+    int64_t rows = 1, row = 1;
+    for (int64_t d = 0; d < n; ++d) (d < first ? rows : row) *= g.space.shape[static_cast<size_t>(d)];
+    return first > 0 && rows >= kMinRows && row * itemsize(g.space.dtype) <= kMaxRowBytes;
+  }
+
+  Shape row_shape(const Group& g) const {
+    return Shape(g.space.shape.begin(), g.space.shape.end() - static_cast<std::ptrdiff_t>(g.axes.size()));
+  }
+
+  // Whether group c may join rows group r: a reduction over r's space and axes, or a
+  // loop over r's operand space or its row space.
+  bool joins_rows(const Group& r, const Group& c) const {
+    if (c.kind == "reduction") return c.space.shape == r.space.shape && c.axes == r.axes;
+    if (c.kind != "loop") return false;
+    return c.space.shape == r.space.shape || c.space.shape == row_shape(r);
+  }
+
+  // Merges c into rows group r if the result still compiles as one rows kernel.
+  bool try_rows(size_t r, size_t c, bool producer) {
+    if (!too_large(r, c).empty()) return false;
+    if (producer ? path_between(c, r, false) >= 0 : path_between(r, c, false) >= 0) return false;
+    std::vector<size_t> members = groups_[r].members;
+    members.insert(members.end(), groups_[c].members.begin(), groups_[c].members.end());
+    std::sort(members.begin(), members.end());
+    auto inside = [&](size_t g) { return g == r || g == c; };
+    Equation candidate = build_fusion_of(members, inside, "rows", "candidate");
+    std::string why;
+    if (!rows_fusion_supported(detail::call_body(candidate.params, "fusion")->jaxpr, &why)) {
+      refuse("refused: rows fusion of " + labels(groups_[c]) + " into " + describe(groups_[r]) + ": " + why,
+             groups_[c].members[0], groups_[r].members[0]);
+      return false;
+    }
+    const std::string note = "merged " + labels(groups_[c]) + " into " + describe(groups_[r]) +
+                             (producer ? " (a producer of the rows)" : " (reads the rows' results)");
+    groups_[r].kind = "rows";
+    merge(r, c, note);
+    return true;
+  }
+
+  void fuse_rows() {
+    for (size_t r = 0; r < groups_.size(); ++r) {
+      if (!groups_[r].alive || !rows_seed(groups_[r])) continue;
+      // Consumers first (what reads the reduction back makes the rows), then, once it is a
+      // rows group, the loops over its space that only it reads.
+      for (bool merged = true; merged;) {
+        merged = false;
+        std::vector<size_t> next;
+        for_each_successor(r, [&](size_t c) {
+          if (std::find(next.begin(), next.end(), c) == next.end()) next.push_back(c);
+        });
+        std::sort(next.begin(), next.end(), [&](size_t a, size_t b) { return groups_[a].members[0] < groups_[b].members[0]; });
+        for (size_t c : next)
+          if (groups_[c].alive && joins_rows(groups_[r], groups_[c]) && try_rows(r, c, false)) {
+            merged = true;
+            break;
+          }
+        if (merged || groups_[r].kind != "rows") continue;
+        for (size_t p : producers(r))
+          if (groups_[p].kind == "loop" && groups_[p].space.shape == groups_[r].space.shape && only_used_by(p, r) &&
+              try_rows(r, p, true)) {
+            merged = true;
+            break;
+          }
+      }
+    }
+  }
+
   // ---- 3. emission ----
 
   int64_t first_free_fusion_number() const {
@@ -641,16 +728,22 @@ class Fuser {
   }
 
   Equation build_fusion(size_t g, const std::string& name) {
-    const Group& G = groups_[g];
+    return build_fusion_of(groups_[g].members, [g](size_t x) { return x == g; }, groups_[g].kind, name);
+  }
+
+  // The fusion equation of `members` (ascending), whose outputs are the values used
+  // outside the groups `inside` accepts.
+  Equation build_fusion_of(const std::vector<size_t>& members, const std::function<bool(size_t)>& in_group,
+                           const std::string& kind, const std::string& name) {
     std::unordered_set<int64_t> inside;
-    for (size_t m : G.members)
+    for (size_t m : members)
       for (const Var& v : eqns_[m].outputs) inside.insert(v.id);
 
     Jaxpr body;
     std::vector<Atom> inputs;
     std::unordered_map<int64_t, Var> renamed;  // outer id -> body variable
     std::unordered_multimap<size_t, size_t> computed;  // equation hash -> index in body.eqns
-    for (size_t m : G.members)
+    for (size_t m : members)
       for (const Atom& a : eqns_[m].inputs)
         if (a.is_var() && !inside.count(a.var().id) && !renamed.count(a.var().id)) {
           Var bv = ctx_.fresh_var(a.var().aval);
@@ -658,7 +751,7 @@ class Fuser {
           body.invars.push_back(bv);
           inputs.push_back(a);
         }
-    for (size_t m : G.members) {
+    for (size_t m : members) {
       Equation e = eqns_[m];
       for (Atom& a : e.inputs)
         if (a.is_var()) a = renamed.at(a.var().id);
@@ -689,14 +782,17 @@ class Fuser {
       body.eqns.push_back(std::move(e));
     }
     std::vector<Var> outputs;
-    for (size_t m : G.members)
-      for (const Var& v : eqns_[m].outputs)
-        if (used_outside(v, g, g)) {
+    for (size_t m : members)
+      for (const Var& v : eqns_[m].outputs) {
+        bool outside = outvar_ids_.count(v.id) > 0;
+        for (size_t u : var_users(v.id)) outside = outside || !in_group(group_of_[u]);
+        if (outside) {
           body.outvars.push_back(renamed.at(v.id));
           outputs.push_back(v);
         }
+      }
     auto closed = std::make_shared<ClosedJaxpr>(ClosedJaxpr{std::move(body), {}});
-    return make_fusion(std::move(closed), std::move(inputs), std::move(outputs), G.kind, name);
+    return make_fusion(std::move(closed), std::move(inputs), std::move(outputs), kind, name);
   }
 
   // A group of index maps alone (no arithmetic, no iota) stays as runtime calls: the

@@ -16,6 +16,7 @@ namespace jx::compiler {
 
 struct FusionOptions {
   bool merge = true;  // false: every supported equation its own fusion, nothing merges
+  bool rows = true;   // false: no "rows" fusions (reductions end their kernels)
 };
 
 // Rewrites `program` in place; true when it made any fusion.
