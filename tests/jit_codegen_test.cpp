@@ -767,6 +767,20 @@ TEST(RowsKernel, LayerNormWithItsStatistics) {
         "rows", 1e-12, 1e-12);
 }
 
+TEST(RowsKernel, KeepdimsRowOutputAndTwoInputs) {
+  // A per-row output spelled (33, 1), beside rows normalized and scaled by a second input.
+  check(R"({ lambda ; a:f32[33,200] w:f32[33,200]. let
+    b:f32[33,200] = mul a a
+    c:f32[33] = reduce_sum[axes=(1,)] b
+    d:f32[33,1] = expand_dims[dimensions=(1,)] c
+    e:f32[33,1] = sqrt d
+    f:f32[33,200] = broadcast_in_dim[broadcast_dimensions=(0, 1) shape=(33, 200)] e
+    g:f32[33,200] = div a f
+    h:f32[33,200] = mul g w
+  in (h, e) })",
+        "rows", 1e-5, 1e-6);
+}
+
 TEST(RowsKernel, NaNAndInfinityRows) {
   // A row of -inf (logsumexp's max is not finite: the shift is 0), a NaN row and an
   // all-equal row, against eager bit for bit where the values are special.
@@ -792,6 +806,19 @@ TEST(RowsKernel, RefusesWhatItCannotPlan) {
     d:f32[16,16] = sub a c
   in (d) })");
   EXPECT_JX_ERROR(codegen::plan_kernel(across, "rows"), "is read at another row than its own");
+  Jaxpr column = parse_jaxpr(R"({ lambda ; a:f32[16,8]. let
+    b:f32[16] = reduce_sum[axes=(1,)] a
+    c:f32[8] = reduce_sum[axes=(0,)] a
+    d:f32[16,8] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(16, 8)] c
+    e:f32[16,8] = add a d
+  in (b, e) })");
+  EXPECT_JX_ERROR(codegen::plan_kernel(column, "rows"), "a rows kernel's reductions must share the operand shape");
+  Jaxpr other_shape = parse_jaxpr(R"({ lambda ; a:f32[16,8]. let
+    b:f32[16] = reduce_sum[axes=(1,)] a
+    c:f32[1,16] = expand_dims[dimensions=(0,)] b
+  in (c) })");
+  EXPECT_JX_ERROR(codegen::plan_kernel(other_shape, "rows"),
+                  "an output of a rows fusion must have the operand's shape (16, 8) or the row's (16,) (or (16, 1)), got f32[1,16]");
   std::string why;
   EXPECT_FALSE(rows_fusion_supported(across, &why));
   EXPECT_NE(why.find("another row"), std::string::npos) << why;

@@ -469,6 +469,53 @@ TEST(RowsFusion, LayerNormAndItsStatisticsAreOneFusion) {
   EXPECT_EQ(r.fusions("rows"), 1) << r.text;
 }
 
+TEST(RowsFusion, NormalizationByAKeepdimsRowNorm) {
+  // x / sqrt(sum(x * x, keepdims)): the sqrt runs over the row shape spelled (16, 1).
+  Fused r = fuse_text(R"({ lambda ; a:f32[16,24]. let
+    b:f32[16,24] = mul a a
+    c:f32[16] = reduce_sum[axes=(1,)] b
+    d:f32[16,1] = expand_dims[dimensions=(1,)] c
+    e:f32[16,1] = sqrt d
+    f:f32[16,24] = broadcast_in_dim[broadcast_dimensions=(0, 1) shape=(16, 24)] e
+    g:f32[16,24] = div a f
+  in (g, e) })");
+  EXPECT_EQ(r.fusions(), 1) << r.text << r.all_notes();
+  EXPECT_EQ(r.fusions("rows"), 1) << r.text;
+}
+
+TEST(RowsFusion, SoftmaxCrossEntropyGradientIsOneFusion) {
+  // grad of -sum(y * log_softmax(x)) / n as jx traces it: the row sums of the cotangent
+  // (a reduction the rows only read) join as a producer, and its elementwise producer,
+  // then read only by the rows, with it.
+  Fused r = fuse_text(R"({ lambda ; a:f32[16,40] b:f32[16,40]. let
+    c:f32[16] = reduce_max[axes=(1,)] a
+    d:f32[16] = broadcast_in_dim[broadcast_dimensions=() shape=(16,)] 0.0:f32[]
+    e:bool[16] = is_finite c
+    f:f32[16] = select_n e d c
+    g:f32[16] = stop_gradient f
+    h:f32[16,1] = expand_dims[dimensions=(1,)] g
+    i:f32[16,40] = broadcast_in_dim[broadcast_dimensions=(0, 1) shape=(16, 40)] h
+    j:f32[16,40] = sub a i
+    k:f32[16,40] = exp j
+    l:f32[16] = reduce_sum[axes=(1,)] k
+    m:f32[16,40] = broadcast_in_dim[broadcast_dimensions=() shape=(16, 40)] -0.0625:f32[]
+    n:f32[16,40] = mul b m
+    o:f32[16,40] = neg n
+    p:f32[16] = reduce_sum[axes=(1,)] o
+    q:f32[16,1] = reshape[new_sizes=(16, 1)] p
+    r:f32[16] = squeeze[dimensions=(1,)] q
+    s:f32[16] = div r l
+    t:f32[16,40] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(16, 40)] s
+    u:f32[16,40] = mul t k
+    v:f32[16,40] = add n u
+  in (v,) })");
+  EXPECT_EQ(r.fusions(), 1) << r.text << r.all_notes();
+  EXPECT_EQ(r.fusions("rows"), 1) << r.text;
+  EXPECT_NE(r.all_notes().find("merged neg (o), reduce_sum (p) into rows over f32[16,40] axes=(1,) (a producer of the rows)"),
+            std::string::npos)
+      << r.all_notes();
+}
+
 TEST(RowsFusion, ARowValueReadAlongTheRowIsRefused) {
   // The row maxima broadcast along the other axis (m[j] read at element (i, j)): each
   // element needs another row's value, so the second reduction stays a kernel of its own.

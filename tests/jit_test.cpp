@@ -171,6 +171,21 @@ TEST(Jit, SoftmaxAndLogsumexpOverRowsWithLargeValues) {
   }
 }
 
+TEST(Jit, GradientOfSoftmaxCrossEntropyAndRowNorms) {
+  // One rows kernel each (jit_fusion_test): values against eager.
+  auto xent = [](const Array& x, const Array& y) {
+    Array log_softmax = x - jnp::logsumexp(x, 1, std::nullopt, /*keepdims=*/true);
+    return -jnp::sum(y * log_softmax) / 64.0;
+  };
+  auto row_norm = [](const Array& x) { return x / jnp::sqrt(jnp::sum(x * x, 1, /*keepdims=*/true)); };
+  for (DType d : {DType::Float32, DType::Float64}) {
+    SCOPED_TRACE(dtype_name(d));
+    Array x = randn({64, 300}, d, 21, 3.0), y = jnp::abs(randn({64, 300}, d, 22));
+    expect_same_tree(jit(grad(xent))(x, y), grad(xent)(x, y), 1e-5, 1e-8);
+    expect_same_tree(jit(row_norm)(x), row_norm(x), 1e-5, 1e-7);
+  }
+}
+
 TEST(Jit, MatmulWithGeluEpilogue) {
   auto f = [](const Array& a, const Array& b, const Array& bias) {
     Array h = jnp::matmul(a, b) + bias;

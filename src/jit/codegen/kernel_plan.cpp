@@ -411,6 +411,8 @@ struct ReducedSpace {
   IndexMap operand_map;   // the operand's index at the iteration point
   IndexMap row_map;       // the row's index at the iteration point
   Affine row_index;       // the row's element offset in a row-shaped output
+  Shape kept_row_shape;   // the row shape with each reduced dim kept as 1 (keepdims)
+  IndexMap kept_row_map;  // a kept_row_shape value's index at the iteration point
 
   ReducedSpace(const Shape& shape, const std::vector<int64_t>& axes) : position(shape.size()) {
     const size_t n = shape.size();
@@ -431,6 +433,13 @@ struct ReducedSpace {
     row_map = identity_map(kept_positions, n);
     for (size_t k : kept_positions) row_shape.push_back(dims[k]);
     row_index = combine(row_map, jx::detail::contiguous_strides(row_shape), n);
+    for (size_t d = 0; d < n; ++d) {
+      const bool reduced = contains(axes, static_cast<int64_t>(d));
+      kept_row_shape.push_back(reduced ? 1 : shape[d]);
+      Affine a = zero_affine(n);
+      if (!reduced) a.coef[position[d]] = 1;
+      kept_row_map.push_back(a);
+    }
   }
 };
 
@@ -523,13 +532,14 @@ KernelPlan plan_rows(const Jaxpr& fused, const InputStrides& input_strides) {
     if (o.aval().shape == xshape) {
       out.node = p.value(o, space.operand_map);
       out.index = full_index;
-    } else if (o.aval().shape == space.row_shape) {
-      out.node = p.value(o, space.row_map);
+    } else if (o.aval().shape == space.row_shape || o.aval().shape == space.kept_row_shape) {
+      // Either spelling of the row shape has the same elements in the same order.
+      out.node = p.value(o, o.aval().shape == space.row_shape ? space.row_map : space.kept_row_map);
       out.index = space.row_index;
       out.per_row = true;
     } else {
       fail("jit", "an output of a rows fusion must have the operand's shape ", shape_str(xshape), " or the row's ",
-           shape_str(space.row_shape), ", got ", o.aval().str());
+           shape_str(space.row_shape), " (or ", shape_str(space.kept_row_shape), "), got ", o.aval().str());
     }
     p.plan.outputs.push_back(out);
   }

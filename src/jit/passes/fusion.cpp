@@ -651,12 +651,19 @@ class Fuser {
     return Shape(g.space.shape.begin(), g.space.shape.end() - static_cast<std::ptrdiff_t>(g.axes.size()));
   }
 
+  // The row shape with the reduced axes kept as 1s (jnp's keepdims=true results).
+  Shape kept_row_shape(const Group& g) const {
+    Shape s = g.space.shape;
+    for (int64_t a : g.axes) s[static_cast<size_t>(a)] = 1;
+    return s;
+  }
+
   // Whether group c may join rows group r: a reduction over r's space and axes, or a
-  // loop over r's operand space or its row space.
+  // loop over r's operand space or its row space (either spelling of it).
   bool joins_rows(const Group& r, const Group& c) const {
     if (c.kind == "reduction") return c.space.shape == r.space.shape && c.axes == r.axes;
     if (c.kind != "loop") return false;
-    return c.space.shape == r.space.shape || c.space.shape == row_shape(r);
+    return c.space.shape == r.space.shape || c.space.shape == row_shape(r) || c.space.shape == kept_row_shape(r);
   }
 
   // Merges c into rows group r if the result still compiles as one rows kernel.
@@ -685,7 +692,8 @@ class Fuser {
     for (size_t r = 0; r < groups_.size(); ++r) {
       if (!groups_[r].alive || !rows_seed(groups_[r])) continue;
       // Consumers first (what reads the reduction back makes the rows), then, once it is a
-      // rows group, the loops over its space that only it reads.
+      // rows group, the loops over its space and the reductions over its rows that only
+      // it reads (the row sums of a cotangent in softmax cross-entropy's gradient).
       for (bool merged = true; merged;) {
         merged = false;
         std::vector<size_t> next;
@@ -700,8 +708,9 @@ class Fuser {
           }
         if (merged || groups_[r].kind != "rows") continue;
         for (size_t p : producers(r))
-          if (groups_[p].kind == "loop" && groups_[p].space.shape == groups_[r].space.shape && only_used_by(p, r) &&
-              try_rows(r, p, true)) {
+          if (((groups_[p].kind == "loop" && groups_[p].space.shape == groups_[r].space.shape) ||
+               (groups_[p].kind == "reduction" && joins_rows(groups_[r], groups_[p]))) &&
+              only_used_by(p, r) && try_rows(r, p, true)) {
             merged = true;
             break;
           }
