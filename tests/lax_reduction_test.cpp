@@ -311,7 +311,7 @@ TEST(LaxReductionLarge, EveryLayoutMatchesALoop) {
       ASSERT_EQ(m1[i * shape[2] + k], m);
       ASSERT_EQ(a1[i * shape[2] + k], bi);
     }
-  // Reduce axis 0 of a (7, 15000) view: outer mode with 59 tiles of up to 256.
+  // Reduce axis 0 of a (7, 15000) view: outer mode, tiles of up to 4096 and a partial last one.
   Array y = lax::reshape(x, {7, 15000});
   auto s0 = lax::reduce_sum(y, {0}).to_vector<int64_t>();
   auto a0 = lax::argmax(y, 0).to_vector<int64_t>();

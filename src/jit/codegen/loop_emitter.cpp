@@ -23,7 +23,7 @@ using Mode = LoopSchedule::Mode;
 
 constexpr int64_t kReduceBlock = 4096;  // innermost reduced elements per partial accumulator
 constexpr int64_t kColumnRows = 256;    // reduced rows per partial row of a column reduction
-constexpr int64_t kRowBlock = 64;       // rows kernels: rows whose per-row outputs run as one loop
+constexpr int64_t kWideColumnRows = 8;  // the same for float32 sums (column_reduce)
 
 // Which loops of a function call a vector math function (jx_vm_*), found once per
 // function through LLVM's loop analysis; a loop's calls include its inner loops'.
@@ -49,7 +49,6 @@ class LoopCalls {
   llvm::LoopInfo loops_;
   std::set<const llvm::BasicBlock*> calling_;
 };
-constexpr int64_t kWideColumnRows = 8;  // the same for float32 sums (column_reduce)
 
 // The dtype a reduction accumulates in. Float32 sums accumulate in float64: every element
 // is widened, and every partial, block and chunk is combined in double, with one rounding
