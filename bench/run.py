@@ -735,6 +735,10 @@ def main():
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}  threads={meta.get('threads')}  "
           f"stream triad bandwidth={meta.get('stream_GBps')} GB/s  read bandwidth={meta.get('read_GBps')} GB/s  load average (1 min) at start "
           f"{load_at_start:.2f}, at end {os.getloadavg()[0]:.2f}, on {os.cpu_count()} CPUs")
+    if meta.get("blas_kernels"):
+        forced = os.environ.get("OPENBLAS_CORETYPE")
+        print(f"OpenBLAS kernels: {meta['blas_kernels']}" +
+              (f" (OPENBLAS_CORETYPE={forced} in the environment)" if forced else " (OpenBLAS's choice for this CPU)"))
     costs = [f"{w[len('libmvec_'):]} {r['limit']['ns_per_element_per_thread']:.3f}" for w, r in limits.items()
              if w.startswith("libmvec_")]
     if costs:
