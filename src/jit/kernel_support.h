@@ -31,7 +31,8 @@ bool reduction_supported(const Equation& eqn, std::string* why_not);
 // Whether a sub-program of row reductions and the elementwise work around them compiles
 // as one "rows" kernel (codegen/kernel.h): its reductions share the operand shape and
 // axes, their results are read back only through broadcasts along the reduced axes, and
-// every output has the operand's shape or the row's (src/jit/codegen/loop_kernel.cpp).
+// every output has the operand's shape or the row's, with or without the reduced axes
+// kept as 1s (src/jit/codegen/loop_kernel.cpp).
 bool rows_fusion_supported(const Jaxpr& fused, std::string* why_not);
 
 }  // namespace jx::compiler

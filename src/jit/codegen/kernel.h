@@ -8,8 +8,8 @@
 //                operands of the same shape; one pass over that shape.
 //   "rows"       row reductions over the same axes of one operand shape with the
 //                elementwise work that reads their results back through broadcasts
-//                (softmax, logsumexp, layer norm): each row runs its reductions and
-//                then its elementwise outputs while it is in cache.
+//                (softmax, logsumexp, layer norm): each block of rows runs its passes
+//                of reductions, then its elementwise outputs, while it is in cache.
 //   "dot"        a dot_general of two kernel inputs followed by elementwise ops over
 //                its result (the epilogue), run block by block after the BLAS call.
 // Producers inside a fusion are elementwise ops and index maps (kernel_support.h).
