@@ -17,6 +17,8 @@
 #include <optional>
 #include <unordered_map>
 
+#include <llvm/ADT/SmallVector.h>
+
 #include "backend/backend.h"
 #include "core/array_internal.h"
 #include "core/subprogram.h"
@@ -288,6 +290,7 @@ class ProgramExecutable final : public Executable {
   std::vector<bool> arg_unread_, arg_is_output_;
   std::vector<Operand> outputs_;
   std::vector<bool> kernel_owned_;  // slot holds a buffer a kernel step allocated
+  bool recycles_ = false;           // some kernel-owned slot is released before the end
   int num_kernels_ = 0;
   // A donated argument's buffer that output `output` of kernel step `step` may be written
   // into (taken out of donated_buffer), or null.
@@ -362,7 +365,10 @@ ProgramExecutable::ProgramExecutable(ClosedJaxpr program, const CompileOptions& 
     if (a.is_var()) pinned[outputs_.back().slot] = true;
   }
   for (auto [slot, step] : last_use)
-    if (!pinned[slot]) steps_[step].release.push_back(slot);
+    if (!pinned[slot]) {
+      steps_[step].release.push_back(slot);
+      recycles_ = recycles_ || kernel_owned_[slot];
+    }
   args_last_read_.resize(steps_.size());
   arg_unread_.assign(arg_slots_.size(), true);
   arg_is_output_.assign(arg_slots_.size(), false);
@@ -562,9 +568,11 @@ std::vector<Array> ProgramExecutable::run(std::span<const Array> args, const std
     detail::fail("jit", "compiled programs run on host-memory platforms; ", Device(placement.device).str(),
                  " has device memory and no jit backend yet");
   detail::DeviceScope device_scope(placement);
-  // Take the recycled buffers for this run (a concurrent run allocates its own).
+  // Take the recycled buffers for this run (a concurrent run allocates its own). A
+  // program that frees no intermediate buffer (a single kernel) has none to share.
   BufferPool pool;
-  {
+  const bool share_pool = recycles_ || !donated.empty();
+  if (share_pool) {
     std::unique_lock lock(pool_mu_, std::try_to_lock);
     if (lock.owns_lock()) std::swap(pool, pool_);
   }
@@ -582,9 +590,11 @@ std::vector<Array> ProgramExecutable::run(std::span<const Array> args, const std
   if (donating)
     for (size_t i = 0; i < donated_buffer.size(); ++i)
       if (donated_buffer[i] && arg_unread_[i]) pool.put(std::move(donated_buffer[i]));
-  std::vector<Array> ins;
-  std::vector<const void*> in_ptrs;
-  std::vector<void*> out_ptrs;
+  // Per step, reused across steps; inline storage keeps a small program's call off the
+  // heap for these.
+  llvm::SmallVector<Array, 8> ins;
+  llvm::SmallVector<const void*, 16> in_ptrs;
+  llvm::SmallVector<void*, 8> out_ptrs;
   for (size_t step = 0; step < steps_.size(); ++step) {
     const Step& s = steps_[step];
     ins.clear();
@@ -630,7 +640,7 @@ std::vector<Array> ProgramExecutable::run(std::span<const Array> args, const std
   std::vector<Array> outs;
   outs.reserve(outputs_.size());
   for (const Operand& o : outputs_) outs.push_back(o.slot >= 0 ? values[o.slot] : o.constant);
-  {
+  if (share_pool) {
     std::unique_lock lock(pool_mu_, std::try_to_lock);
     if (lock.owns_lock()) std::swap(pool, pool_);
   }

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <list>
+#include <atomic>
 #include <mutex>
 #include <unordered_map>
 
@@ -34,9 +35,11 @@ struct JitEntry {
   // `jit` equation's body: sub-programs hold no constvars).
   std::shared_ptr<const ClosedJaxpr> traced;
   JaxprRef body;
-  // Compiled on first native run.
+  // Compiled on first native run (under mu); `ready` publishes it, so a cached call
+  // reads it without the lock.
   mutable std::mutex mu;
   mutable std::shared_ptr<const compiler::Executable> exe;
+  mutable std::atomic<const compiler::Executable*> ready{nullptr};
 };
 
 namespace {
@@ -59,6 +62,7 @@ compiler::CompileOptions compile_options(const JitOptions& o) {
 }
 
 const compiler::Executable& executable(const JitEntry& e) {
+  if (const compiler::Executable* compiled = e.ready.load(std::memory_order_acquire)) return *compiled;
   std::lock_guard lock(e.mu);
   if (!e.exe) {
     // Native code needs every constant's value (the constants of an entry that captured a
@@ -75,6 +79,7 @@ const compiler::Executable& executable(const JitEntry& e) {
     if (config::get().log_compiles)
       std::fprintf(stderr, "jx: compiled '%s' for %s in %.2f ms (%d native kernels)\n", e.name.c_str(),
                    avals_list(e.in_avals).c_str(), ms_since(t0), e.exe->num_kernels());
+    e.ready.store(e.exe.get(), std::memory_order_release);
   }
   return *e.exe;
 }
@@ -97,6 +102,17 @@ struct Key {
     if (hash != o.hash || avals != o.avals || !(def == o.def) || axes != o.axes) return false;
     if (!statics || !o.statics) return !statics && !o.statics;
     return statics->equals(*o.statics);
+  }
+  // The same test against a call's parts, before any Key is built (a cached call then
+  // copies no aval).
+  bool matches(size_t h, std::span<const Array> leaves, const tree::TreeDef& d, const StaticValues* s,
+               const std::vector<std::pair<std::string, int64_t>>& a) const {
+    if (hash != h || avals.size() != leaves.size() || axes != a) return false;
+    for (size_t i = 0; i < leaves.size(); ++i)
+      if (!(avals[i] == leaves[i].aval())) return false;
+    if (!(def == d)) return false;
+    if (!statics || !s) return !statics && !s;
+    return statics->equals(*s);
   }
 };
 
@@ -146,27 +162,29 @@ std::shared_ptr<const JitEntry> JitFunction::lookup(std::span<const Array> leave
                                                     std::shared_ptr<const StaticValues> statics,
                                                     const std::function<std::vector<size_t>()>& arg_positions,
                                                     const JitTraceFn& trace) {
-  Key key;
-  key.avals.reserve(leaves.size());
-  for (size_t i = 0; i < leaves.size(); ++i) {
+  for (size_t i = 0; i < leaves.size(); ++i)
     if (!leaves[i].valid()) fail("jit", "argument leaf ", i, " is a null jx::Array");
-    key.avals.push_back(leaves[i].aval());
-  }
-  key.hash = hash_avals(leaves) ^ (statics ? statics->hash() * 0x9e3779b97f4a7c15ull : 0);
-  key.def = in_def;
-  key.statics = std::move(statics);
+  size_t hash = hash_avals(leaves) ^ (statics ? statics->hash() * 0x9e3779b97f4a7c15ull : 0);
+  std::vector<std::pair<std::string, int64_t>> axes;
   for (const AxisFrame& a : traced_axes()) {
-    key.axes.emplace_back(a.name, a.size);
-    key.hash = key.hash * 31 + std::hash<std::string>()(a.name) + static_cast<size_t>(a.size);
+    axes.emplace_back(a.name, a.size);
+    hash = hash * 31 + std::hash<std::string>()(a.name) + static_cast<size_t>(a.size);
   }
   {
     std::lock_guard lock(cache_->mu);
     for (auto it = cache_->entries.begin(); it != cache_->entries.end(); ++it)
-      if (it->first == key) {
+      if (it->first.matches(hash, leaves, in_def, statics.get(), axes)) {
         if (it != cache_->entries.begin()) cache_->entries.splice(cache_->entries.begin(), cache_->entries, it);
         return cache_->entries.front().second;
       }
   }
+  Key key;
+  key.avals.reserve(leaves.size());
+  for (const Array& x : leaves) key.avals.push_back(x.aval());
+  key.hash = hash;
+  key.def = in_def;
+  key.statics = std::move(statics);
+  key.axes = std::move(axes);
   // Trace outside the lock: f may call other jitted functions (or this one).
   auto t0 = std::chrono::steady_clock::now();
   auto entry = std::make_shared<JitEntry>();
