@@ -20,6 +20,7 @@
 #include "jit/kernel_support.h"
 #include "jx/jaxpr.h"
 #include "kernel_test_util.h"
+#include "row_programs.h"
 #include "test_util.h"
 
 namespace jx::compiler {
@@ -695,15 +696,7 @@ TEST(ReductionKernel, IntegerAndBitwise) {
 
 // ---- rows kernels: passes over each row block, then the elementwise work ----
 
-std::string softmax_text(const std::string& t, int64_t rows, int64_t cols) {
-  const std::string r = std::to_string(rows), c = std::to_string(cols);
-  const std::string x = t + "[" + r + "," + c + "]", row = t + "[" + r + "]", col = t + "[" + r + ",1]";
-  const std::string b = "broadcast_in_dim[broadcast_dimensions=(0, 1) shape=(" + r + ", " + c + ")]";
-  return "{ lambda ; a:" + x + ". let\n    b:" + row + " = reduce_max[axes=(1,)] a\n    c:" + col +
-         " = expand_dims[dimensions=(1,)] b\n    d:" + x + " = " + b + " c\n    e:" + x + " = sub a d\n    f:" + x +
-         " = exp e\n    g:" + row + " = reduce_sum[axes=(1,)] f\n    h:" + col + " = expand_dims[dimensions=(1,)] g\n    i:" +
-         x + " = " + b + " h\n    j:" + x + " = div f i\n  in (j) }";
-}
+using jx::testing::softmax_text;
 
 TEST(RowsKernel, PlanStashesTheExpForTheOutputPass) {
   // exp(x - max) is computed once per element: pass 1 stores it in the row buffer, the
@@ -726,23 +719,7 @@ TEST(RowsKernel, SoftmaxMatchesEager) {
 
 TEST(RowsKernel, LogsumexpAndLogSoftmax) {
   // A per-row output (logsumexp) beside a full-shape one (log_softmax = x - lse).
-  check(R"({ lambda ; a:f32[130,77]. let
-    b:f32[130] = reduce_max[axes=(1,)] a
-    c:f32[130] = broadcast_in_dim[broadcast_dimensions=() shape=(130,)] 0.0:f32[]
-    d:bool[130] = is_finite b
-    e:f32[130] = select_n d c b
-    f:f32[130] = stop_gradient e
-    g:f32[130,1] = expand_dims[dimensions=(1,)] f
-    h:f32[130,77] = broadcast_in_dim[broadcast_dimensions=(0, 1) shape=(130, 77)] g
-    i:f32[130,77] = sub a h
-    j:f32[130,77] = exp i
-    k:f32[130] = reduce_sum[axes=(1,)] j
-    l:f32[130] = log k
-    m:f32[130] = add l f
-    n:f32[130,77] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(130, 77)] m
-    o:f32[130,77] = sub a n
-  in (m, o) })",
-        "rows", 1e-5, 1e-6);
+  check(jx::testing::logsumexp_text(130, 77, /*with_log_softmax=*/true), "rows", 1e-5, 1e-6);
 }
 
 TEST(RowsKernel, LayerNormWithItsStatistics) {

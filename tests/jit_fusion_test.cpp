@@ -11,6 +11,7 @@
 #include "jit/passes/fusion.h"
 #include "jx/jaxpr.h"
 #include "jx/random.h"
+#include "row_programs.h"
 #include "test_util.h"
 
 namespace jx::compiler {
@@ -404,17 +405,7 @@ TEST(ReductionFusion, ReductionResultIsNotFusedIntoItsConsumer) {
 TEST(RowsFusion, SoftmaxIsOneRowsFusion) {
   // 16 rows (at least kMinRows): max, sub, exp, sum and div in one fusion reading x once;
   // four without rows fusions.
-  const char* softmax = R"({ lambda ; a:f32[16,32]. let
-    b:f32[16] = reduce_max[axes=(1,)] a
-    c:f32[16,1] = expand_dims[dimensions=(1,)] b
-    d:f32[16,32] = broadcast_in_dim[broadcast_dimensions=(0, 1) shape=(16, 32)] c
-    e:f32[16,32] = sub a d
-    f:f32[16,32] = exp e
-    g:f32[16] = reduce_sum[axes=(1,)] f
-    h:f32[16,1] = expand_dims[dimensions=(1,)] g
-    i:f32[16,32] = broadcast_in_dim[broadcast_dimensions=(0, 1) shape=(16, 32)] h
-    j:f32[16,32] = div f i
-  in (j,) })";
+  const std::string softmax = jx::testing::softmax_text("f32", 16, 32);
   Fused r = fuse_text(softmax);
   FusionOptions no_rows;
   no_rows.rows = false;
@@ -430,20 +421,7 @@ TEST(RowsFusion, SoftmaxIsOneRowsFusion) {
 TEST(RowsFusion, LogsumexpGivesAPerRowOutput) {
   // jnp::logsumexp's program: the row values feed work over the row shape (is_finite,
   // select, log, add) that ends in a per-row output.
-  Fused r = fuse_text(R"({ lambda ; a:f32[12,40]. let
-    b:f32[12] = reduce_max[axes=(1,)] a
-    c:f32[12] = broadcast_in_dim[broadcast_dimensions=() shape=(12,)] 0.0:f32[]
-    d:bool[12] = is_finite b
-    e:f32[12] = select_n d c b
-    f:f32[12] = stop_gradient e
-    g:f32[12,1] = expand_dims[dimensions=(1,)] f
-    h:f32[12,40] = broadcast_in_dim[broadcast_dimensions=(0, 1) shape=(12, 40)] g
-    i:f32[12,40] = sub a h
-    j:f32[12,40] = exp i
-    k:f32[12] = reduce_sum[axes=(1,)] j
-    l:f32[12] = log k
-    m:f32[12] = add l f
-  in (m,) })");
+  Fused r = fuse_text(jx::testing::logsumexp_text(12, 40));
   EXPECT_EQ(r.fusions(), 1) << r.text;
   EXPECT_EQ(r.fusions("rows"), 1) << r.text;
 }
