@@ -447,15 +447,11 @@ struct ReducedSpace {
 // A phase's operand is planned before its RowValue node, so one sweep in node order sees
 // every phase's pass before a node reads it.
 void assign_passes(KernelPlan& plan) {
-  std::vector<int> level(plan.nodes.size(), 0);
-  std::vector<int> phase_pass(plan.phases.size(), -1);
+  std::vector<int> level(plan.nodes.size(), 0);  // passes a node's value needs done first
   for (size_t i = 0; i < plan.nodes.size(); ++i) {
     const PlanNode& n = plan.nodes[i];
-    if (n.kind == PlanNode::Kind::RowValue) {
-      PlanPhase& ph = plan.phases[static_cast<size_t>(n.phase)];
-      ph.pass = level[static_cast<size_t>(ph.node)];
-      level[i] = ph.pass + 1;
-    }
+    if (n.kind == PlanNode::Kind::RowValue)
+      level[i] = level[static_cast<size_t>(plan.phases[static_cast<size_t>(n.phase)].node)] + 1;
     for (int o : n.operands) level[i] = std::max(level[i], level[static_cast<size_t>(o)]);
   }
   plan.num_passes = 0;
