@@ -250,6 +250,9 @@ inline const std::vector<VecMathCase>& vecmath_cases() {
       {"log", [](const Array& x) { return jnp::log(x); }, 1e-30, 1e30, true},
       {"sin", [](const Array& x) { return jnp::sin(x); }, -100.0, 100.0, false},
       {"cos", [](const Array& x) { return jnp::cos(x); }, -100.0, 100.0, false},
+      {"tan", [](const Array& x) { return jnp::tan(x); }, -1.5, 1.5, false},
+      {"log1p", [](const Array& x) { return jnp::log1p(x); }, -0.9, 10.0, false},
+      {"expm1", [](const Array& x) { return jnp::expm1(x); }, -5.0, 5.0, false},
       {"tanh", [](const Array& x) { return jnp::tanh(x); }, -10.0, 10.0, false},
       {"erf", [](const Array& x) { return jx::lax::erf(x); }, -5.0, 5.0, false},
   };

@@ -456,6 +456,9 @@ double reference(const std::string& fn, double x) {
   if (fn == "log") return std::log(x);
   if (fn == "sin") return std::sin(x);
   if (fn == "cos") return std::cos(x);
+  if (fn == "tan") return std::tan(x);
+  if (fn == "log1p") return std::log1p(x);
+  if (fn == "expm1") return std::expm1(x);
   if (fn == "tanh") return std::tanh(x);
   return std::erf(x);
 }

@@ -40,7 +40,8 @@ SOFTMAX_SHAPES = ((4096, 4096), (65536, 128), (128, 65536))
 SWEEP = [1000 * 4 ** k for k in range(8)]  # 1e3 .. 1.6e7 elements
 SELU_L, SELU_A = 1.0507009873554805, 1.6732632423543772
 VECMATH = [("exp", -87.0, 88.0, False), ("log", 1e-30, 1e30, True), ("sin", -100.0, 100.0, False),
-           ("cos", -100.0, 100.0, False), ("tanh", -10.0, 10.0, False), ("erf", -5.0, 5.0, False)]
+           ("cos", -100.0, 100.0, False), ("tan", -1.5, 1.5, False), ("log1p", -0.9, 10.0, False),
+           ("expm1", -5.0, 5.0, False), ("tanh", -10.0, 10.0, False), ("erf", -5.0, 5.0, False)]
 
 
 def best(f, reps):
@@ -144,7 +145,8 @@ def numpy_workloads(reps, quick):
         from scipy.special import erf
     except ImportError:
         erf = None
-    fns = {"exp": np.exp, "log": np.log, "sin": np.sin, "cos": np.cos, "tanh": np.tanh, "erf": erf}
+    fns = {"exp": np.exp, "log": np.log, "sin": np.sin, "cos": np.cos, "tan": np.tan, "log1p": np.log1p,
+           "expm1": np.expm1, "tanh": np.tanh, "erf": erf}
     for name, lo, hi, logu in VECMATH:
         x = vecmath_inputs(np, lo, hi, logu)
         if fns[name] is not None:
@@ -269,8 +271,8 @@ def jax_workloads(reps, quick):
     params, x, y = mlp_params(jax, jnp)
     vg = jax.jit(jax.value_and_grad(mlp_loss(jnp)))
     out["mlp_value_and_grad_b64"] = per_call(lambda: jax.block_until_ready(vg(params, x, y)), 20, reps)
-    fns = {"exp": jnp.exp, "log": jnp.log, "sin": jnp.sin, "cos": jnp.cos, "tanh": jnp.tanh,
-           "erf": jax.scipy.special.erf}
+    fns = {"exp": jnp.exp, "log": jnp.log, "sin": jnp.sin, "cos": jnp.cos, "tan": jnp.tan, "log1p": jnp.log1p,
+           "expm1": jnp.expm1, "tanh": jnp.tanh, "erf": jax.scipy.special.erf}
     for name, lo, hi, logu in VECMATH:
         x = jnp.asarray(vecmath_inputs(np, lo, hi, logu))
         g = jax.jit(fns[name])

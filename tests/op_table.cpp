@@ -9,6 +9,7 @@
 #include <random>
 #include <stdexcept>
 
+#include "jit/codegen/fast_math.h"
 #include "jx/checkpoint.h"
 #include "jx/pmap.h"
 #include "jx/control_flow/scan.h"
@@ -104,15 +105,15 @@ std::vector<OpRow> build_rows() {
   // ---- elementwise unary ----
   smooth_unary("exp", lax::exp, {-2, 2}, true, true, kMathUlp, Inline::Float32AndFloat64, kInlineUlp);
   smooth_unary("exp2", lax::exp2, {-2, 2}, true, true, kMathUlp);
-  smooth_unary("log", lax::log, positive, true, true, kMathUlp);
-  smooth_unary("log1p", lax::log1p, {-0.5, 2}, true, true, kMathUlp);
-  smooth_unary("expm1", lax::expm1, {-2, 2}, true, true, kMathUlp);
+  smooth_unary("log", lax::log, positive, true, true, kMathUlp, Inline::ByChoice, kInlineUlp);
+  smooth_unary("log1p", lax::log1p, {-0.5, 2}, true, true, kMathUlp, Inline::ByChoice, kInlineUlp);
+  smooth_unary("expm1", lax::expm1, {-2, 2}, true, true, kMathUlp, Inline::ByChoice, kInlineUlp);
   smooth_unary("sqrt", lax::sqrt, positive, true, false, 0);
   smooth_unary("rsqrt", lax::rsqrt, positive, true, false, 0);
   smooth_unary("cbrt", lax::cbrt, positive, false, true, kMathUlp);
-  smooth_unary("sin", lax::sin, symmetric, true, true, kMathUlp);
-  smooth_unary("cos", lax::cos, symmetric, true, true, kMathUlp);
-  smooth_unary("tan", lax::tan, {-1.2, 1.2}, true, true, kMathUlp);
+  smooth_unary("sin", lax::sin, symmetric, true, true, kMathUlp, Inline::ByChoice, kInlineUlp);
+  smooth_unary("cos", lax::cos, symmetric, true, true, kMathUlp, Inline::ByChoice, kInlineUlp);
+  smooth_unary("tan", lax::tan, {-1.2, 1.2}, true, true, kMathUlp, Inline::ByChoice, kInlineUlp);
   smooth_unary("asin", lax::asin, unit, true, true, kMathUlp);
   smooth_unary("acos", lax::acos, unit, true, true, kMathUlp);
   smooth_unary("atan", lax::atan, symmetric, true, true, kMathUlp);
@@ -572,8 +573,12 @@ std::vector<OpRow> build_rows() {
 }  // namespace
 
 uint64_t OpRow::jit_ulp_for(DType d) const {
-  const bool is_inline = (d == DType::Float32 && inline_dtypes != Inline::None) ||
-                         (d == DType::Float64 && inline_dtypes == Inline::Float32AndFloat64);
+  bool is_inline = (d == DType::Float32 && (inline_dtypes == Inline::Float32 || inline_dtypes == Inline::Float32AndFloat64)) ||
+                   (d == DType::Float64 && inline_dtypes == Inline::Float32AndFloat64);
+  if (inline_dtypes == Inline::ByChoice && (d == DType::Float32 || d == DType::Float64))
+    for (math::FastFunction f : math::kFastFunctions)
+      if (primitive == math::fast_function_name(f))
+        is_inline = compiler::codegen::inline_fast_function(f, d, cpu::vector_isa());
   return is_inline ? inline_ulp : jit_ulp.value_or(0);
 }
 

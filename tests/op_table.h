@@ -32,8 +32,9 @@ enum GenericCheck : unsigned {
 };
 
 // Which float dtypes of a jit scalar-op row kernels compute inline (fast_math.h) instead
-// of with eager's libmvec variant.
-enum class Inline { None, Float32, Float32AndFloat64 };
+// of with eager's libmvec variant; ByChoice: src/math/fast_functions.h's functions,
+// inline where codegen::inline_fast_function chose them for the dtype and this CPU.
+enum class Inline { None, Float32, Float32AndFloat64, ByChoice };
 
 // [lo, hi): where the function is smooth, so finite differences and random operands
 // drawn from it are meaningful.

@@ -13,8 +13,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+
+#include "backend/cpu/vector_math.h"
+#include "math/fast_functions.h"
 
 namespace llvm {
 class IRBuilderBase;
@@ -37,6 +41,21 @@ llvm::Value* emit_tanh_f32(llvm::IRBuilderBase& b, llvm::Value* x);
 // erf(-0) = -0, erf(±inf) = ±1, NaN for NaN, odd to the bit.
 llvm::Value* emit_erf_f32(llvm::IRBuilderBase& b, llvm::Value* x);
 
+// sin, cos, tan, log, log1p and expm1 (float32 or float64 by x's element type) as the
+// inline code of src/math/fast_functions.h, whose ScalarArithmetic twin computes the same
+// bits. `rare` emits, for one element x whose fast result is `usual`, the final result:
+// eager's accurate function where math::rare_condition holds, else `usual`
+// (scalar_ops.h's emit_rare_math_call).
+// Whether native kernels compute `f` for `dtype` with this inline code rather than eager's
+// libmvec variant for `isa` (scalar_ops.cpp's math()): where it measured faster (the
+// table in fast_math.cpp).
+bool inline_fast_function(math::FastFunction f, DType dtype, cpu::VectorIsa isa);
+using RarePath = std::function<llvm::Value*(llvm::IRBuilderBase&, llvm::Value* x, llvm::Value* usual)>;
+llvm::Value* emit_fast_function(llvm::IRBuilderBase& b, math::FastFunction f, llvm::Value* x, const RarePath& rare);
+// math::rare_condition on x (a value or a vector): i1 (or a vector of them) true where
+// the fast path hands x to the rare path.
+llvm::Value* emit_rare_condition(llvm::IRBuilderBase& b, math::FastFunction f, llvm::Value* x);
+
 // The same computations in C++ (std::fma, the same constants, operation for operation):
 // bit-identical to the emitted code at every input (tests/jit_fast_math_test.cpp checks
 // it), so an eager kernel calling these agrees exactly with a jit kernel using the
@@ -57,5 +76,8 @@ struct FastMathLoop {
   std::string ir;  // the optimized IR, when asked for
 };
 FastMathLoop compile_fast_math_loop(FastMathFunction function, bool want_ir);
+// The same loop around one of fast_functions.h's functions, for T = float or double
+// (`f64`), whose rare path calls eager's libmvec variant for `isa` as kernels do.
+FastMathLoop compile_fast_function_loop(math::FastFunction function, bool f64, cpu::VectorIsa isa, bool want_ir);
 
 }  // namespace jx::compiler::codegen

@@ -20,6 +20,7 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Host.h>
+#include <llvm/Transforms/IPO/AlwaysInliner.h>
 #include <llvm/Transforms/Utils/Cloning.h>
 
 #include "jit/codegen/scalar_ops.h"
@@ -155,6 +156,13 @@ CompiledModule compile_module(llvm::Module& module, bool want_dumps) {
   pb.crossRegisterProxies(lam, fam, cgam, mam);
   llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
   mpm.run(module, mam);
+  // The inline functions' rare paths get their bodies now, after vectorization, and are
+  // inlined into the loops (a compare, a mask test and a branch around the libmvec call).
+  if (define_rare_math_variants(module)) {
+    llvm::ModulePassManager inline_rare;
+    inline_rare.addPass(llvm::AlwaysInlinerPass());
+    inline_rare.run(module, mam);
+  }
 
   CompiledModule out;
   if (want_dumps) {

@@ -8,8 +8,12 @@
 // (vector_math_library()), while elements left scalar (remainders) go through that same
 // variant one lane at a time: kernels give eager's bits at every position. Except exp
 // (f32, f64), tanh (f32), erf (f32) and logistic (f32, f64, 1 / (1 + exp(-x)) with the
-// inline exp): those are inline polynomials (fast_math.h), measured faster than libmvec's
-// variants, so they are no longer eager's bits but within 4 ULP of them (logistic 6).
+// inline exp), and expm1 (f32 with AVX2: inline_fast_function's table in fast_math.cpp):
+// those are inline polynomials (fast_math.h), measured faster than libmvec's variants,
+// so they are no longer eager's bits but within 4 ULP of them (logistic 6); expm1 hands
+// its rare inputs to the libmvec variant. The table below was measured before expm1's
+// inline code (AVX-512 keeps libmvec for it); tests/jit_fast_functions_test.cpp measures
+// the inline code of all six functions of src/math/fast_functions.h.
 //
 // Accuracy of the transcendentals in native kernels, measured by
 // tests/jit_vector_math_test.cpp: max error in ULP over 2^18 random inputs spread over
@@ -65,19 +69,24 @@
 #include "jit/codegen/scalar_ops.h"
 
 #include "jit/codegen/fast_math.h"
+#include "jit/codegen/llvm_session.h"
 #include "jit/codegen/module_target.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <deque>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <string_view>
 #include <unordered_map>
 
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
+#include <llvm/Transforms/Utils/ModuleUtils.h>
 
 #include "backend/cpu/vector_math.h"
 #include "jit/kernel_support.h"
@@ -271,6 +280,13 @@ class LlvmScalarBuilder final : public lowering::ScalarBuilder {
     if (fn == "exp") return arity(1), as_jx(f32 ? emit_exp_f32(b_, args[0]) : emit_exp_f64(b_, args[0]));
     if (fn == "tanh" && f32) return arity(1), as_jx(emit_tanh_f32(b_, args[0]));
     if (fn == "erf" && f32) return arity(1), as_jx(emit_erf_f32(b_, args[0]));
+    for (math::FastFunction f : math::kFastFunctions)
+      if (fn == math::fast_function_name(f) && inline_fast_function(f, d, module_vector_isa(module()))) {
+        arity(1);
+        return as_jx(emit_fast_function(b_, f, args[0], [fn, d](llvm::IRBuilderBase& b, Value* x, Value* usual) {
+          return emit_rare_math_call(b, fn, d, x, usual);
+        }));
+      }
     if (is_vector_math_function(fn)) return as_jx(call_libm(b_, fn, d, args));
     if (fn == "lgamma") {  // lgammaf for float32, as eager (not lgamma rounded)
       arity(1);
@@ -294,6 +310,7 @@ class LlvmScalarBuilder final : public lowering::ScalarBuilder {
 
  private:
   llvm::Type* type(DType d) { return value_type(b_.getContext(), d); }
+  const llvm::Module& module() const { return *b_.GetInsertBlock()->getModule(); }
   V* intrinsic(llvm::Intrinsic::ID id, llvm::ArrayRef<Value*> args) { return as_jx(call_intrinsic(b_, id, args)); }
   V* reassociable(Value* v, bool reassociate) {
     if (reassociate) {
@@ -363,6 +380,116 @@ struct VectorTable {
 };
 
 }  // namespace
+
+// ---- rare paths of the inline functions ----
+
+namespace {
+
+constexpr std::string_view kRarePrefix = "jx_rare.";
+
+// libmvec's one vector variant of `base` for an ISA (the vector-function table's choice),
+// and its lanes; none for the scalar ISA.
+struct LibmvecVariant {
+  std::string name;
+  unsigned lanes = 0;
+};
+LibmvecVariant libmvec_variant(std::string_view base, DType dtype, cpu::VectorIsa isa) {
+  for (const IsaVariant& v : kIsaVariants)
+    if (v.isa == isa) {
+      const bool f32 = dtype == DType::Float32;
+      const unsigned lanes = f32 ? 2 * v.f64_lanes : v.f64_lanes;
+      return {detail::cat("_ZGV", v.letter, "N", lanes, "v_", base, f32 ? "f" : ""), lanes};
+    }
+  return {};
+}
+
+std::optional<math::FastFunction> fast_function_named(std::string_view name) {
+  for (math::FastFunction f : math::kFastFunctions)
+    if (name == math::fast_function_name(f)) return f;
+  return std::nullopt;
+}
+
+std::optional<cpu::VectorIsa> isa_named(std::string_view name) {
+  for (cpu::VectorIsa isa : {cpu::VectorIsa::Scalar, cpu::VectorIsa::Avx2, cpu::VectorIsa::Avx512})
+    if (name == cpu::vector_isa_name(isa)) return isa;
+  return std::nullopt;
+}
+
+}  // namespace
+
+llvm::Value* emit_rare_math_call(llvm::IRBuilderBase& b, std::string_view base, DType dtype, llvm::Value* x,
+                                 llvm::Value* usual) {
+  llvm::Module& module = *b.GetInsertBlock()->getModule();
+  const cpu::VectorIsa isa = module_vector_isa(module);
+  const std::string scalar_name =
+      detail::cat(kRarePrefix, base, dtype == DType::Float32 ? ".f32." : ".f64.", cpu::vector_isa_name(isa));
+  llvm::Type* t = x->getType();
+  llvm::FunctionCallee scalar = module.getOrInsertFunction(scalar_name, llvm::FunctionType::get(t, {t, t}, false));
+  if (auto* f = llvm::dyn_cast<llvm::Function>(scalar.getCallee())) {
+    f->setDoesNotAccessMemory();
+    f->setDoesNotThrow();
+    f->setWillReturn();
+    f->setNoSync();
+  }
+  llvm::CallInst* call = b.CreateCall(scalar, {x, usual});
+  const LibmvecVariant variant = libmvec_variant(base, dtype, isa);
+  if (variant.lanes == 0) return call;  // the scalar ISA: no vector form
+  const std::string vector_name = detail::cat(scalar_name, ".v", variant.lanes);
+  if (!module.getFunction(vector_name)) {
+    auto* vt = llvm::FixedVectorType::get(t, variant.lanes);
+    auto* vf = llvm::Function::Create(llvm::FunctionType::get(vt, {vt, vt}, false), llvm::Function::ExternalLinkage,
+                                      vector_name, module);
+    llvm::appendToCompilerUsed(module, {vf});  // the vectorizer looks for it declared
+  }
+  call->addFnAttr(llvm::Attribute::get(b.getContext(), "vector-function-abi-variant",
+                                       detail::cat("_ZGV_LLVM_N", variant.lanes, "vv_", scalar_name, "(", vector_name, ")")));
+  return call;
+}
+
+bool define_rare_math_variants(llvm::Module& module) {
+  std::vector<llvm::Function*> defined;
+  for (llvm::Function& f : module) {
+    const llvm::StringRef name = f.getName();
+    if (!f.isDeclaration() || !name.starts_with(llvm::StringRef(kRarePrefix.data(), kRarePrefix.size()))) continue;
+    // jx_rare.<fn>.<f32|f64>.<isa>[.v<lanes>]
+    llvm::SmallVector<llvm::StringRef, 5> parts;
+    name.split(parts, '.');
+    const auto fn = parts.size() >= 4 ? fast_function_named(std::string_view(parts[1].data(), parts[1].size())) : std::nullopt;
+    const auto isa = parts.size() >= 4 ? isa_named(std::string_view(parts[3].data(), parts[3].size())) : std::nullopt;
+    if (!fn || !isa) detail::internal_fail("jit", "malformed rare-path function name ", name.str());
+    const DType dtype = parts[2] == "f32" ? DType::Float32 : DType::Float64;
+    const std::string_view base = math::fast_function_name(*fn);
+    const bool vector = parts.size() == 5;
+    llvm::LLVMContext& ctx = module.getContext();
+    llvm::Type* t = f.getReturnType();
+    const std::string callee = vector ? libmvec_variant(base, dtype, *isa).name : vector_math_name(base, dtype, *isa);
+    llvm::FunctionCallee accurate = module.getOrInsertFunction(callee, llvm::FunctionType::get(t, {t}, false));
+    auto* entry = llvm::BasicBlock::Create(ctx, "entry", &f);
+    auto* slow = llvm::BasicBlock::Create(ctx, "rare", &f);
+    auto* none = llvm::BasicBlock::Create(ctx, "none", &f);
+    llvm::IRBuilder<> b(entry);
+    Value* x = f.getArg(0);
+    Value* usual = f.getArg(1);
+    Value* where = emit_rare_condition(b, *fn, x);
+    b.CreateCondBr(vector ? b.CreateOrReduce(where) : where, slow, none,
+                   llvm::MDBuilder(ctx).createUnlikelyBranchWeights());
+    b.SetInsertPoint(slow);
+    llvm::CallInst* call = b.CreateCall(accurate, {x});
+    call->addFnAttr(llvm::Attribute::Cold);
+    b.CreateRet(vector ? b.CreateSelect(where, call, usual) : static_cast<Value*>(call));
+    b.SetInsertPoint(none);
+    b.CreateRet(usual);
+    f.setLinkage(llvm::GlobalValue::InternalLinkage);
+    f.addFnAttr(llvm::Attribute::AlwaysInline);
+    set_host_attributes(f);
+    defined.push_back(&f);
+  }
+  if (defined.empty()) return false;
+  llvm::removeFromUsedLists(module, [&](llvm::Constant* c) {
+    return std::find(defined.begin(), defined.end(), c) != defined.end();
+  });
+  return true;
+}
 
 // ---- types, memory, constants ----
 
