@@ -355,7 +355,9 @@ TEST(VectorMathTable, EveryFunctionLoopCallsLibmvec) {
           EXPECT_TRUE(rare_path && callee.find(fn) != std::string::npos &&
                       (callee.rfind("jx_vm_" + fn + "_", 0) == 0 || callee.rfind("_ZGV", 0) == 0))
               << "the inline " << dtype_name(d) << " " << c.name << " loop calls " << callee;
-        if (!rare_path) EXPECT_FALSE(has_vector_call) << c.name << " " << dtype_name(d);
+        if (!rare_path) {
+          EXPECT_FALSE(has_vector_call) << c.name << " " << dtype_name(d);
+        }
         const std::string vector_type = d == DType::Float32 ? " x float>" : " x double>";
         EXPECT_NE(ir.str().find(vector_type), std::string::npos)
             << "the inline " << dtype_name(d) << " " << c.name << " loop was not vectorized:\n" << ir.str().substr(0, 3000);

@@ -163,6 +163,19 @@ typename A::F polynomial(A& a, typename A::F t, const double (&c)[N]) {
   return p;
 }
 
+// n = round(x * factor) by the shifter: z = x * factor + 1.5 * 2^mantissa holds n in its
+// low mantissa bits (no float-to-int conversion, which NaN would make poison), and n as
+// a T. Valid while |x * factor| < 2^(mantissa - 1).
+template <class T, class A>
+struct Rounded {
+  typename A::F z, n;
+};
+template <class T, class A>
+Rounded<T, A> round_product(A& a, typename A::F x, double factor) {
+  const auto z = a.fma(x, a.c(factor), a.c(FloatTraits<T>::kShifter));
+  return {z, a.sub(z, a.c(FloatTraits<T>::kShifter))};
+}
+
 // sin(r) = r + r^3 S(r^2) on |r| <= pi/2.
 template <class T, class A>
 typename A::F sin_half_pi(A& a, typename A::F r) {
@@ -255,11 +268,9 @@ typename A::B rare_condition(FastFunction f, A& a, typename A::F x) {
 template <class T, class A, class Rare>
 typename A::F fast_sin(A& a, typename A::F x, Rare rare) {
   using namespace fast_detail;
-  using Tr = FloatTraits<T>;
   // On |x|, with x's sign put back at the end: zeros and subnormals come out exactly.
   const auto ax = a.abs(x);
-  const auto z = a.fma(ax, a.c(kInvPi), a.c(Tr::kShifter));
-  const auto q = a.sub(z, a.c(Tr::kShifter));
+  const auto [z, q] = round_product<T>(a, ax, kInvPi);
   const auto y = sin_half_pi<T>(a, reduce<T>(a, ax, q, 1.0));
   const auto sign = a.ixor(odd_to_sign<T>(a, z), a.ixor(a.bits(x), a.bits(ax)));
   return a.rare(rare_condition<T>(FastFunction::Sin, a, x), flip_sign<T>(a, y, sign), x, rare);
@@ -281,10 +292,8 @@ typename A::F fast_cos(A& a, typename A::F x, Rare rare) {
 template <class T, class A, class Rare>
 typename A::F fast_tan(A& a, typename A::F x, Rare rare) {
   using namespace fast_detail;
-  using Tr = FloatTraits<T>;
   const auto ax = a.abs(x);
-  const auto z = a.fma(ax, a.c(kTwoOverPi), a.c(Tr::kShifter));
-  const auto q = a.sub(z, a.c(Tr::kShifter));
+  const auto [z, q] = round_product<T>(a, ax, kTwoOverPi);
   const auto r = reduce<T>(a, ax, q, 0.5);
   const auto t = a.mul(r, r);
   const auto s = a.fma(a.mul(r, t), polynomial(a, t, Coefficients<T>::sin_quarter_pi), r);
@@ -317,8 +326,7 @@ typename A::F fast_expm1(A& a, typename A::F x, Rare rare) {
   // Below kExpm1Low the result is -1 (the clamp); above kExpm1High (where 2^n is past
   // T's exponents) and for NaN, the rare path.
   const auto xc = a.select(a.lt(x, a.c(Tr::kExpm1Low)), a.c(Tr::kExpm1Low), x);
-  const auto z = a.fma(xc, a.c(kLog2e), a.c(Tr::kShifter));
-  const auto n = a.sub(z, a.c(Tr::kShifter));
+  const auto [z, n] = round_product<T>(a, xc, kLog2e);
   auto r = a.fma(n, a.c(-Ln2Parts<T>::hi), xc);
   r = a.fma(n, a.c(-Ln2Parts<T>::lo), r);
   const auto em = a.fma(a.mul(r, r), polynomial(a, r, Coefficients<T>::expm1), r);
