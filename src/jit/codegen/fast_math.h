@@ -41,15 +41,15 @@ llvm::Value* emit_tanh_f32(llvm::IRBuilderBase& b, llvm::Value* x);
 // erf(-0) = -0, erf(±inf) = ±1, NaN for NaN, odd to the bit.
 llvm::Value* emit_erf_f32(llvm::IRBuilderBase& b, llvm::Value* x);
 
+// Whether native kernels compute `f` for `dtype` with the inline code below rather than
+// eager's libmvec variant for `isa` (scalar_ops.cpp's math()): where it measured faster
+// (the table in fast_math.cpp).
+bool inline_fast_function(math::FastFunction f, DType dtype, cpu::VectorIsa isa);
 // sin, cos, tan, log, log1p and expm1 (float32 or float64 by x's element type) as the
 // inline code of src/math/fast_functions.h, whose ScalarArithmetic twin computes the same
 // bits. `rare` emits, for one element x whose fast result is `usual`, the final result:
 // eager's accurate function where math::rare_condition holds, else `usual`
 // (scalar_ops.h's emit_rare_math_call).
-// Whether native kernels compute `f` for `dtype` with this inline code rather than eager's
-// libmvec variant for `isa` (scalar_ops.cpp's math()): where it measured faster (the
-// table in fast_math.cpp).
-bool inline_fast_function(math::FastFunction f, DType dtype, cpu::VectorIsa isa);
 using RarePath = std::function<llvm::Value*(llvm::IRBuilderBase&, llvm::Value* x, llvm::Value* usual)>;
 llvm::Value* emit_fast_function(llvm::IRBuilderBase& b, math::FastFunction f, llvm::Value* x, const RarePath& rare);
 // math::rare_condition on x (a value or a vector): i1 (or a vector of them) true where

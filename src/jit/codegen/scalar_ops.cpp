@@ -115,7 +115,7 @@ bool is_signed_int(DType d) { return is_integer(d) && !is_unsigned(d); }
 
 // Declares (once per module) a function without side effects: memory(none), nounwind,
 // willreturn, which is what lets LLVM hoist, fold and vectorize calls to it.
-llvm::FunctionCallee pure_function(llvm::IRBuilder<>& b, std::string_view name, llvm::Type* ret,
+llvm::FunctionCallee pure_function(llvm::IRBuilderBase& b, std::string_view name, llvm::Type* ret,
                                    llvm::ArrayRef<llvm::Type*> params) {
   llvm::Module* module = b.GetInsertBlock()->getModule();
   llvm::FunctionCallee callee =
@@ -351,6 +351,24 @@ struct IsaVariant {
 };
 constexpr IsaVariant kIsaVariants[] = {{cpu::VectorIsa::Avx2, 'd', 4}, {cpu::VectorIsa::Avx512, 'e', 8}};
 
+// libmvec's one vector variant of `base` (of `arity` operands) for an ISA, the one eager
+// runs, and its lanes; none for the scalar ISA.
+struct LibmvecVariant {
+  std::string name;
+  unsigned lanes = 0;
+};
+LibmvecVariant libmvec_variant(std::string_view base, DType dtype, cpu::VectorIsa isa, int arity = 1) {
+  for (const IsaVariant& v : kIsaVariants)
+    if (v.isa == isa) {
+      const bool f32 = dtype == DType::Float32;
+      const unsigned lanes = f32 ? 2 * v.f64_lanes : v.f64_lanes;
+      return {detail::cat("_ZGV", v.letter, "N", lanes, std::string(static_cast<size_t>(arity), 'v'), "_", base,
+                          f32 ? "f" : ""),
+              lanes};
+    }
+  return {};
+}
+
 // jx_vm_<fn>_<dtype>_<isa> -> the one variant eager's vec_unary/vec_binary runs for that
 // ISA (AVX-512: _ZGVeN16v_<fn>f / _ZGVeN8v_<fn>; AVX2: _ZGVdN8v_<fn>f / _ZGVdN4v_<fn>),
 // for every ISA the CPU has. Exactly one width per function: a loop that vectorizes at
@@ -367,13 +385,11 @@ struct VectorTable {
       if (isa.isa > cpu::best_vector_isa()) continue;
       for (const MathFunction& fn : kVectorMathFunctions)
         for (DType dtype : {DType::Float32, DType::Float64}) {
-          const bool f32 = dtype == DType::Float32;
-          const unsigned lanes = f32 ? 2 * isa.f64_lanes : isa.f64_lanes;
-          const std::string params(static_cast<size_t>(fn.arity), 'v');
-          llvm::StringRef vector_name = keep(detail::cat("_ZGV", isa.letter, "N", lanes, params, "_", fn.name, f32 ? "f" : ""));
-          llvm::StringRef prefix = keep(detail::cat("_ZGV_LLVM_N", lanes, params));
-          descs.emplace_back(keep(vector_math_name(fn.name, dtype, isa.isa)), vector_name,
-                             llvm::ElementCount::getFixed(lanes), false, prefix);
+          const LibmvecVariant variant = libmvec_variant(fn.name, dtype, isa.isa, fn.arity);
+          llvm::StringRef prefix =
+              keep(detail::cat("_ZGV_LLVM_N", variant.lanes, std::string(static_cast<size_t>(fn.arity), 'v')));
+          descs.emplace_back(keep(vector_math_name(fn.name, dtype, isa.isa)), keep(variant.name),
+                             llvm::ElementCount::getFixed(variant.lanes), false, prefix);
         }
     }
   }
@@ -387,31 +403,9 @@ namespace {
 
 constexpr std::string_view kRarePrefix = "jx_rare.";
 
-// libmvec's one vector variant of `base` for an ISA (the vector-function table's choice),
-// and its lanes; none for the scalar ISA.
-struct LibmvecVariant {
-  std::string name;
-  unsigned lanes = 0;
-};
-LibmvecVariant libmvec_variant(std::string_view base, DType dtype, cpu::VectorIsa isa) {
-  for (const IsaVariant& v : kIsaVariants)
-    if (v.isa == isa) {
-      const bool f32 = dtype == DType::Float32;
-      const unsigned lanes = f32 ? 2 * v.f64_lanes : v.f64_lanes;
-      return {detail::cat("_ZGV", v.letter, "N", lanes, "v_", base, f32 ? "f" : ""), lanes};
-    }
-  return {};
-}
-
 std::optional<math::FastFunction> fast_function_named(std::string_view name) {
   for (math::FastFunction f : math::kFastFunctions)
     if (name == math::fast_function_name(f)) return f;
-  return std::nullopt;
-}
-
-std::optional<cpu::VectorIsa> isa_named(std::string_view name) {
-  for (cpu::VectorIsa isa : {cpu::VectorIsa::Scalar, cpu::VectorIsa::Avx2, cpu::VectorIsa::Avx512})
-    if (name == cpu::vector_isa_name(isa)) return isa;
   return std::nullopt;
 }
 
@@ -424,14 +418,7 @@ llvm::Value* emit_rare_math_call(llvm::IRBuilderBase& b, std::string_view base, 
   const std::string scalar_name =
       detail::cat(kRarePrefix, base, dtype == DType::Float32 ? ".f32." : ".f64.", cpu::vector_isa_name(isa));
   llvm::Type* t = x->getType();
-  llvm::FunctionCallee scalar = module.getOrInsertFunction(scalar_name, llvm::FunctionType::get(t, {t, t}, false));
-  if (auto* f = llvm::dyn_cast<llvm::Function>(scalar.getCallee())) {
-    f->setDoesNotAccessMemory();
-    f->setDoesNotThrow();
-    f->setWillReturn();
-    f->setNoSync();
-  }
-  llvm::CallInst* call = b.CreateCall(scalar, {x, usual});
+  llvm::CallInst* call = b.CreateCall(pure_function(b, scalar_name, t, {t, t}), {x, usual});
   const LibmvecVariant variant = libmvec_variant(base, dtype, isa);
   if (variant.lanes == 0) return call;  // the scalar ISA: no vector form
   const std::string vector_name = detail::cat(scalar_name, ".v", variant.lanes);
@@ -451,18 +438,18 @@ bool define_rare_math_variants(llvm::Module& module) {
   for (llvm::Function& f : module) {
     const llvm::StringRef name = f.getName();
     if (!f.isDeclaration() || !name.starts_with(llvm::StringRef(kRarePrefix.data(), kRarePrefix.size()))) continue;
-    // jx_rare.<fn>.<f32|f64>.<isa>[.v<lanes>]
+    // jx_rare.<fn>.<f32|f64>.<isa>[.v<lanes>], for the module's ISA and the type's dtype.
     llvm::SmallVector<llvm::StringRef, 5> parts;
     name.split(parts, '.');
     const auto fn = parts.size() >= 4 ? fast_function_named(std::string_view(parts[1].data(), parts[1].size())) : std::nullopt;
-    const auto isa = parts.size() >= 4 ? isa_named(std::string_view(parts[3].data(), parts[3].size())) : std::nullopt;
-    if (!fn || !isa) detail::internal_fail("jit", "malformed rare-path function name ", name.str());
-    const DType dtype = parts[2] == "f32" ? DType::Float32 : DType::Float64;
+    if (!fn) detail::internal_fail("jit", "malformed rare-path function name ", name.str());
+    const cpu::VectorIsa isa = module_vector_isa(module);
+    const DType dtype = f.getReturnType()->getScalarType()->isFloatTy() ? DType::Float32 : DType::Float64;
     const std::string_view base = math::fast_function_name(*fn);
-    const bool vector = parts.size() == 5;
+    const bool vector = f.getReturnType()->isVectorTy();
     llvm::LLVMContext& ctx = module.getContext();
     llvm::Type* t = f.getReturnType();
-    const std::string callee = vector ? libmvec_variant(base, dtype, *isa).name : vector_math_name(base, dtype, *isa);
+    const std::string callee = vector ? libmvec_variant(base, dtype, isa).name : vector_math_name(base, dtype, isa);
     llvm::FunctionCallee accurate = module.getOrInsertFunction(callee, llvm::FunctionType::get(t, {t}, false));
     auto* entry = llvm::BasicBlock::Create(ctx, "entry", &f);
     auto* slow = llvm::BasicBlock::Create(ctx, "rare", &f);
