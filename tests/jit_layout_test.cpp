@@ -121,6 +121,37 @@ TEST(JitLayout, OneCompilePerLayout) {
   EXPECT_EQ(compiler::codegen::llvm_compile_count(), after_first);
 }
 
+TEST(JitLayout, AFirstCallOnViewsCompilesOnlyItsLayout) {
+  // The row-major kernel is compiled when a call first needs it, not with the program: a
+  // program first called on views (jnp::ones, as a new user writes it) compiles one
+  // kernel, not two. (Off the disk cache, and a body no other test compiles.)
+  auto f = [](const Array& x, const Array& y) { return jnp::cos(x) * y + 3.25; };
+  auto jf = jit(f, {.name = "first_call_on_views", .disk_cache = false});
+  Array ones = jnp::ones({48, 40});
+  Array y = randn({48, 40}, DType::Float32, 16);
+  auto compiles = [] { return compiler::codegen::llvm_compile_count(); };
+  int64_t before = compiles();
+  EXPECT_ALLCLOSE(jf(ones, y), f(dense(ones), y), 0, 0);
+  EXPECT_EQ(compiles() - before, 1) << "the ones layout's kernel only";
+  before = compiles();
+  EXPECT_ALLCLOSE(jf(y, y), f(y, y), 0, 0);
+  EXPECT_EQ(compiles() - before, 1) << "the row-major kernel, on the first call that needs it";
+  before = compiles();
+  EXPECT_ALLCLOSE(jf(ones, y), f(dense(ones), y), 0, 0);
+  EXPECT_ALLCLOSE(jf(y, ones), f(y, dense(ones)), 0, 0);  // a new layout: one kernel
+  EXPECT_EQ(compiles() - before, 1);
+
+  // lower().compile() compiles the row-major kernels now: calls on them compile nothing.
+  auto g = [](const Array& x) { return jnp::sin(x) * 1.75 - x; };
+  auto jg = jit(g, {.name = "compiled_ahead", .disk_cache = false});
+  auto compiled = jg.lower(y).compile();
+  before = compiles();
+  EXPECT_ALLCLOSE(compiled(y), g(y), 0, 0);
+  EXPECT_EQ(compiles(), before);
+  EXPECT_ALLCLOSE(compiled(ones), g(dense(ones)), 0, 0);
+  EXPECT_EQ(compiles() - before, 1) << "the ones layout's kernel";
+}
+
 TEST(JitLayout, ManyLayoutsStayCorrect) {
   // Past the layouts a program keeps kernels for, views are copied: still right.
   auto f = [](const Array& x) { return jnp::sqrt(x * x + 1); };

@@ -40,10 +40,39 @@ struct Operand {
   Array constant;
 };
 
+// A fusion step's kernel for row-major operands, compiled when a call first needs it:
+// with the program for the layout of the call that compiles it, else by the first call
+// (or loop body run on buffers) that reads the step's arguments row-major. So a first
+// call on views (jnp::ones) compiles only the kernels of its own layout.
+class RowMajorKernel {
+ public:
+  RowMajorKernel(const Jaxpr& body, std::string kind, KernelOptions options)
+      : body_(body), kind_(std::move(kind)), options_(std::move(options)) {}
+  const Kernel& get() const {
+    if (const Kernel* k = ready_.load(std::memory_order_acquire)) return *k;
+    std::lock_guard lock(mu_);
+    if (!kernel_) {
+      kernel_ = compile_kernel(body_, kind_, options_);
+      ready_.store(kernel_.get(), std::memory_order_release);
+    }
+    return *kernel_;
+  }
+  const Jaxpr& body() const { return body_; }
+  const std::string& kind() const { return kind_; }
+  const KernelOptions& options() const { return options_; }
+
+ private:
+  const Jaxpr& body_;  // the fusion equation's, which the executable's program holds
+  std::string kind_;
+  KernelOptions options_;  // layout variants reuse them
+  mutable std::mutex mu_;
+  mutable std::unique_ptr<Kernel> kernel_;
+  mutable std::atomic<const Kernel*> ready_{nullptr};
+};
+
 struct Step {
   const Equation* eqn = nullptr;
-  std::unique_ptr<Kernel> kernel;  // null: a runtime call of the primitive's impl
-  KernelOptions kernel_options;    // how `kernel` was compiled (layout variants reuse it)
+  std::unique_ptr<RowMajorKernel> kernel;  // null: a runtime call of the primitive's impl
   std::vector<Operand> inputs;
   std::vector<int> arg_of_input;   // per input: the program argument it is, or -1
   std::vector<int> outputs;
@@ -165,6 +194,10 @@ std::vector<int64_t> layout_key(std::span<const Array> args) {
   return key;
 }
 
+bool all_contiguous(std::span<const Array> args) {
+  return std::all_of(args.begin(), args.end(), [](const Array& x) { return detail::is_contiguous(x); });
+}
+
 std::atomic<int64_t> g_kernel_input_copies{0};
 
 Array contiguous_input(const Array& x) {
@@ -190,7 +223,8 @@ class KernelStepsProgram final : public detail::BufferProgram {
     size_t index = 0;  // input/output/constant number, or workspace byte offset
   };
   struct KernelCall {
-    const Kernel* kernel = nullptr;
+    const RowMajorKernel* source = nullptr;
+    const Kernel* kernel = nullptr;  // source's, set by compile_kernels
     std::vector<Place> inputs, outputs;
   };
   struct Copy {  // an output that is an input, a constant or another output's value
@@ -239,6 +273,10 @@ class KernelStepsProgram final : public detail::BufferProgram {
     calls_.push_back(std::move(c));
   }
   void add_copy(Copy c) { copies_.push_back(c); }
+  // Once the plan is complete (a program that cannot run on buffers compiles nothing).
+  void compile_kernels() {
+    for (KernelCall& c : calls_) c.kernel = &c.source->get();
+  }
   const Array& constant(size_t index) const { return constants_[index]; }
   // Pointer arrays first, then `intermediate_bytes` of values at 64-byte aligned offsets
   // from offset_of_intermediates() on.
@@ -255,15 +293,19 @@ class KernelStepsProgram final : public detail::BufferProgram {
 
 class ProgramExecutable final : public Executable {
  public:
-  ProgramExecutable(ClosedJaxpr program, const CompileOptions& options, const Dump& dump);
+  // Compiles the kernels a call with arguments laid out as first_args runs (row-major
+  // ones when empty); other layouts compile theirs on first use.
+  ProgramExecutable(ClosedJaxpr program, const CompileOptions& options, const Dump& dump,
+                    std::span<const Array> first_args);
 
   std::vector<Array> run(std::span<const Array> args, const std::vector<bool>& donated) const override;
   const std::string& text() const override { return text_; }
   const std::vector<Aval>& in_avals() const override { return in_avals_; }
   int num_kernels() const override { return num_kernels_; }
-  const detail::BufferProgram* buffer_program() const override { return buffer_program_.get(); }
+  const detail::BufferProgram* buffer_program() const override;
 
  private:
+  void prepare(std::span<const Array> args) const;
   // The buffer form of the program, when every step is a kernel (else null).
   std::unique_ptr<KernelStepsProgram> plan_buffer_program() const;
 
@@ -303,7 +345,10 @@ class ProgramExecutable final : public Executable {
   mutable std::mutex pool_mu_;
   mutable BufferPool pool_;
   CompiledSubprograms subprograms_;
-  std::unique_ptr<KernelStepsProgram> buffer_program_;
+  // Planned on first use (a loop runs this program's body on buffers), which compiles
+  // every row-major kernel.
+  mutable std::once_flag buffer_program_planned_;
+  mutable std::unique_ptr<KernelStepsProgram> buffer_program_;
 };
 
 }  // namespace
@@ -312,7 +357,8 @@ class ProgramExecutable final : public Executable {
 namespace jx::compiler {
 namespace {
 
-ProgramExecutable::ProgramExecutable(ClosedJaxpr program, const CompileOptions& options, const Dump& dump)
+ProgramExecutable::ProgramExecutable(ClosedJaxpr program, const CompileOptions& options, const Dump& dump,
+                                     std::span<const Array> first_args)
     : program_(std::move(program)), text_(program_.str()), in_avals_(program_.in_avals()), subprograms_(options) {
   const Jaxpr& j = program_.jaxpr;
   auto new_slot = [&](const Var& v) {
@@ -340,12 +386,12 @@ ProgramExecutable::ProgramExecutable(ClosedJaxpr program, const CompileOptions& 
     }
     if (e.primitive == &fusion_primitive()) {
       const JaxprRef& body = e.params.get_jaxpr("jaxpr");
-      s.kernel_options = KernelOptions{.name = options.name + "." + e.params.get_string("name"),
-                                       .dump_dir = dump.dir(),
-                                       .disk_cache = options.disk_cache,
-                                       .cache_dir = options.cache_dir,
-                                       .vector_isa = options.vector_isa};
-      s.kernel = compile_kernel(body->jaxpr, e.params.get_string("kind"), s.kernel_options);
+      s.kernel = std::make_unique<RowMajorKernel>(body->jaxpr, e.params.get_string("kind"),
+                                                  KernelOptions{.name = options.name + "." + e.params.get_string("name"),
+                                                                .dump_dir = dump.dir(),
+                                                                .disk_cache = options.disk_cache,
+                                                                .cache_dir = options.cache_dir,
+                                                                .vector_isa = options.vector_isa});
       ++num_kernels_;
       for (int o : s.outputs) kernel_owned_[o] = true;
     } else if (e.primitive->has(kCallsSubprogram) && !e.primitive->has(kCall)) {
@@ -379,7 +425,19 @@ ProgramExecutable::ProgramExecutable(ClosedJaxpr program, const CompileOptions& 
     }
     for (const Operand& o : outputs_) arg_is_output_[i] = arg_is_output_[i] || o.slot == arg_slots_[i];
   }
-  buffer_program_ = plan_buffer_program();
+  prepare(first_args);
+}
+
+void ProgramExecutable::prepare(std::span<const Array> args) const {
+  const bool row_major = args.size() != arg_slots_.size() || all_contiguous(args);
+  const LayoutKernels* layout = row_major ? nullptr : kernels_for_layout(args);
+  for (size_t k = 0; k < steps_.size(); ++k)
+    if (steps_[k].kernel && !(layout && layout->kernels[k])) steps_[k].kernel->get();
+}
+
+const detail::BufferProgram* ProgramExecutable::buffer_program() const {
+  std::call_once(buffer_program_planned_, [&] { buffer_program_ = plan_buffer_program(); });
+  return buffer_program_.get();
 }
 
 std::unique_ptr<KernelStepsProgram> ProgramExecutable::plan_buffer_program() const {
@@ -428,7 +486,7 @@ std::unique_ptr<KernelStepsProgram> ProgramExecutable::plan_buffer_program() con
       continue;
     }
     KernelStepsProgram::KernelCall call;
-    call.kernel = s.kernel.get();
+    call.source = s.kernel.get();
     for (const Operand& o : s.inputs)
       call.inputs.push_back(o.slot >= 0 ? *place[o.slot] : Place{Where::Constant, program->add_constant(o.constant)});
     for (size_t k = 0; k < s.outputs.size(); ++k) {
@@ -468,6 +526,7 @@ std::unique_ptr<KernelStepsProgram> ProgramExecutable::plan_buffer_program() con
     }
   }
   program->finish(intermediate_bytes);
+  program->compile_kernels();
   return program;
 }
 
@@ -509,12 +568,11 @@ const LayoutKernels* ProgramExecutable::kernels_for_layout(std::span<const Array
       strides[i] = detail::strides(args[static_cast<size_t>(arg)]);
       strided = true;
     }
-    const std::string kind = s.eqn->params.get_string("kind");
-    if (!strided || kind == "dot") continue;  // BLAS reads row-major operands: copied
-    KernelOptions options = s.kernel_options;
+    if (!strided || s.kernel->kind() == "dot") continue;  // BLAS reads row-major operands: copied
+    KernelOptions options = s.kernel->options();
     options.name += ".strided" + std::to_string(layouts_.size());
     try {
-      layout->kernels[k] = compile_kernel(s.eqn->params.get_jaxpr("jaxpr")->jaxpr, kind, options, strides);
+      layout->kernels[k] = compile_kernel(s.kernel->body(), s.kernel->kind(), options, strides);
     } catch (const Error&) {
       // A reshape of a view that no strides express (a merged slice): this step copies
       // the view, as every step did before layouts were compiled.
@@ -579,8 +637,7 @@ std::vector<Array> ProgramExecutable::run(std::span<const Array> args, const std
   pool.use_placement(placement);
   // Arguments that are views (jnp::ones, broadcast_to, transposes, slices) are read in
   // place by kernels compiled for their layout.
-  const bool all_contiguous = std::all_of(args.begin(), args.end(), [](const Array& x) { return detail::is_contiguous(x); });
-  const LayoutKernels* layout = all_contiguous ? nullptr : kernels_for_layout(args);
+  const LayoutKernels* layout = all_contiguous(args) ? nullptr : kernels_for_layout(args);
   // Donated buffers: a kernel that reads the argument last may write its output over it
   // (a parameter update allocates nothing); otherwise the buffer joins the pool once its
   // last reader ran.
@@ -601,9 +658,8 @@ std::vector<Array> ProgramExecutable::run(std::span<const Array> args, const std
     for (const Operand& o : s.inputs) ins.push_back(o.slot >= 0 ? values[o.slot] : o.constant);
     if (s.kernel) {
       detail::AllocScope scope(s.eqn->primitive->name());  // out-of-memory errors name the fusion
-      const Kernel* kernel = s.kernel.get();
       const bool in_place = layout && layout->kernels[step];
-      if (in_place) kernel = layout->kernels[step].get();
+      const Kernel* kernel = in_place ? layout->kernels[step].get() : &s.kernel->get();
       in_ptrs.clear();
       out_ptrs.clear();
       for (size_t i = 0; i < ins.size(); ++i) {
@@ -661,11 +717,12 @@ CompileOptions compile_options_from_config(std::string name) {
                         .vector_isa = cpu::vector_isa()};
 }
 
-std::shared_ptr<const Executable> compile_program(const ClosedJaxpr& program, const CompileOptions& options) {
+std::shared_ptr<const Executable> compile_program(const ClosedJaxpr& program, const CompileOptions& options,
+                                                 std::span<const Array> first_args) {
   Dump dump(options.name, options.dump_dir);
   ClosedJaxpr optimized = optimize_program(
       program, PipelineOptions{.optimize = options.optimize, .verify = options.verify_passes}, dump);
-  return std::make_shared<ProgramExecutable>(std::move(optimized), options, dump);
+  return std::make_shared<ProgramExecutable>(std::move(optimized), options, dump, first_args);
 }
 
 }  // namespace jx::compiler

@@ -56,7 +56,10 @@ class Executable {
 // (views a kernel could not read in place), for tests.
 int64_t kernel_input_copy_count();
 
-// Optimizes, fuses and compiles a traced program.
-std::shared_ptr<const Executable> compile_program(const ClosedJaxpr& program, const CompileOptions& options);
+// Optimizes, fuses and compiles a traced program. Its kernels are compiled for arguments
+// laid out as first_args (row-major when empty: Lowered::compile); a call with another
+// layout (views read in place) compiles the kernels it needs on first use.
+std::shared_ptr<const Executable> compile_program(const ClosedJaxpr& program, const CompileOptions& options,
+                                                 std::span<const Array> first_args = {});
 
 }  // namespace jx::compiler

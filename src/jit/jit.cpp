@@ -61,7 +61,9 @@ compiler::CompileOptions compile_options(const JitOptions& o) {
   return options;
 }
 
-const compiler::Executable& executable(const JitEntry& e) {
+// The entry's executable, compiled on first use with the kernels of `args`' layout (views
+// read in place; row-major when empty).
+const compiler::Executable& executable(const JitEntry& e, std::span<const Array> args = {}) {
   if (const compiler::Executable* compiled = e.ready.load(std::memory_order_acquire)) return *compiled;
   std::lock_guard lock(e.mu);
   if (!e.exe) {
@@ -75,7 +77,7 @@ const compiler::Executable& executable(const JitEntry& e) {
     }
     auto t0 = std::chrono::steady_clock::now();
     // The body takes the constants as leading inputs; the executable holds them.
-    e.exe = compiler::compile_program(*e.traced, compile_options(e.options));
+    e.exe = compiler::compile_program(*e.traced, compile_options(e.options), args);
     if (config::get().log_compiles)
       std::fprintf(stderr, "jx: compiled '%s' for %s in %.2f ms (%d native kernels)\n", e.name.c_str(),
                    avals_list(e.in_avals).c_str(), ms_since(t0), e.exe->num_kernels());
@@ -243,7 +245,7 @@ std::vector<Array> JitFunction::call(const JitEntry& entry, std::span<const Arra
   if (current_trace() == nullptr && all_concrete(leaves)) {
     std::vector<Array> outs;
     {
-      const compiler::Executable& exe = executable(entry);
+      const compiler::Executable& exe = executable(entry, leaves);
       // Donated arguments are deleted once the program ran, even if it raised: their
       // buffers may already hold results. A result that is a donated argument itself
       // (f returns it) gets its own handle to the buffer.
@@ -334,7 +336,7 @@ std::vector<Array> jit_one_op(const Primitive& p, std::span<const Array> in, con
       program.jaxpr.outvars.push_back(e.outputs.back());
     }
     program.jaxpr.eqns.push_back(std::move(e));
-    exe = compiler::compile_program(program, compiler::compile_options_from_config("op_" + p.name()));
+    exe = compiler::compile_program(program, compiler::compile_options_from_config("op_" + p.name()), in);
     std::lock_guard lock(mu);
     cache->emplace(std::move(key), exe);
   }
