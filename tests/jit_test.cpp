@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "jit/codegen/fast_math.h"
+#include "jit/codegen/loop_kernel.h"
 #include "jit/codegen/object_cache.h"
 #include "jx/jx.h"
 #include "test_util.h"
@@ -797,6 +798,30 @@ TEST(JitThreads, LargeKernelAndConcurrentCallers) {
   for (auto& th : threads) th.join();
   for (int t = 0; t < 4; ++t) EXPECT_ALLCLOSE(outputs[t], jnp::tanh(inputs[t]) * 3 - inputs[t], 1e-5, 1e-6);
   EXPECT_EQ(g.cache_size(), 1u);
+}
+
+TEST(JitThreads, KernelsCompileConcurrently) {
+  // Programs of several kernels (a fusion holds at most 256 equations), each traced and
+  // compiled by its own user thread at the same time: every compile leases a target
+  // machine of its own, and each program's kernels compile concurrently on the pool.
+  auto make = [](int k) {
+    return [k](const Array& x) {
+      Array t = x;
+      for (int i = 0; i < 300; ++i) t = jnp::sin(t * (1.0 + 0.001 * k)) + 0.25;
+      return t;
+    };
+  };
+  std::vector<Array> inputs, outputs(3);
+  for (int t = 0; t < 3; ++t) inputs.push_back(randn({5000}, DType::Float32, 60 + t));
+  const int64_t compiles = compiler::codegen::llvm_compile_count();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t)
+    threads.emplace_back([&, t] {
+      outputs[t] = jit(make(t), {.name = "concurrent" + std::to_string(t), .disk_cache = false})(inputs[t]);
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_GE(compiler::codegen::llvm_compile_count() - compiles, 3 * 2) << "several kernels per program";
+  for (int t = 0; t < 3; ++t) EXPECT_ALLCLOSE(outputs[t], make(t)(inputs[t]), 1e-5, 1e-5);
 }
 
 // ---- the compile log, dumps, the disk cache ----

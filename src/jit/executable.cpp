@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -20,6 +21,7 @@
 #include <llvm/ADT/SmallVector.h>
 
 #include "backend/backend.h"
+#include "backend/cpu/thread_pool.h"
 #include "core/array_internal.h"
 #include "core/subprogram.h"
 #include "jit/codegen/kernel.h"
@@ -39,6 +41,23 @@ struct Operand {
   int slot = -1;
   Array constant;
 };
+
+// Runs independent compile tasks (each one kernel through LLVM, single-threaded) on the
+// thread pool's threads, the calling one among them, each thread taking the next task
+// when it finishes one: a program of several kernels compiles in about the time of its
+// largest ones. The first error a task raised is rethrown.
+void compile_concurrently(const std::vector<std::function<void()>>& tasks) {
+  if (tasks.size() <= 1) {
+    for (const auto& t : tasks) t();
+    return;
+  }
+  std::atomic<size_t> next{0};
+  const auto workers = static_cast<int64_t>(std::min<size_t>(tasks.size(), static_cast<size_t>(cpu::num_threads())));
+  cpu::parallel_for(workers, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t w = begin; w < end; ++w)
+      for (size_t i = next++; i < tasks.size(); i = next++) tasks[i]();
+  });
+}
 
 // A fusion step's kernel for row-major operands, compiled when a call first needs it:
 // with the program for the layout of the call that compiles it, else by the first call
@@ -275,7 +294,9 @@ class KernelStepsProgram final : public detail::BufferProgram {
   void add_copy(Copy c) { copies_.push_back(c); }
   // Once the plan is complete (a program that cannot run on buffers compiles nothing).
   void compile_kernels() {
-    for (KernelCall& c : calls_) c.kernel = &c.source->get();
+    std::vector<std::function<void()>> tasks;
+    for (KernelCall& c : calls_) tasks.emplace_back([&c] { c.kernel = &c.source->get(); });
+    compile_concurrently(tasks);
   }
   const Array& constant(size_t index) const { return constants_[index]; }
   // Pointer arrays first, then `intermediate_bytes` of values at 64-byte aligned offsets
@@ -431,8 +452,10 @@ ProgramExecutable::ProgramExecutable(ClosedJaxpr program, const CompileOptions& 
 void ProgramExecutable::prepare(std::span<const Array> args) const {
   const bool row_major = args.size() != arg_slots_.size() || all_contiguous(args);
   const LayoutKernels* layout = row_major ? nullptr : kernels_for_layout(args);
+  std::vector<std::function<void()>> tasks;
   for (size_t k = 0; k < steps_.size(); ++k)
-    if (steps_[k].kernel && !(layout && layout->kernels[k])) steps_[k].kernel->get();
+    if (steps_[k].kernel && !(layout && layout->kernels[k])) tasks.emplace_back([&s = steps_[k]] { s.kernel->get(); });
+  compile_concurrently(tasks);
 }
 
 const detail::BufferProgram* ProgramExecutable::buffer_program() const {
@@ -557,6 +580,7 @@ const LayoutKernels* ProgramExecutable::kernels_for_layout(std::span<const Array
   if (layouts_.size() >= kMaxLayouts) return nullptr;
   auto layout = std::make_unique<LayoutKernels>();
   layout->kernels.resize(steps_.size());
+  std::vector<std::function<void()>> tasks;
   for (size_t k = 0; k < steps_.size(); ++k) {
     const Step& s = steps_[k];
     if (!s.kernel) continue;
@@ -571,13 +595,16 @@ const LayoutKernels* ProgramExecutable::kernels_for_layout(std::span<const Array
     if (!strided || s.kernel->kind() == "dot") continue;  // BLAS reads row-major operands: copied
     KernelOptions options = s.kernel->options();
     options.name += ".strided" + std::to_string(layouts_.size());
-    try {
-      layout->kernels[k] = compile_kernel(s.kernel->body(), s.kernel->kind(), options, strides);
-    } catch (const Error&) {
-      // A reshape of a view that no strides express (a merged slice): this step copies
-      // the view, as every step did before layouts were compiled.
-    }
+    tasks.emplace_back([&s, &kernel = layout->kernels[k], options = std::move(options), strides = std::move(strides)] {
+      try {
+        kernel = compile_kernel(s.kernel->body(), s.kernel->kind(), options, strides);
+      } catch (const Error&) {
+        // A reshape of a view that no strides express (a merged slice): this step copies
+        // the view, as every step did before layouts were compiled.
+      }
+    });
   }
+  compile_concurrently(tasks);
   return layouts_.emplace(std::move(key), std::move(layout)).first->second.get();
 }
 

@@ -57,7 +57,8 @@ struct CompiledModule {
   std::string assembly;  // the same code as assembly, when dumps were asked for
 };
 // Runs the O2 pipeline (with the vector math table, so loops vectorize through libmvec)
-// and the host's code generator on `module`.
+// and the host's code generator on `module`. Thread-safe: each call leases a target
+// machine of its own (a module's LLVMContext must be the caller's alone).
 CompiledModule compile_module(llvm::Module& module, bool want_dumps);
 
 // Gives a kernel function the host's target-cpu / target-features and the preferred
