@@ -110,8 +110,27 @@ struct StaticValuesOf final : StaticValues {
 // One traced signature of a jitted function: the program and how to rebuild outputs.
 struct JitEntry;
 
+// A callable passed down for the duration of one call, without copying it (a
+// std::function of a capturing lambda allocates, on every jitted call).
+template <class Sig>
+class FunctionRef;
+template <class R, class... A>
+class FunctionRef<R(A...)> {
+ public:
+  template <class F>
+    requires(!std::is_same_v<std::decay_t<F>, FunctionRef> && std::is_invocable_r_v<R, F&, A...>)
+  FunctionRef(F& f) : object_(static_cast<void*>(&f)), call_([](void* o, A... a) -> R {
+                        return (*static_cast<F*>(o))(std::forward<A>(a)...);
+                      }) {}
+  R operator()(A... a) const { return call_(object_, std::forward<A>(a)...); }
+
+ private:
+  void* object_;
+  R (*call_)(void*, A...);
+};
+
 // Traces f on abstract leaves; records the structure of f's result in out_def.
-using JitTraceFn = std::function<std::vector<Array>(std::span<const Array>, tree::TreeDef& out_def)>;
+using JitTraceFn = FunctionRef<std::vector<Array>(std::span<const Array>, tree::TreeDef& out_def)>;
 
 // The compile cache of one jitted callable, shared by its copies (src/jit/jit.cpp).
 class JitFunction {
@@ -123,8 +142,7 @@ class JitFunction {
   // gives the argument each leaf belongs to (to name the one that changed).
   std::shared_ptr<const JitEntry> lookup(std::span<const Array> leaves, const tree::TreeDef& in_def,
                                          std::shared_ptr<const StaticValues> statics,
-                                         const std::function<std::vector<size_t>()>& arg_positions,
-                                         const JitTraceFn& trace);
+                                         FunctionRef<std::vector<size_t>()> arg_positions, JitTraceFn trace);
   // Runs an entry: natively when every leaf is concrete and no transformation is
   // active, else binds the `jit` primitive so the current trace sees one equation.
   std::vector<Array> call(const JitEntry& entry, std::span<const Array> leaves);
@@ -269,7 +287,7 @@ class Jitted {
           std::make_tuple(std::get<S>(all)...));
     const F& f = *f_;
     const tree::TreeDef& joint_def = joint;
-    detail::JitTraceFn trace = [&](std::span<const Array> xs, tree::TreeDef& out_def) {
+    auto trace = [&](std::span<const Array> xs, tree::TreeDef& out_def) {
       Dynamic rebuilt = tree::unflatten<Dynamic>(joint_def, xs);
       All call_args = all;
       auto put = [&]<size_t K>(std::integral_constant<size_t, K>) {

@@ -376,6 +376,18 @@ struct Node<T> {
 };
 
 template <Tree T>
+size_t count_leaves(const T& x) {
+  using N = Node<T>;
+  if constexpr (N::kind == Kind::Leaf) {
+    return 1;
+  } else {
+    size_t n = 0;
+    N::for_each_child(x, [&](const auto& c) { n += count_leaves(c); });
+    return n;
+  }
+}
+
+template <Tree T>
 void collect_leaves(const T& x, std::vector<Array>& out) {
   using N = Node<T>;
   if constexpr (N::kind == Kind::Leaf) out.push_back(N::to_array(x));
@@ -391,6 +403,9 @@ DefPtr flatten_into(const T& x, std::vector<Array>& out) {
   } else {
     auto node = std::make_shared<DefNode>();
     node->kind = N::kind;
+    size_t num_children = 0;
+    N::for_each_child(x, [&](const auto&) { ++num_children; });
+    node->children.reserve(num_children);
     N::for_each_child(x, [&](const auto& c) {
       node->children.push_back(flatten_into(c, out));
       node->num_leaves += node->children.back()->num_leaves;
@@ -411,6 +426,7 @@ template <class T>
 std::vector<Array> leaves(const T& tree) {
   static_assert(detail::Tree<T>, "jx::tree: not a pytree type (register structs with JX_TREE_NODE)");
   std::vector<Array> out;
+  out.reserve(detail::count_leaves(tree));
   detail::collect_leaves(tree, out);
   return out;
 }
@@ -419,6 +435,7 @@ template <class T>
 std::pair<std::vector<Array>, TreeDef> flatten(const T& tree) {
   static_assert(detail::Tree<T>, "jx::tree: not a pytree type (register structs with JX_TREE_NODE)");
   std::vector<Array> out;
+  out.reserve(detail::count_leaves(tree));
   TreeDef def(detail::flatten_into(tree, out));
   return {std::move(out), std::move(def)};
 }

@@ -154,12 +154,11 @@ class BufferPool {
     }
     return detail::alloc_array(aval);
   }
-  // Releases values[slot], keeping its storage for reuse if nothing else holds it: no
+  // Releases a slot's value, keeping its storage for reuse if nothing else holds it: no
   // view (which would share the storage: its count is then above this slot's and `s`)
   // and no other slot (a runtime call may return its input itself, sharing the whole
   // array: the impl's count is then above one). Both are counts, so releasing is O(1).
-  void give(std::vector<Array>& values, int slot) {
-    Array& x = values[slot];
+  void give(Array& x) {
     if (!x.valid()) return;
     std::shared_ptr<detail::Storage> s = x.impl().storage;
     const bool shared = !s || s.use_count() != 2 || x.impl_ptr().use_count() != 1 || x.impl().offset != 0 ||
@@ -634,7 +633,8 @@ std::vector<Array> ProgramExecutable::run(std::span<const Array> args, const std
     detail::fail("jit", "the program takes ", arg_slots_.size(), " arguments, got ", args.size());
   if (!donated.empty() && donated.size() != args.size())
     detail::fail("jit", "internal: ", donated.size(), " donation flags for ", args.size(), " arguments");
-  std::vector<Array> values(num_slots_);
+  // Inline storage keeps a small program's values off the heap.
+  llvm::SmallVector<Array, 16> values(static_cast<size_t>(num_slots_));
   for (size_t i = 0; i < const_slots_.size(); ++i) values[const_slots_[i]] = program_.consts[i];
   for (size_t i = 0; i < args.size(); ++i) {
     const Aval& want = in_avals_[i];
@@ -713,7 +713,7 @@ std::vector<Array> ProgramExecutable::run(std::span<const Array> args, const std
     }
     ins.clear();
     for (int sl : s.release) {
-      if (kernel_owned_[sl]) pool.give(values, sl);
+      if (kernel_owned_[sl]) pool.give(values[sl]);
       else values[sl] = Array();
     }
     if (donating)

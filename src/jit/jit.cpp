@@ -162,8 +162,8 @@ std::string retrace_reason(const Key& key, const std::list<std::pair<Key, std::s
 
 std::shared_ptr<const JitEntry> JitFunction::lookup(std::span<const Array> leaves, const tree::TreeDef& in_def,
                                                     std::shared_ptr<const StaticValues> statics,
-                                                    const std::function<std::vector<size_t>()>& arg_positions,
-                                                    const JitTraceFn& trace) {
+                                                    FunctionRef<std::vector<size_t>()> arg_positions,
+                                                    JitTraceFn trace) {
   for (size_t i = 0; i < leaves.size(); ++i)
     if (!leaves[i].valid()) fail("jit", "argument leaf ", i, " is a null jx::Array");
   size_t hash = hash_avals(leaves) ^ (statics ? statics->hash() * 0x9e3779b97f4a7c15ull : 0);
