@@ -85,9 +85,32 @@ TEST(JitLoops, ScanBodyIsCompiledOnceWithFusedKernels) {
 }
 
 TEST(JitLoops, WhileCompilesItsPredicateAndBody) {
+  // Carries of arrays: the predicate and the body are compiled programs of their own.
   DumpDir dump;
   auto newton_sqrt = [](const Array& a) {
     // x <- (x + a / x) / 2 until converged, counting the steps.
+    auto [i, x] = lax::while_loop(
+        [&](const std::pair<Array, Array>& s) {
+          return (s.first < 50) & (jnp::max(jnp::abs(s.second * s.second - a)) > 1e-5 * jnp::max(a));
+        },
+        [&](const std::pair<Array, Array>& s) { return std::pair(s.first + 1, (s.second + a / s.second) * 0.5); },
+        std::pair(Array(0), a));
+    return std::pair(i, x);
+  };
+  Array a = jnp::abs(randn({3}, DType::Float32, 5)) * 10.0f + 1.0f;
+  auto [i, x] = jit(newton_sqrt, named("newton"))(a);
+  auto [ie, xe] = newton_sqrt(a);
+  EXPECT_EQ(i.item<int32_t>(), ie.item<int32_t>());
+  EXPECT_GT(i.item<int32_t>(), 2);
+  EXPECT_ALLCLOSE(x, xe, 0, 0);
+  EXPECT_ALLCLOSE(x, jnp::sqrt(a), 1e-5, 1e-5);
+  EXPECT_EQ(dump.programs("newton.body"), (std::vector<std::string>{"newton.body0", "newton.body1"}));
+}
+
+TEST(JitLoops, ScalarWhileIsOneKernel) {
+  // Scalar carries: the whole loop is one native "while" kernel, no programs of its own.
+  DumpDir dump;
+  auto newton_sqrt = [](const Array& a) {
     auto [i, x] = lax::while_loop(
         [&](const std::pair<Array, Array>& s) { return (s.first < 50) & (jnp::abs(s.second * s.second - a) > 1e-5); },
         [&](const std::pair<Array, Array>& s) { return std::pair(s.first + 1, (s.second + a / s.second) * 0.5); },
@@ -95,13 +118,15 @@ TEST(JitLoops, WhileCompilesItsPredicateAndBody) {
     return std::pair(i, x);
   };
   Array a(7.0f);
-  auto [i, x] = jit(newton_sqrt, named("newton"))(a);
+  auto jf = jit(newton_sqrt, named("scalar_newton"));
+  auto [i, x] = jf(a);
   auto [ie, xe] = newton_sqrt(a);
   EXPECT_EQ(i.item<int32_t>(), ie.item<int32_t>());
   EXPECT_GT(i.item<int32_t>(), 2);
   EXPECT_EQ(x.item<float>(), xe.item<float>());
   EXPECT_NEAR(x.item<float>(), std::sqrt(7.0f), 1e-5);
-  EXPECT_EQ(dump.programs("newton.body"), (std::vector<std::string>{"newton.body0", "newton.body1"}));
+  EXPECT_TRUE(dump.programs("scalar_newton.body").empty());
+  EXPECT_NE(jf.lower(a).as_text().find("kind='while'"), std::string::npos);
 }
 
 TEST(JitLoops, CondTakesOnlyTheCompiledBranchItRuns) {

@@ -91,7 +91,16 @@ size_t g_loaded_pruned_size = 0;
 int64_t llvm_compile_count() { return g_llvm_compiles.load(); }
 
 std::shared_ptr<const CompiledLoop> CompiledLoop::compile(const KernelPlan& plan, const KernelOptions& options) {
-  const std::string plan_text = plan.str();
+  std::vector<DType> output_dtypes;
+  for (const PlanOutput& o : plan.outputs) output_dtypes.push_back(o.dtype);
+  LoopSchedule schedule = plan.schedule;
+  return compile_emitted(plan.str(), schedule, std::move(output_dtypes), options,
+                         [&](llvm::Module& module, std::string_view key) { emit_loop_kernel(module, plan, key); });
+}
+
+std::shared_ptr<const CompiledLoop> CompiledLoop::compile_emitted(const std::string& plan_text, const LoopSchedule& schedule,
+                                                                  std::vector<DType> output_dtypes,
+                                                                  const KernelOptions& options, const Emit& emit) {
   // The emitted transcendentals name the options' vector ISA (scalar_ops.h), so it is part
   // of the key: kernels compiled for another ISA are other kernels.
   const std::string key = object_cache_key(environment_text() + "vector isa " +
@@ -108,7 +117,7 @@ std::shared_ptr<const CompiledLoop> CompiledLoop::compile(const KernelPlan& plan
   auto link = [&](const std::string& object) {
     loop->object_ = load_object(object, name);
     loop->fn_ = reinterpret_cast<Fn>(loop->object_->lookup(kernel_symbol(key)));
-    if (plan.schedule.mode == LoopSchedule::Mode::FullReduce)
+    if (schedule.mode == LoopSchedule::Mode::FullReduce)
       loop->finish_ = reinterpret_cast<FinishFn>(loop->object_->lookup(finish_symbol(key)));
   };
   bool linked = false;
@@ -128,7 +137,7 @@ std::shared_ptr<const CompiledLoop> CompiledLoop::compile(const KernelPlan& plan
     llvm::LLVMContext context;
     auto module = std::make_unique<llvm::Module>(name, context);
     set_module_vector_isa(*module, options.vector_isa);
-    emit_loop_kernel(*module, plan, key);
+    emit(*module, key);
     CompiledModule compiled = compile_module(*module, dumping);
     ++g_llvm_compiles;
     if (dumping) {
@@ -139,8 +148,8 @@ std::shared_ptr<const CompiledLoop> CompiledLoop::compile(const KernelPlan& plan
     if (use_disk_cache) object_cache_store(options.cache_dir, key, compiled.object);
     link(compiled.object);
   }
-  loop->schedule_ = plan.schedule;
-  for (const PlanOutput& o : plan.outputs) loop->output_dtypes_.push_back(o.dtype);
+  loop->schedule_ = schedule;
+  loop->output_dtypes_ = std::move(output_dtypes);
   // Threading: a unit holds elements_per_unit points of `cost` (transcendentals count
   // several times a plain op). A chunk must hold about 2 * kParallelGrain plain element
   // operations and never fewer than kMinChunkElements points. Workers spin briefly
@@ -148,8 +157,8 @@ std::shared_ptr<const CompiledLoop> CompiledLoop::compile(const KernelPlan& plan
   // about a microsecond: a 16000-element sin + cos takes 11.8 µs on 2 threads against
   // 16.7 µs on one (it took 4x longer split when every split woke a sleeping worker).
   constexpr int64_t kMinChunkElements = 4096;
-  const int64_t per_unit = std::max<int64_t>(1, plan.schedule.elements_per_unit);
-  const int64_t work = per_unit * std::max<int64_t>(1, plan.schedule.cost);
+  const int64_t per_unit = std::max<int64_t>(1, schedule.elements_per_unit);
+  const int64_t work = per_unit * std::max<int64_t>(1, schedule.cost);
   loop->grain_ = std::max<int64_t>({1, 2 * cpu::kParallelGrain / work, (kMinChunkElements + per_unit - 1) / per_unit});
   std::lock_guard<std::mutex> lock(g_loaded_mu);
   if (g_loaded.size() >= 2 * g_loaded_pruned_size + 64) {  // forget unloaded kernels now and then
@@ -260,6 +269,11 @@ std::unique_ptr<Kernel> compile_kernel(const Jaxpr& fused, std::string_view kind
     for (const std::vector<int64_t>& s : input_strides)
       if (!s.empty()) detail::fail("jit", "a dot kernel reads row-major operands; its inputs cannot be strided views");
     return codegen::compile_dot_kernel(fused, options);
+  }
+  if (kind == "while") {
+    for (const std::vector<int64_t>& s : input_strides)
+      if (!s.empty()) detail::fail("jit", "a while kernel reads scalars; its inputs cannot be strided views");
+    return codegen::compile_while_kernel(fused, options);
   }
   codegen::KernelPlan plan = codegen::plan_kernel(fused, kind, input_strides);
   return std::make_unique<codegen::LoopKernel>(codegen::CompiledLoop::compile(plan, options), plan);

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string_view>
 
 #include "jit/codegen/kernel.h"
 #include "jit/codegen/kernel_plan.h"
@@ -20,6 +22,12 @@ class CompiledLoop {
   // Compiles the plan, or reuses the object of an identical plan already loaded in this
   // process, or loads it from the disk cache.
   static std::shared_ptr<const CompiledLoop> compile(const KernelPlan& plan, const KernelOptions& options);
+  // The same for a kernel function `emit` writes (named kernel_symbol(key), with the
+  // signature loop_emitter.h gives), whose code depends on `plan_text` alone.
+  using Emit = std::function<void(llvm::Module&, std::string_view key)>;
+  static std::shared_ptr<const CompiledLoop> compile_emitted(const std::string& plan_text, const LoopSchedule& schedule,
+                                                             std::vector<DType> output_dtypes,
+                                                             const KernelOptions& options, const Emit& emit);
 
   // The whole iteration space, split over the thread pool when large enough.
   void run(const void* const* inputs, void* const* outputs) const;
@@ -43,6 +51,10 @@ class CompiledLoop {
 // Kernels this process compiled with LLVM (not from the disk cache or an identical
 // loaded kernel), for tests.
 int64_t llvm_compile_count();
+
+// compile_kernel for kind "while" (while_kernel.cpp): a while loop on scalars as one
+// native loop.
+std::unique_ptr<Kernel> compile_while_kernel(const Jaxpr& fused, const KernelOptions& options);
 
 // compile_kernel for kind "dot" (dot_kernel.cpp).
 std::unique_ptr<Kernel> compile_dot_kernel(const Jaxpr& fused, const KernelOptions& options);

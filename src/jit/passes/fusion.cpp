@@ -46,6 +46,7 @@ enum class Role {
   kIndex,      // index map of a loop
   kReduction,  // ends a reduction fusion
   kDot,        // dot_general that may take an elementwise epilogue
+  kWhile,      // a while loop on scalars: a "while" kernel of its own
 };
 
 std::string ints_str(const std::vector<int64_t>& v) {
@@ -176,6 +177,12 @@ class Fuser {
       if (&p == &fusion_primitive()) continue;  // fused before: left as it is
       if (&p == &lax::dot_general_p) {
         classify_dot(i);
+        continue;
+      }
+      if (p.name() == "while") {
+        std::string why;
+        if (scalar_while_supported(e, &why) && has_used_output(e)) roles_[i] = Role::kWhile;
+        else refuse("refused: " + label(i) + ": " + (why.empty() ? "its results are unused (left for dce)" : why));
         continue;
       }
       std::string why_scalar, why_index, why_reduction;
@@ -348,6 +355,10 @@ class Fuser {
           g.kind = "reduction";
           g.space = e.inputs.at(0).aval();
           g.axes = sorted_axes(e);
+          break;
+        case Role::kWhile:
+          g.kind = "while";  // merges with nothing
+          g.space = e.outputs.at(0).aval;
           break;
         default:
           break;
@@ -566,7 +577,7 @@ class Fuser {
     std::vector<char> done(groups_.size(), 0);
     for (size_t i = eqns_.size(); i-- > 0;) {
       const size_t c = group_of_[i];
-      if (done[c] || groups_[c].kind.empty()) continue;
+      if (done[c] || groups_[c].kind.empty() || groups_[c].kind == "while") continue;
       done[c] = 1;
       for (bool merged = true; merged;) {
         merged = false;

@@ -1,0 +1,139 @@
+// The "while" kernel (src/jit/codegen/while_kernel.cpp): a while_loop on scalars under
+// jit is one native loop. Oracle: the same loop run eagerly (the interpreter runs the
+// same scalar operations one at a time). Loops of arrays, or with an op no scalar kernel
+// computes, stay runtime steps and still agree.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <tuple>
+
+#include "jit/codegen/kernel.h"
+#include "jit/codegen/loop_kernel.h"
+#include "jx/jx.h"
+#include "test_util.h"
+
+namespace {
+
+using namespace jx;
+namespace jnp = jx::numpy;
+namespace lax = jx::lax;
+
+bool has_while_kernel(const std::string& text) { return text.find("kind='while'") != std::string::npos; }
+
+TEST(JitWhileKernel, CountingLoopIsOneNativeLoop) {
+  auto count = [](const Array& n) {
+    return lax::while_loop([&](const Array& i) { return i < n; }, [](const Array& i) { return i + 1; },
+                           jnp::zeros({}, int32));
+  };
+  auto jf = jit(count);
+  for (int n : {0, 1, 7, 100000, -3}) {
+    const Array trips = jnp::full({}, n, int32);
+    EXPECT_EQ(jf(trips).item<int32_t>(), count(trips).item<int32_t>()) << n;
+  }
+  EXPECT_TRUE(has_while_kernel(jf.lower(jnp::full({}, 3, int32)).as_text()));
+}
+
+TEST(JitWhileKernel, NewtonIterationWithMixedCarries) {
+  // sqrt(a) by Newton's method until converged, counting the steps: a float64 and an
+  // int32 carry, a float64 constant captured from the enclosing function.
+  auto newton = [](const Array& a) {
+    auto cond = [&](const std::tuple<Array, Array>& c) {
+      const auto& [x, k] = c;
+      return jnp::logical_and(jnp::abs(x * x - a) > 1e-12 * a, k < 100);
+    };
+    auto body = [&](const std::tuple<Array, Array>& c) {
+      const auto& [x, k] = c;
+      return std::make_tuple(0.5 * (x + a / x), k + 1);
+    };
+    return lax::while_loop(cond, body, std::make_tuple(a, jnp::zeros({}, int32)));
+  };
+  auto jf = jit(newton);
+  for (double a : {2.0, 1e-6, 12345.678, 1.0}) {
+    const Array x = Array(a);
+    auto [root, steps] = jf(x);
+    auto [want_root, want_steps] = newton(x);
+    EXPECT_EQ(root.item<double>(), want_root.item<double>()) << a;
+    EXPECT_EQ(steps.item<int32_t>(), want_steps.item<int32_t>()) << a;
+    EXPECT_NEAR(root.item<double>(), std::sqrt(a), 1e-9 * std::sqrt(a));
+  }
+  EXPECT_TRUE(has_while_kernel(jf.lower(Array(2.0)).as_text()));
+}
+
+TEST(JitWhileKernel, MaxStepsBoundsTheLoop) {
+  auto f = [](const Array& x, int64_t max_steps) {
+    return lax::while_loop([](const Array& v) { return v < 1000.0f; }, [](const Array& v) { return v * 1.5f + 1.0f; },
+                           x, {.max_steps = max_steps});
+  };
+  for (int64_t m : {0, 1, 3, 50}) {
+    auto jf = jit([m, &f](const Array& x) { return f(x, m); });
+    const Array x = Array(1.0f);
+    EXPECT_EQ(jf(x).item<float>(), f(x, m).item<float>()) << m;
+    EXPECT_TRUE(has_while_kernel(jf.lower(x).as_text()));
+  }
+}
+
+TEST(JitWhileKernel, TranscendentalsBoolsAndSmallIntegers) {
+  // A float32 carry through sin and exp, a bool carry, a uint8 counter that wraps.
+  auto f = [](const Array& x0) {
+    auto cond = [](const std::tuple<Array, Array, Array>& c) { return jnp::logical_not(std::get<1>(c)); };
+    auto body = [](const std::tuple<Array, Array, Array>& c) {
+      const auto& [x, done, k] = c;
+      Array next = jnp::sin(x) * jnp::exp(-0.01f * x) + 0.5f;
+      Array k1 = k + jnp::ones({}, uint8);
+      return std::make_tuple(next, jnp::logical_or(jnp::abs(next - x) < 1e-6f, k1 == 200), k1);
+    };
+    return lax::while_loop(cond, body, std::make_tuple(x0, Array(false), jnp::zeros({}, uint8)));
+  };
+  auto jf = jit(f);
+  for (float v : {0.0f, 2.5f, -7.0f}) {
+    auto [x, done, k] = jf(Array(v));
+    auto [wx, wdone, wk] = f(Array(v));
+    EXPECT_NEAR(x.item<float>(), wx.item<float>(), 1e-6f) << v;
+    EXPECT_EQ(done.item<bool>(), wdone.item<bool>()) << v;
+    EXPECT_EQ(k.item<uint8_t>(), wk.item<uint8_t>()) << v;
+  }
+  EXPECT_TRUE(has_while_kernel(jf.lower(Array(1.0f)).as_text()));
+}
+
+TEST(JitWhileKernel, ScalarLoopInsideAScanBody) {
+  // Each step of the scan runs a scalar while loop: the body program is all kernels, so
+  // the scan runs it on buffers, its while loop native.
+  auto f = [](const Array& xs) {
+    auto step = [](const Array& acc, const Array& x) {
+      auto halvings = lax::while_loop([](const std::tuple<Array, Array>& c) { return std::get<0>(c) > 1.0f; },
+                                       [](const std::tuple<Array, Array>& c) {
+                                         return std::make_tuple(std::get<0>(c) * 0.5f, std::get<1>(c) + 1);
+                                       },
+                                       std::make_tuple(jnp::abs(x) * 100.0f, jnp::zeros({}, int32)));
+      Array next = acc + std::get<1>(halvings);
+      return std::make_pair(next, next);
+    };
+    return lax::scan(step, jnp::zeros({}, int32), xs).second;
+  };
+  const Array xs = jx::testing::randn({64}, DType::Float32, 3);
+  EXPECT_ALLCLOSE(jit(f)(xs), f(xs), 0, 0);
+}
+
+TEST(JitWhileKernel, LoopsOfArraysStayRuntimeSteps) {
+  // An array carry: the bodies run as compiled programs (on buffers), not as a while kernel.
+  auto f = [](const Array& v) {
+    return lax::while_loop([](const Array& x) { return jnp::sum(x) < 100.0f; }, [](const Array& x) { return x * 2.0f; },
+                           v);
+  };
+  const Array v = jnp::abs(jx::testing::randn({5}, DType::Float32, 4)) + 0.1f;
+  auto jf = jit(f);
+  EXPECT_ALLCLOSE(jf(v), f(v), 0, 0);
+  EXPECT_FALSE(has_while_kernel(jf.lower(v).as_text()));
+}
+
+TEST(JitWhileKernel, CompileKernelNamesWhatItCannotCompile) {
+  // compile_kernel(kind "while") takes a body of exactly one scalar while equation.
+  Jaxpr not_a_loop;
+  not_a_loop.invars.push_back(Var{0, Aval{{}, DType::Float32}});
+  not_a_loop.outvars.push_back(not_a_loop.invars[0]);
+  compiler::KernelOptions options{.name = "while_test", .disk_cache = false};
+  EXPECT_JX_ERROR(compiler::compile_kernel(not_a_loop, "while", options),
+                  "[jit] internal: a while kernel holds one while equation, got 0 equations");
+}
+
+}  // namespace
