@@ -108,7 +108,7 @@ TEST(JitLoops, WhileCompilesItsPredicateAndBody) {
 }
 
 TEST(JitLoops, ScalarWhileIsOneKernel) {
-  // Scalar carries: the whole loop is one native "while" kernel, no programs of its own.
+  // Scalar carries: the whole loop is one native "scalar_loop" kernel, no programs of its own.
   DumpDir dump;
   auto newton_sqrt = [](const Array& a) {
     auto [i, x] = lax::while_loop(
@@ -126,7 +126,7 @@ TEST(JitLoops, ScalarWhileIsOneKernel) {
   EXPECT_EQ(x.item<float>(), xe.item<float>());
   EXPECT_NEAR(x.item<float>(), std::sqrt(7.0f), 1e-5);
   EXPECT_TRUE(dump.programs("scalar_newton.body").empty());
-  EXPECT_NE(jf.lower(a).as_text().find("kind='while'"), std::string::npos);
+  EXPECT_NE(jf.lower(a).as_text().find("kind='scalar_loop'"), std::string::npos);
 }
 
 TEST(JitLoops, CondTakesOnlyTheCompiledBranchItRuns) {

@@ -59,7 +59,7 @@ TEST(CallPrimitives, FusionKindAndLinearJitResiduals) {
   Aval f32_3{{3}, DType::Float32, false};
   EXPECT_JX_ERROR(prim("fusion").abstract_eval(std::vector<Aval>{f32_3},
                                                Params{{"jaxpr", sin_body()}, {"kind", "scan"}, {"name", "fusion.0"}}),
-                  "[fusion] kind must be loop, reduction, rows, dot or while, got 'scan'");
+                  "[fusion] kind must be loop, reduction, rows, dot or scalar_loop, got 'scan'");
   EXPECT_JX_ERROR(prim("linear_jit")
                       .abstract_eval(std::vector<Aval>{f32_3}, Params{{"jaxpr", sin_body()},
                                                                       {"name", "f"},

@@ -9,8 +9,8 @@ namespace {
 
 std::vector<Aval> fusion_rule(std::span<const Aval> in, const Params& params) {
   const std::string& kind = params.get_string("kind");
-  if (kind != "loop" && kind != "reduction" && kind != "rows" && kind != "dot" && kind != "while")
-    detail::fail("fusion", "kind must be loop, reduction, rows, dot or while, got '", kind, "'");
+  if (kind != "loop" && kind != "reduction" && kind != "rows" && kind != "dot" && kind != "scalar_loop")
+    detail::fail("fusion", "kind must be loop, reduction, rows, dot or scalar_loop, got '", kind, "'");
   return detail::call_out_avals("fusion", in, params);
 }
 

@@ -1,7 +1,7 @@
 // The `fusion` primitive: one equation standing for a fused group of equations, made
 // by the fusion pass and compiled to one native kernel (codegen/kernel.h). Params:
 //   jaxpr  the fused sub-program (no constvars; its invars are the kernel's inputs)
-//   kind   "loop" | "reduction" | "rows" | "dot" | "while" (see codegen/kernel.h)
+//   kind   "loop" | "reduction" | "rows" | "dot" | "scalar_loop" (see codegen/kernel.h)
 //   name   "fusion.3", unique within its program (kernel symbols and dumps)
 // Evaluated eagerly (eval_jaxpr of the body), which lets tests run an optimized
 // program without codegen and compare it with the original.

@@ -12,8 +12,9 @@
 //                of reductions, then its elementwise outputs, while it is in cache.
 //   "dot"        a dot_general of two kernel inputs followed by elementwise ops over
 //                its result (the epilogue), run block by block after the BLAS call.
-//   "while"      one while_loop whose operands, predicate and body are scalars: one
-//                native loop with the carries in registers (while_kernel.cpp).
+//   "scalar_loop" one while_loop or scan whose operands, predicate and body are
+//                scalars (a scan's xs and ys may be 1-d): one native loop with the
+//                carries in registers (scalar_loop_kernel.cpp).
 // Producers inside a fusion are elementwise ops and index maps (kernel_support.h).
 #pragma once
 

@@ -270,10 +270,10 @@ std::unique_ptr<Kernel> compile_kernel(const Jaxpr& fused, std::string_view kind
       if (!s.empty()) detail::fail("jit", "a dot kernel reads row-major operands; its inputs cannot be strided views");
     return codegen::compile_dot_kernel(fused, options);
   }
-  if (kind == "while") {
+  if (kind == "scalar_loop") {
     for (const std::vector<int64_t>& s : input_strides)
-      if (!s.empty()) detail::fail("jit", "a while kernel reads scalars; its inputs cannot be strided views");
-    return codegen::compile_while_kernel(fused, options);
+      if (!s.empty()) detail::fail("jit", "a scalar_loop kernel reads row-major operands; its inputs cannot be strided views");
+    return codegen::compile_scalar_loop_kernel(fused, options);
   }
   codegen::KernelPlan plan = codegen::plan_kernel(fused, kind, input_strides);
   return std::make_unique<codegen::LoopKernel>(codegen::CompiledLoop::compile(plan, options), plan);

@@ -52,9 +52,9 @@ class CompiledLoop {
 // loaded kernel), for tests.
 int64_t llvm_compile_count();
 
-// compile_kernel for kind "while" (while_kernel.cpp): a while loop on scalars as one
-// native loop.
-std::unique_ptr<Kernel> compile_while_kernel(const Jaxpr& fused, const KernelOptions& options);
+// compile_kernel for kind "scalar_loop" (scalar_loop_kernel.cpp): a while loop or scan
+// on scalars as one native loop.
+std::unique_ptr<Kernel> compile_scalar_loop_kernel(const Jaxpr& fused, const KernelOptions& options);
 
 // compile_kernel for kind "dot" (dot_kernel.cpp).
 std::unique_ptr<Kernel> compile_dot_kernel(const Jaxpr& fused, const KernelOptions& options);

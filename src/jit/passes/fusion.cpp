@@ -46,7 +46,7 @@ enum class Role {
   kIndex,      // index map of a loop
   kReduction,  // ends a reduction fusion
   kDot,        // dot_general that may take an elementwise epilogue
-  kWhile,      // a while loop on scalars: a "while" kernel of its own
+  kScalarLoop, // a while loop or scan on scalars: a "scalar_loop" kernel of its own
 };
 
 std::string ints_str(const std::vector<int64_t>& v) {
@@ -179,9 +179,9 @@ class Fuser {
         classify_dot(i);
         continue;
       }
-      if (p.name() == "while") {
+      if (p.name() == "while" || p.name() == "scan") {
         std::string why;
-        if (scalar_while_supported(e, &why) && has_used_output(e)) roles_[i] = Role::kWhile;
+        if (scalar_loop_supported(e, &why) && has_used_output(e)) roles_[i] = Role::kScalarLoop;
         else refuse("refused: " + label(i) + ": " + (why.empty() ? "its results are unused (left for dce)" : why));
         continue;
       }
@@ -356,8 +356,8 @@ class Fuser {
           g.space = e.inputs.at(0).aval();
           g.axes = sorted_axes(e);
           break;
-        case Role::kWhile:
-          g.kind = "while";  // merges with nothing
+        case Role::kScalarLoop:
+          g.kind = "scalar_loop";  // merges with nothing
           g.space = e.outputs.at(0).aval;
           break;
         default:
@@ -577,7 +577,7 @@ class Fuser {
     std::vector<char> done(groups_.size(), 0);
     for (size_t i = eqns_.size(); i-- > 0;) {
       const size_t c = group_of_[i];
-      if (done[c] || groups_[c].kind.empty() || groups_[c].kind == "while") continue;
+      if (done[c] || groups_[c].kind.empty() || groups_[c].kind == "scalar_loop") continue;
       done[c] = 1;
       for (bool merged = true; merged;) {
         merged = false;

@@ -1,5 +1,5 @@
-// The "while" kernel (src/jit/codegen/while_kernel.cpp): a while_loop on scalars under
-// jit is one native loop. Oracle: the same loop run eagerly (the interpreter runs the
+// The "scalar_loop" kernel (src/jit/codegen/scalar_loop_kernel.cpp): a while_loop or a
+// scan on scalars under jit is one native loop. Oracle: the same loop run eagerly (the interpreter runs the
 // same scalar operations one at a time). Loops of arrays, or with an op no scalar kernel
 // computes, stay runtime steps and still agree.
 #include <gtest/gtest.h>
@@ -18,9 +18,9 @@ using namespace jx;
 namespace jnp = jx::numpy;
 namespace lax = jx::lax;
 
-bool has_while_kernel(const std::string& text) { return text.find("kind='while'") != std::string::npos; }
+bool has_loop_kernel(const std::string& text) { return text.find("kind='scalar_loop'") != std::string::npos; }
 
-TEST(JitWhileKernel, CountingLoopIsOneNativeLoop) {
+TEST(JitScalarLoop, CountingLoopIsOneNativeLoop) {
   auto count = [](const Array& n) {
     return lax::while_loop([&](const Array& i) { return i < n; }, [](const Array& i) { return i + 1; },
                            jnp::zeros({}, int32));
@@ -30,10 +30,10 @@ TEST(JitWhileKernel, CountingLoopIsOneNativeLoop) {
     const Array trips = jnp::full({}, n, int32);
     EXPECT_EQ(jf(trips).item<int32_t>(), count(trips).item<int32_t>()) << n;
   }
-  EXPECT_TRUE(has_while_kernel(jf.lower(jnp::full({}, 3, int32)).as_text()));
+  EXPECT_TRUE(has_loop_kernel(jf.lower(jnp::full({}, 3, int32)).as_text()));
 }
 
-TEST(JitWhileKernel, NewtonIterationWithMixedCarries) {
+TEST(JitScalarLoop, NewtonIterationWithMixedCarries) {
   // sqrt(a) by Newton's method until converged, counting the steps: a float64 and an
   // int32 carry, a float64 constant captured from the enclosing function.
   auto newton = [](const Array& a) {
@@ -56,10 +56,10 @@ TEST(JitWhileKernel, NewtonIterationWithMixedCarries) {
     EXPECT_EQ(steps.item<int32_t>(), want_steps.item<int32_t>()) << a;
     EXPECT_NEAR(root.item<double>(), std::sqrt(a), 1e-9 * std::sqrt(a));
   }
-  EXPECT_TRUE(has_while_kernel(jf.lower(Array(2.0)).as_text()));
+  EXPECT_TRUE(has_loop_kernel(jf.lower(Array(2.0)).as_text()));
 }
 
-TEST(JitWhileKernel, MaxStepsBoundsTheLoop) {
+TEST(JitScalarLoop, MaxStepsBoundsTheLoop) {
   auto f = [](const Array& x, int64_t max_steps) {
     return lax::while_loop([](const Array& v) { return v < 1000.0f; }, [](const Array& v) { return v * 1.5f + 1.0f; },
                            x, {.max_steps = max_steps});
@@ -68,11 +68,11 @@ TEST(JitWhileKernel, MaxStepsBoundsTheLoop) {
     auto jf = jit([m, &f](const Array& x) { return f(x, m); });
     const Array x = Array(1.0f);
     EXPECT_EQ(jf(x).item<float>(), f(x, m).item<float>()) << m;
-    EXPECT_TRUE(has_while_kernel(jf.lower(x).as_text()));
+    EXPECT_TRUE(has_loop_kernel(jf.lower(x).as_text()));
   }
 }
 
-TEST(JitWhileKernel, TranscendentalsBoolsAndSmallIntegers) {
+TEST(JitScalarLoop, TranscendentalsBoolsAndSmallIntegers) {
   // A float32 carry through sin and exp, a bool carry, a uint8 counter that wraps.
   auto f = [](const Array& x0) {
     auto cond = [](const std::tuple<Array, Array, Array>& c) { return jnp::logical_not(std::get<1>(c)); };
@@ -92,10 +92,10 @@ TEST(JitWhileKernel, TranscendentalsBoolsAndSmallIntegers) {
     EXPECT_EQ(done.item<bool>(), wdone.item<bool>()) << v;
     EXPECT_EQ(k.item<uint8_t>(), wk.item<uint8_t>()) << v;
   }
-  EXPECT_TRUE(has_while_kernel(jf.lower(Array(1.0f)).as_text()));
+  EXPECT_TRUE(has_loop_kernel(jf.lower(Array(1.0f)).as_text()));
 }
 
-TEST(JitWhileKernel, ScalarLoopInsideAScanBody) {
+TEST(JitScalarLoop, ScalarLoopInsideAScanBody) {
   // Each step of the scan runs a scalar while loop: the body program is all kernels, so
   // the scan runs it on buffers, its while loop native.
   auto f = [](const Array& xs) {
@@ -114,7 +114,7 @@ TEST(JitWhileKernel, ScalarLoopInsideAScanBody) {
   EXPECT_ALLCLOSE(jit(f)(xs), f(xs), 0, 0);
 }
 
-TEST(JitWhileKernel, LoopsOfArraysStayRuntimeSteps) {
+TEST(JitScalarLoop, LoopsOfArraysStayRuntimeSteps) {
   // An array carry: the bodies run as compiled programs (on buffers), not as a while kernel.
   auto f = [](const Array& v) {
     return lax::while_loop([](const Array& x) { return jnp::sum(x) < 100.0f; }, [](const Array& x) { return x * 2.0f; },
@@ -123,17 +123,75 @@ TEST(JitWhileKernel, LoopsOfArraysStayRuntimeSteps) {
   const Array v = jnp::abs(jx::testing::randn({5}, DType::Float32, 4)) + 0.1f;
   auto jf = jit(f);
   EXPECT_ALLCLOSE(jf(v), f(v), 0, 0);
-  EXPECT_FALSE(has_while_kernel(jf.lower(v).as_text()));
+  EXPECT_FALSE(has_loop_kernel(jf.lower(v).as_text()));
 }
 
-TEST(JitWhileKernel, CompileKernelNamesWhatItCannotCompile) {
-  // compile_kernel(kind "while") takes a body of exactly one scalar while equation.
+TEST(JitScalarLoop, ScanOverASequenceForwardAndReversed) {
+  // A first-order IIR filter y[t] = a y[t-1] + (1 - a) x[t] over 1000 samples, with a
+  // second carry counting the samples above the running value; reversed too.
+  for (bool reverse : {false, true}) {
+    auto f = [reverse](const Array& xs, const Array& a) {
+      auto step = [&](const std::tuple<Array, Array>& c, const Array& x) {
+        const auto& [y, above] = c;
+        Array next = a * y + (1.0f - a) * x;
+        return std::make_pair(std::make_tuple(next, above + jnp::astype(x > next, int32)), next);
+      };
+      return lax::scan(step, std::make_tuple(jnp::zeros({}), jnp::zeros({}, int32)), xs, {.reverse = reverse});
+    };
+    const Array xs = jx::testing::randn({1000}, DType::Float32, 7);
+    const Array a = Array(0.9f);
+    auto jf = jit(f);
+    auto [carry, ys] = jf(xs, a);
+    auto [want_carry, want_ys] = f(xs, a);
+    SCOPED_TRACE(reverse ? "reversed" : "forward");
+    EXPECT_ALLCLOSE(ys, want_ys, 0, 0);
+    EXPECT_ALLCLOSE(std::get<0>(carry), std::get<0>(want_carry), 0, 0);
+    EXPECT_EQ(std::get<1>(carry).item<int32_t>(), std::get<1>(want_carry).item<int32_t>());
+    EXPECT_TRUE(has_loop_kernel(jf.lower(xs, a).as_text()));
+  }
+}
+
+TEST(JitScalarLoop, ForiLoopAndEmptyScan) {
+  // fori_loop with static bounds is a scan over the indices: one native loop.
+  auto sum_of_squares = [](const Array& n0) {
+    return lax::fori_loop(0, 1000, [](const Array& i, const Array& acc) { return acc + i * i % 7; }, n0);
+  };
+  auto jf = jit(sum_of_squares);
+  const Array n0 = jnp::zeros({}, int32);
+  EXPECT_EQ(jf(n0).item<int32_t>(), sum_of_squares(n0).item<int32_t>());
+  EXPECT_TRUE(has_loop_kernel(jf.lower(n0).as_text()));
+  // A scan of length 0 leaves its carry as it was and returns empty ys.
+  auto empty = [](const Array& c0, const Array& xs) {
+    return lax::scan([](const Array& c, const Array& x) { return std::make_pair(c + x, c * x); }, c0, xs);
+  };
+  auto [c, ys] = jit(empty)(Array(2.5), jnp::zeros({0}, float64));
+  EXPECT_EQ(c.item<double>(), 2.5);
+  EXPECT_EQ(ys.size(), 0);
+}
+
+TEST(JitScalarLoop, ScansOverRowsStayRuntimeSteps) {
+  // xs rows of 3 elements: the body is a program of its own, run on buffers.
+  auto f = [](const Array& xs) {
+    return lax::scan([](const Array& c, const Array& x) { return std::make_pair(c + jnp::sum(x), jnp::sin(x) * c); },
+                     jnp::zeros({}), xs);
+  };
+  const Array xs = jx::testing::randn({20, 3}, DType::Float32, 8);
+  auto jf = jit(f);
+  auto [c, ys] = jf(xs);
+  auto [wc, wys] = f(xs);
+  EXPECT_ALLCLOSE(c, wc, 1e-6, 1e-6);
+  EXPECT_ALLCLOSE(ys, wys, 1e-6, 1e-6);
+  EXPECT_FALSE(has_loop_kernel(jf.lower(xs).as_text()));
+}
+
+TEST(JitScalarLoop, CompileKernelNamesWhatItCannotCompile) {
+  // compile_kernel(kind "scalar_loop") takes a body of exactly one scalar loop equation.
   Jaxpr not_a_loop;
   not_a_loop.invars.push_back(Var{0, Aval{{}, DType::Float32}});
   not_a_loop.outvars.push_back(not_a_loop.invars[0]);
   compiler::KernelOptions options{.name = "while_test", .disk_cache = false};
-  EXPECT_JX_ERROR(compiler::compile_kernel(not_a_loop, "while", options),
-                  "[jit] internal: a while kernel holds one while equation, got 0 equations");
+  EXPECT_JX_ERROR(compiler::compile_kernel(not_a_loop, "scalar_loop", options),
+                  "[jit] internal: a scalar_loop kernel holds one while or scan equation, got 0 equations");
 }
 
 }  // namespace
