@@ -4,6 +4,7 @@
 // computes, stay runtime steps and still agree.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
 #include <tuple>
 
@@ -124,6 +125,61 @@ TEST(JitScalarLoop, LoopsOfArraysStayRuntimeSteps) {
   auto jf = jit(f);
   EXPECT_ALLCLOSE(jf(v), f(v), 0, 0);
   EXPECT_FALSE(has_loop_kernel(jf.lower(v).as_text()));
+}
+
+TEST(JitScalarLoop, BranchesAndNestedLoopsInsideTheLoop) {
+  // Collatz: while n != 1, n = cond(n even, n / 2, 3n + 1), counting steps; each step
+  // also runs an inner while loop (the number of halvings to bring n below 10) whose
+  // total is carried. One native loop, branches and inner loop included.
+  auto collatz = [](const Array& n0) {
+    using C = std::tuple<Array, Array, Array>;
+    auto cond = [](const C& c) { return std::get<0>(c) != 1; };
+    auto body = [](const C& c) {
+      const auto& [n, steps, halvings] = c;
+      Array next = lax::cond(n % 2 == 0, [](const Array& v) { return jnp::floor_divide(v, 2); },
+                             [](const Array& v) { return 3 * v + 1; }, n);
+      auto inner = lax::while_loop([](const std::tuple<Array, Array>& s) { return std::get<0>(s) >= 10; },
+                                   [](const std::tuple<Array, Array>& s) {
+                                     return std::make_tuple(jnp::floor_divide(std::get<0>(s), 2), std::get<1>(s) + 1);
+                                   },
+                                   std::make_tuple(next, jnp::zeros({}, int32)));
+      return C(next, steps + 1, halvings + std::get<1>(inner));
+    };
+    return lax::while_loop(cond, body, C(n0, jnp::zeros({}, int32), jnp::zeros({}, int32)));
+  };
+  auto jf = jit(collatz);
+  for (int n : {1, 6, 27, 97, 871}) {
+    const Array n0 = jnp::full({}, n, int32);
+    auto [end, steps, halvings] = jf(n0);
+    auto [wend, wsteps, whalvings] = collatz(n0);
+    EXPECT_EQ(end.item<int32_t>(), 1) << n;
+    EXPECT_EQ(steps.item<int32_t>(), wsteps.item<int32_t>()) << n;
+    EXPECT_EQ(halvings.item<int32_t>(), whalvings.item<int32_t>()) << n;
+  }
+  const Array n27 = jnp::full({}, 27, int32);
+  EXPECT_EQ(std::get<1>(jf(n27)).item<int32_t>(), 111);  // the known trajectory length
+  const std::string text = jf.lower(n27).as_text();
+  EXPECT_TRUE(has_loop_kernel(text));
+  EXPECT_EQ(text.find("kind='loop'"), std::string::npos) << "the branches and the inner loop are inside the kernel";
+  // A three-way switch inside a scan over a sequence: the index is clamped as eagerly.
+  auto piecewise = [](const Array& xs) {
+    return lax::scan(
+        [](const Array& acc, const Array& x) {
+          std::vector<std::function<Array(const Array&)>> branches = {
+              [](const Array& v) { return v * 10.0f; }, [](const Array& v) { return -v; },
+              [](const Array& v) { return v + 100.0f; }};
+          Array y = lax::switch_(jnp::astype(x * 2.0f, int32), branches, x);
+          return std::make_pair(acc + y, y);
+        },
+        jnp::zeros({}), xs);
+  };
+  const Array xs = jx::testing::randn({200}, DType::Float32, 9) * 2.0f;
+  auto jp = jit(piecewise);
+  auto [acc, ys] = jp(xs);
+  auto [wacc, wys] = piecewise(xs);
+  EXPECT_ALLCLOSE(ys, wys, 0, 0);
+  EXPECT_ALLCLOSE(acc, wacc, 0, 0);
+  EXPECT_TRUE(has_loop_kernel(jp.lower(xs).as_text()));
 }
 
 TEST(JitScalarLoop, ScanOverASequenceForwardAndReversed) {

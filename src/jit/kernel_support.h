@@ -30,8 +30,9 @@ bool reduction_supported(const Equation& eqn, std::string* why_not);
 
 // A while loop or scan that compiles to one native loop (a "scalar_loop" kernel): every
 // operand and carry is a scalar of a native dtype (a scan's xs and ys may be 1-d, one
-// element per step), and its predicate and body are scalar ops (scalar_op_supported) on
-// such scalars (src/jit/codegen/scalar_loop_kernel.cpp).
+// element per step), and its predicate and body are scalar ops (scalar_op_supported), or
+// conds and while loops of such bodies, on such scalars
+// (src/jit/codegen/scalar_loop_kernel.cpp).
 bool scalar_loop_supported(const Equation& eqn, std::string* why_not);
 
 // Whether a sub-program of row reductions and the elementwise work around them compiles

@@ -34,23 +34,56 @@ bool refuse(std::string* why_not, std::string why) {
 
 bool is_while(const Equation& eqn) { return eqn.primitive->name() == "while"; }
 bool is_scan(const Equation& eqn) { return eqn.primitive->name() == "scan"; }
+bool is_cond(const Equation& eqn) { return eqn.primitive->name() == "cond"; }
 
 bool scalar_of_native_dtype(const Aval& a) { return a.ndim() == 0 && native_kernel_dtype(a.dtype); }
 
-// Why a sub-program cannot run inside the loop ("": it can).
-std::string why_not_scalar_program(const ClosedJaxpr& program, const char* which) {
-  for (const Array& c : program.consts)
-    if (!scalar_of_native_dtype(c.aval())) return std::string(which) + " captures a " + c.aval().str() + " constant";
-  for (const Equation& e : program.jaxpr.eqns) {
-    std::string why;
-    if (!scalar_op_supported(e, &why)) return std::string(which) + ": " + why;
-    for (const Var& v : e.outputs)
-      if (!scalar_of_native_dtype(v.aval)) return std::string(which) + " computes a " + v.aval.str();
+std::string why_not_scalar_program(const ClosedJaxpr& program, const std::string& which);
+
+// The sub-programs of a while or cond equation, by parameter name.
+std::vector<std::string> subprogram_params(const Equation& e) {
+  if (is_while(e)) return {"cond_jaxpr", "body_jaxpr"};
+  std::vector<std::string> names;
+  for (int64_t i = 0; i < e.params.get_int("num_branches"); ++i) names.push_back("branch" + std::to_string(i));
+  return names;
+}
+
+// Why an equation of a loop's body cannot run inside the native loop ("": it can): a
+// scalar op, or a while loop or cond on scalars whose own programs can.
+std::string why_not_scalar_equation(const Equation& e) {
+  std::string why;
+  if (!is_while(e) && !is_cond(e)) return scalar_op_supported(e, &why) ? "" : why;
+  for (const Atom& a : e.inputs)
+    if (!scalar_of_native_dtype(a.aval())) return "a " + e.primitive->name() + " of a " + a.aval().str();
+  for (const Var& v : e.outputs)
+    if (!scalar_of_native_dtype(v.aval)) return "a " + e.primitive->name() + " making a " + v.aval.str();
+  for (const std::string& name : subprogram_params(e)) {
+    const JaxprRef& program = e.params.get_jaxpr(name);
+    if (!program) return e.primitive->name() + " has no " + name;
+    why = why_not_scalar_program(*program, e.primitive->name() + "'s " + name);
+    if (!why.empty()) return why;
   }
   return "";
 }
 
-// Values of a scalar sub-program at the builder's insertion point.
+// Why a sub-program cannot run inside the loop ("": it can).
+std::string why_not_scalar_program(const ClosedJaxpr& program, const std::string& which) {
+  for (const Array& c : program.consts)
+    if (!scalar_of_native_dtype(c.aval())) return which + " captures a " + c.aval().str() + " constant";
+  for (const Equation& e : program.jaxpr.eqns) {
+    std::string why = why_not_scalar_equation(e);
+    if (!why.empty()) return which + ": " + why;
+    for (const Var& v : e.outputs)
+      if (!scalar_of_native_dtype(v.aval)) return which + " computes a " + v.aval.str();
+  }
+  return "";
+}
+
+std::vector<Value*> emit_while(llvm::IRBuilder<>& b, const Equation& loop, std::span<Value* const> in);
+std::vector<Value*> emit_cond(llvm::IRBuilder<>& b, const Equation& cond, std::span<Value* const> in);
+
+// Values of a scalar sub-program at the builder's insertion point (which it moves to the
+// block after any loop or branch it emits).
 std::vector<Value*> emit_program(llvm::IRBuilder<>& b, const ClosedJaxpr& program, std::span<Value* const> args) {
   const Jaxpr& j = program.jaxpr;
   std::unordered_map<int64_t, Value*> env;
@@ -61,10 +94,104 @@ std::vector<Value*> emit_program(llvm::IRBuilder<>& b, const ClosedJaxpr& progra
   for (const Equation& e : j.eqns) {
     operands.clear();
     for (const Atom& a : e.inputs) operands.push_back(read(a));
-    env[e.outputs.at(0).id] = emit_scalar_op(b, e, operands);
+    if (is_while(e) || is_cond(e)) {
+      std::vector<Value*> outs = is_while(e) ? emit_while(b, e, operands) : emit_cond(b, e, operands);
+      for (size_t k = 0; k < e.outputs.size(); ++k) env[e.outputs[k].id] = outs[k];
+    } else {
+      env[e.outputs.at(0).id] = emit_scalar_op(b, e, operands);
+    }
   }
   std::vector<Value*> outs;
   for (const Atom& a : j.outvars) outs.push_back(read(a));
+  return outs;
+}
+
+// A while loop on scalars where the builder stands: its carries at the loop's exit, where
+// the builder is left.
+std::vector<Value*> emit_while(llvm::IRBuilder<>& b, const Equation& loop, std::span<Value* const> in) {
+  llvm::Function* f = b.GetInsertBlock()->getParent();
+  llvm::LLVMContext& ctx = b.getContext();
+  const ClosedJaxpr& cond = *loop.params.get_jaxpr("cond_jaxpr");
+  const ClosedJaxpr& body = *loop.params.get_jaxpr("body_jaxpr");
+  const auto cn = static_cast<size_t>(loop.params.get_int("cond_nconsts"));
+  const auto bn = static_cast<size_t>(loop.params.get_int("body_nconsts"));
+  const int64_t max_steps = loop.params.get_int("max_steps");
+  llvm::BasicBlock* entry = b.GetInsertBlock();
+  auto* header = llvm::BasicBlock::Create(ctx, "while.header", f);
+  auto* test = llvm::BasicBlock::Create(ctx, "while.test", f);
+  auto* step_block = llvm::BasicBlock::Create(ctx, "while.body", f);
+  auto* exit = llvm::BasicBlock::Create(ctx, "while.exit", f);
+  const size_t nc = in.size() - cn - bn;
+  b.CreateBr(header);
+
+  b.SetInsertPoint(header);
+  std::vector<llvm::PHINode*> carry;
+  for (size_t k = 0; k < nc; ++k) {
+    carry.push_back(b.CreatePHI(in[cn + bn + k]->getType(), 2));
+    carry.back()->addIncoming(in[cn + bn + k], entry);
+  }
+  llvm::PHINode* step = nullptr;
+  if (max_steps >= 0) {
+    step = b.CreatePHI(b.getInt64Ty(), 2);
+    step->addIncoming(b.getInt64(0), entry);
+    b.CreateCondBr(b.CreateICmpSLT(step, b.getInt64(max_steps)), test, exit);
+  } else {
+    b.CreateBr(test);
+  }
+
+  b.SetInsertPoint(test);
+  std::vector<Value*> args(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(cn));
+  args.insert(args.end(), carry.begin(), carry.end());
+  Value* pred = emit_program(b, cond, args).at(0);
+  if (pred->getType() != b.getInt1Ty()) pred = b.CreateICmpNE(pred, llvm::Constant::getNullValue(pred->getType()));
+  b.CreateCondBr(pred, step_block, exit);
+
+  b.SetInsertPoint(step_block);
+  args.assign(in.begin() + static_cast<std::ptrdiff_t>(cn), in.begin() + static_cast<std::ptrdiff_t>(cn + bn));
+  args.insert(args.end(), carry.begin(), carry.end());
+  std::vector<Value*> next = emit_program(b, body, args);
+  llvm::BasicBlock* latch = b.GetInsertBlock();
+  for (size_t k = 0; k < nc; ++k) carry[k]->addIncoming(next[k], latch);
+  if (step) step->addIncoming(b.CreateAdd(step, b.getInt64(1), "", true, true), latch);
+  b.CreateBr(header);
+
+  b.SetInsertPoint(exit);
+  return std::vector<Value*>(carry.begin(), carry.end());
+}
+
+// A cond on scalars where the builder stands: the index (clamped into range, as eager
+// does) picks one branch block; the results meet in phis after them, where the builder
+// is left.
+std::vector<Value*> emit_cond(llvm::IRBuilder<>& b, const Equation& cond, std::span<Value* const> in) {
+  llvm::Function* f = b.GetInsertBlock()->getParent();
+  llvm::LLVMContext& ctx = b.getContext();
+  const std::vector<std::string> names = subprogram_params(cond);
+  Value* index = in[0];
+  if (index->getType() != b.getInt64Ty()) {
+    const bool is_signed = cond.inputs[0].aval().dtype != DType::Bool && cond.inputs[0].aval().dtype != DType::UInt8 &&
+                           cond.inputs[0].aval().dtype != DType::UInt32;
+    index = is_signed ? b.CreateSExt(index, b.getInt64Ty()) : b.CreateZExt(index, b.getInt64Ty());
+  }
+  index = b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, index, b.getInt64(0));
+  auto* merge = llvm::BasicBlock::Create(ctx, "cond.merge", f);
+  std::vector<llvm::BasicBlock*> blocks;
+  for (size_t i = 0; i < names.size(); ++i) blocks.push_back(llvm::BasicBlock::Create(ctx, "cond.branch", f));
+  llvm::SwitchInst* sw = b.CreateSwitch(index, blocks.back(), static_cast<unsigned>(names.size() - 1));
+  for (size_t i = 0; i + 1 < names.size(); ++i) sw->addCase(b.getInt64(static_cast<int64_t>(i)), blocks[i]);
+  std::vector<std::pair<std::vector<Value*>, llvm::BasicBlock*>> results;
+  for (size_t i = 0; i < names.size(); ++i) {
+    b.SetInsertPoint(blocks[i]);
+    std::vector<Value*> outs = emit_program(b, *cond.params.get_jaxpr(names[i]), in.subspan(1));
+    results.emplace_back(std::move(outs), b.GetInsertBlock());
+    b.CreateBr(merge);
+  }
+  b.SetInsertPoint(merge);
+  std::vector<Value*> outs;
+  for (size_t k = 0; k < cond.outputs.size(); ++k) {
+    llvm::PHINode* phi = b.CreatePHI(results[0].first[k]->getType(), static_cast<unsigned>(results.size()));
+    for (const auto& [values, from] : results) phi->addIncoming(values[k], from);
+    outs.push_back(phi);
+  }
   return outs;
 }
 
@@ -117,59 +244,10 @@ class Frame {
   std::vector<Value*> in;  // per operand of the loop: its scalar value, or its data pointer
 };
 
-void emit_while(llvm::Module& module, const Jaxpr& fused, std::string_view key) {
+void emit_while_kernel(llvm::Module& module, const Jaxpr& fused, std::string_view key) {
   Frame frame(module, fused, key);
-  llvm::IRBuilder<>& b = frame.b;
-  const Equation& loop = frame.loop_;
-  llvm::Type* i64 = b.getInt64Ty();
-  const ClosedJaxpr& cond = *loop.params.get_jaxpr("cond_jaxpr");
-  const ClosedJaxpr& body = *loop.params.get_jaxpr("body_jaxpr");
-  const auto cn = static_cast<size_t>(loop.params.get_int("cond_nconsts"));
-  const auto bn = static_cast<size_t>(loop.params.get_int("body_nconsts"));
-  const int64_t max_steps = loop.params.get_int("max_steps");
-
-  llvm::BasicBlock* entry = frame.entry;
-  llvm::BasicBlock* header = frame.block("header");
-  llvm::BasicBlock* test = frame.block("test");
-  llvm::BasicBlock* step_block = frame.block("body");
-  llvm::BasicBlock* exit = frame.block("exit");
-  const std::vector<Value*>& in = frame.in;
-  const size_t nc = in.size() - cn - bn;
-  b.CreateBr(header);
-
-  b.SetInsertPoint(header);
-  std::vector<llvm::PHINode*> carry;
-  for (size_t k = 0; k < nc; ++k) {
-    carry.push_back(b.CreatePHI(in[cn + bn + k]->getType(), 2));
-    carry.back()->addIncoming(in[cn + bn + k], entry);
-  }
-  llvm::PHINode* step = nullptr;
-  if (max_steps >= 0) {
-    step = b.CreatePHI(i64, 2);
-    step->addIncoming(b.getInt64(0), entry);
-    b.CreateCondBr(b.CreateICmpSLT(step, b.getInt64(max_steps)), test, exit);
-  } else {
-    b.CreateBr(test);
-  }
-
-  b.SetInsertPoint(test);
-  std::vector<Value*> args(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(cn));
-  args.insert(args.end(), carry.begin(), carry.end());
-  Value* pred = emit_program(b, cond, args).at(0);
-  if (pred->getType() != b.getInt1Ty()) pred = b.CreateICmpNE(pred, llvm::Constant::getNullValue(pred->getType()));
-  b.CreateCondBr(pred, step_block, exit);
-
-  b.SetInsertPoint(step_block);
-  args.assign(in.begin() + static_cast<std::ptrdiff_t>(cn), in.begin() + static_cast<std::ptrdiff_t>(cn + bn));
-  args.insert(args.end(), carry.begin(), carry.end());
-  std::vector<Value*> next = emit_program(b, body, args);
-  llvm::BasicBlock* latch = b.GetInsertBlock();
-  for (size_t k = 0; k < nc; ++k) carry[k]->addIncoming(next[k], latch);
-  if (step) step->addIncoming(b.CreateAdd(step, b.getInt64(1), "", true, true), latch);
-  b.CreateBr(header);
-
-  b.SetInsertPoint(exit);
-  frame.exit(std::vector<Value*>(carry.begin(), carry.end()));
+  std::vector<Value*> carries = emit_while(frame.b, frame.loop_, frame.in);
+  frame.exit(carries);
 }
 
 void emit_scan(llvm::Module& module, const Jaxpr& fused, std::string_view key) {
@@ -249,7 +327,7 @@ std::unique_ptr<Kernel> compile_scalar_loop_kernel(const Jaxpr& fused, const Ker
   return std::make_unique<ScalarLoopKernel>(CompiledLoop::compile_emitted(
       "scalar loop kernel\n" + fused.str(), schedule, std::move(output_dtypes), options,
       [&](llvm::Module& module, std::string_view key) {
-        if (is_while(loop)) emit_while(module, fused, key);
+        if (is_while(loop)) emit_while_kernel(module, fused, key);
         else emit_scan(module, fused, key);
       }));
 }
