@@ -346,7 +346,8 @@ bool scalar_loop_supported(const Equation& eqn, std::string* why_not) {
     return sequence ? a.ndim() == 1 && native_kernel_dtype(a.dtype) : scalar_of_native_dtype(a);
   };
   for (size_t k = 0; k < eqn.inputs.size(); ++k)
-    if (!supported(eqn.inputs[k].aval(), static_cast<int64_t>(k) >= first_sequence))
+    if (!supported(eqn.inputs[k].aval(), static_cast<int64_t>(k) >= first_sequence) ||
+        (eqn.inputs[k].aval().ndim() > 0 && !eqn.inputs[k].is_var()))
       return refuse(why_not, "a " + eqn.primitive->name() + " over a " + eqn.inputs[k].aval().str() +
                                  " operand runs its body as a program");
   for (size_t k = 0; k < eqn.outputs.size(); ++k)
