@@ -198,10 +198,9 @@ std::vector<Value*> emit_cond(llvm::IRBuilder<>& b, const Equation& cond, std::s
 // The kernel function's frame: its entry block loads every scalar operand of the loop
 // equation and the pointers of its array operands (a scan's sequences); exit() stores the
 // results the fused program returns.
-class Frame {
- public:
+struct Frame {
   Frame(llvm::Module& module, const Jaxpr& fused, std::string_view key)
-      : fused_(fused), loop_(fused.eqns.at(0)), b(module.getContext()) {
+      : fused(fused), loop(fused.eqns.at(0)), b(module.getContext()) {
     llvm::Type* i64 = b.getInt64Ty();
     f = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), {ptr(), ptr(), i64, i64}, false),
                                llvm::GlobalValue::ExternalLinkage, kernel_symbol(key), module);
@@ -217,27 +216,27 @@ class Frame {
       Value* p = b.CreateLoad(ptr(), b.CreateConstInBoundsGEP1_64(ptr(), f->getArg(0), i));
       input[fused.invars[i].id] = fused.invars[i].aval.ndim() == 0 ? load_element(b, p, fused.invars[i].aval.dtype) : p;
     }
-    for (const Atom& a : loop_.inputs)
+    for (const Atom& a : loop.inputs)
       in.push_back(a.is_var() ? input.at(a.var().id) : emit_literal(b, a.literal().value));
   }
   llvm::Type* ptr() { return b.getPtrTy(); }
   llvm::BasicBlock* block(const char* name) { return llvm::BasicBlock::Create(b.getContext(), name, f); }
-  // Output k of the fused program, if it returns loop result `result` (else null).
+  // The output buffer of loop result `result_id`, if the fused program returns it (else null).
   Value* output_pointer(int64_t result_id) {
-    for (size_t o = 0; o < fused_.outvars.size(); ++o)
-      if (fused_.outvars[o].is_var() && fused_.outvars[o].var().id == result_id)
+    for (size_t o = 0; o < fused.outvars.size(); ++o)
+      if (fused.outvars[o].is_var() && fused.outvars[o].var().id == result_id)
         return b.CreateLoad(ptr(), b.CreateConstInBoundsGEP1_64(ptr(), f->getArg(1), o));
     return nullptr;
   }
   // Stores the scalar results (the carries) and returns.
   void exit(std::span<Value* const> carries) {
     for (size_t k = 0; k < carries.size(); ++k)
-      if (Value* p = output_pointer(loop_.outputs[k].id)) store_element(b, carries[k], p, loop_.outputs[k].aval.dtype);
+      if (Value* p = output_pointer(loop.outputs[k].id)) store_element(b, carries[k], p, loop.outputs[k].aval.dtype);
     b.CreateRetVoid();
   }
 
-  const Jaxpr& fused_;
-  const Equation& loop_;
+  const Jaxpr& fused;
+  const Equation& loop;
   llvm::IRBuilder<> b;
   llvm::Function* f = nullptr;
   llvm::BasicBlock* entry = nullptr;
@@ -246,14 +245,14 @@ class Frame {
 
 void emit_while_kernel(llvm::Module& module, const Jaxpr& fused, std::string_view key) {
   Frame frame(module, fused, key);
-  std::vector<Value*> carries = emit_while(frame.b, frame.loop_, frame.in);
+  std::vector<Value*> carries = emit_while(frame.b, frame.loop, frame.in);
   frame.exit(carries);
 }
 
 void emit_scan(llvm::Module& module, const Jaxpr& fused, std::string_view key) {
   Frame frame(module, fused, key);
   llvm::IRBuilder<>& b = frame.b;
-  const Equation& loop = frame.loop_;
+  const Equation& loop = frame.loop;
   const ClosedJaxpr& body = *loop.params.get_jaxpr("body");
   const auto num_consts = static_cast<size_t>(loop.params.get_int("num_consts"));
   const auto num_carry = static_cast<size_t>(loop.params.get_int("num_carry"));
