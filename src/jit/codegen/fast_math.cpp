@@ -376,7 +376,7 @@ FastMathLoop compile_loop(bool f64, cpu::VectorIsa isa, bool want_ir,
   std::string problems;
   llvm::raw_string_ostream os(problems);
   if (llvm::verifyModule(*module, &os)) detail::fail("jit", "fast math loop does not verify: ", os.str());
-  CompiledModule compiled = compile_module(*module, want_ir);
+  CompiledModule compiled = compile_module(*module, Optimization::kElementwiseLoop, want_ir);
   FastMathLoop loop;
   loop.object = load_object(compiled.object, "jx_fast_math_loop");
   loop.run = reinterpret_cast<void (*)(const void*, void*, int64_t)>(loop.object->lookup("jx_fast_math_loop"));

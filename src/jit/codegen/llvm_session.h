@@ -10,7 +10,8 @@
 // Cost on the 2-core Zen 4 (CPU time; wall time is several times more when the machine
 // is shared): creating the LLJIT ~1 ms once; a small fused loop (sin(x)+cos(y), 512-bit
 // vectorized through libmvec) ~7 ms, of which the O2 pipeline ~2.3 ms and the code
-// generator ~4 ms; a 20-op chain ~10 ms; loading a kernel from the disk cache in a fresh
+// generator ~4 ms; a 20-op chain ~10 ms (kElementwiseLoop below cuts the pipeline's part
+// to a third); loading a kernel from the disk cache in a fresh
 // process ~0.5 ms (~0.15 ms once the process has loaded one).
 #pragma once
 
@@ -56,10 +57,23 @@ struct CompiledModule {
   std::string ir;        // optimized IR, when dumps were asked for
   std::string assembly;  // the same code as assembly, when dumps were asked for
 };
-// Runs the O2 pipeline (with the vector math table, so loops vectorize through libmvec)
-// and the host's code generator on `module`. Thread-safe: each call leases a target
-// machine of its own (a module's LLVMContext must be the caller's alone).
-CompiledModule compile_module(llvm::Module& module, bool want_dumps);
+// The optimization a module gets before code generation.
+enum class Optimization {
+  // LLVM's O2. Reductions, rows kernels and scalar loops need its whole simplification
+  // pipeline: their block loops are unrolled fully, their stack accumulators promoted to
+  // registers after that (SROA), their counted loops given closed forms (indvars).
+  kFull,
+  // Elementwise loop kernels: the emitter writes them in SSA form, one loop nest, nothing
+  // to inline or promote but the body function. Canonicalize the loops, vectorize them
+  // through the vector math table, clean up: the passes O2 runs that change these
+  // kernels' code, at a third of O2's time (O2 runs InstCombine eight times).
+  kElementwiseLoop,
+};
+
+// Runs the optimization pipeline (with the vector math table, so loops vectorize through
+// libmvec) and the host's code generator on `module`. Thread-safe: each call leases a
+// target machine of its own (a module's LLVMContext must be the caller's alone).
+CompiledModule compile_module(llvm::Module& module, Optimization optimization, bool want_dumps);
 
 // Gives a kernel function the host's target-cpu / target-features and the preferred
 // vector width (see kPreferVectorWidth in llvm_session.cpp).

@@ -94,13 +94,19 @@ std::shared_ptr<const CompiledLoop> CompiledLoop::compile(const KernelPlan& plan
   std::vector<DType> output_dtypes;
   for (const PlanOutput& o : plan.outputs) output_dtypes.push_back(o.dtype);
   LoopSchedule schedule = plan.schedule;
-  return compile_emitted(plan.str(), schedule, std::move(output_dtypes), options,
+  // Elementwise loop nests take the short pipeline; reductions and rows kernels, whose
+  // block loops and accumulators need O2's whole simplification, the full one.
+  const Optimization optimization = plan.kind == KernelPlan::Kind::Loop && schedule.mode == LoopSchedule::Mode::Elementwise
+                                        ? Optimization::kElementwiseLoop
+                                        : Optimization::kFull;
+  return compile_emitted(plan.str(), schedule, std::move(output_dtypes), options, optimization,
                          [&](llvm::Module& module, std::string_view key) { emit_loop_kernel(module, plan, key); });
 }
 
 std::shared_ptr<const CompiledLoop> CompiledLoop::compile_emitted(const std::string& plan_text, const LoopSchedule& schedule,
                                                                   std::vector<DType> output_dtypes,
-                                                                  const KernelOptions& options, const Emit& emit) {
+                                                                  const KernelOptions& options,
+                                                                  Optimization optimization, const Emit& emit) {
   // The emitted transcendentals name the options' vector ISA (scalar_ops.h), so it is part
   // of the key: kernels compiled for another ISA are other kernels.
   const std::string key = object_cache_key(environment_text() + "vector isa " +
@@ -138,7 +144,7 @@ std::shared_ptr<const CompiledLoop> CompiledLoop::compile_emitted(const std::str
     auto module = std::make_unique<llvm::Module>(name, context);
     set_module_vector_isa(*module, options.vector_isa);
     emit(*module, key);
-    CompiledModule compiled = compile_module(*module, dumping);
+    CompiledModule compiled = compile_module(*module, optimization, dumping);
     ++g_llvm_compiles;
     if (dumping) {
       write_file(options.dump_dir + "/" + name + ".ll", compiled.ir);

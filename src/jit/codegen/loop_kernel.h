@@ -23,11 +23,13 @@ class CompiledLoop {
   // process, or loads it from the disk cache.
   static std::shared_ptr<const CompiledLoop> compile(const KernelPlan& plan, const KernelOptions& options);
   // The same for a kernel function `emit` writes (named kernel_symbol(key), with the
-  // signature loop_emitter.h gives), whose code depends on `plan_text` alone.
+  // signature loop_emitter.h gives), whose code depends on `plan_text` alone, optimized
+  // as `optimization` says.
   using Emit = std::function<void(llvm::Module&, std::string_view key)>;
   static std::shared_ptr<const CompiledLoop> compile_emitted(const std::string& plan_text, const LoopSchedule& schedule,
                                                              std::vector<DType> output_dtypes,
-                                                             const KernelOptions& options, const Emit& emit);
+                                                             const KernelOptions& options, Optimization optimization,
+                                                             const Emit& emit);
 
   // The whole iteration space, split over the thread pool when large enough.
   void run(const void* const* inputs, void* const* outputs) const;

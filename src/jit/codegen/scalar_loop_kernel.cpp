@@ -324,7 +324,7 @@ std::unique_ptr<Kernel> compile_scalar_loop_kernel(const Jaxpr& fused, const Ker
   // One unit: the loop runs on the calling thread.
   LoopSchedule schedule{.mode = LoopSchedule::Mode::Elementwise, .units = 1};
   return std::make_unique<ScalarLoopKernel>(CompiledLoop::compile_emitted(
-      "scalar loop kernel\n" + fused.str(), schedule, std::move(output_dtypes), options,
+      "scalar loop kernel\n" + fused.str(), schedule, std::move(output_dtypes), options, Optimization::kFull,
       [&](llvm::Module& module, std::string_view key) {
         if (is_while(loop)) emit_while_kernel(module, fused, key);
         else emit_scan(module, fused, key);
