@@ -1,6 +1,8 @@
 // jx::lax::sort against NumPy fixtures (np.sort, stable np.argsort, np.lexsort) from
 // scripts/fixtures/reduce.py, plus JAX's order for NaN, signed zeros and complex
 // numbers, stability, large parallel inputs and error messages.
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -8,6 +10,7 @@
 #include <random>
 #include <utility>
 
+#include "backend/cpu/vqsort/vqsort_loader.h"
 #include "core/array_internal.h"
 #include "core/convert.h"
 #include "jx/lax.h"
@@ -292,7 +295,29 @@ TEST(LaxSort, TwoKeysOnALongLineMatchStableSort) {
   EXPECT_EQ(perm, idx);
 }
 
+// Highway (vqsort) is a module libjx loads on the first sort, so a process that never
+// sorts does not pay its static initializer. ctest runs each test in a process of its
+// own; run with the rest of the binary, an earlier test may have sorted already.
+TEST(LaxSort, HighwayLoadsOnTheFirstSort) {
+  auto loaded = [] {
+    void* handle = dlopen("libhwy.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (handle) dlclose(handle);
+    return handle != nullptr;
+  };
+  if (loaded()) GTEST_SKIP() << "an earlier test of this process has sorted";
+  Array x(std::vector<float>{3, 1, 2}, {3});
+  EXPECT_TRUE(same_values(lax::sort(x), Array(std::vector<float>{1, 2, 3}, {3})));
+  EXPECT_TRUE(loaded());
+}
+
 // ---- errors ----
+
+TEST(LaxSortErrors, VqsortModuleMessages) {
+  EXPECT_JX_ERROR(cpu::load_vqsort_module("/nonexistent/libjx_vqsort.so"),
+                  "[sort] cannot load Highway's vqsort module /nonexistent/libjx_vqsort.so: ");
+  EXPECT_JX_ERROR(cpu::load_vqsort_module("libz.so.1"),
+                  "[sort] libz.so.1 is not jx's vqsort module: it has no jx_vqsort_functions");
+}
 
 TEST(LaxSortErrors, Messages) {
   Array a = detail::alloc_array(Aval{{2, 3}, DType::Float32, false});
