@@ -21,6 +21,7 @@
 #include <limits>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <vector>
 
 #include "backend/cpu/kernels/kernels.h"
@@ -107,7 +108,7 @@ constexpr bool kVqsortValues = std::is_same_v<A, float> || std::is_same_v<A, dou
 // Sorts the n elements p[0], p[step], ... in JAX's order with vqsort into buf[0, n), in
 // A, their real or integer compute type. `signs`: scratch for a stable sort's zero signs.
 template <class T, class A>
-void vqsort_line(const T* p, int64_t step, A* buf, int64_t n, bool stable,
+void vqsort_line(const Vqsorter& sorter, const T* p, int64_t step, A* buf, int64_t n, bool stable,
                  std::vector<bool>& signs) {
   if constexpr (std::is_floating_point_v<A>) {
     // Sorted as signed integers in the same order (a negative float's magnitude bits
@@ -142,7 +143,7 @@ void vqsort_line(const T* p, int64_t step, A* buf, int64_t n, bool stable,
       auto not_nan = [lo, hi](A f) { const I i = std::bit_cast<I>(f); return i >= lo && i <= hi; };
       m = (stable ? std::stable_partition(buf, buf + n, not_nan) : std::partition(buf, buf + n, not_nan)) - buf;
     }
-    vqsort_ascending(reinterpret_cast<I*>(buf), static_cast<size_t>(m));
+    sorter(reinterpret_cast<I*>(buf), static_cast<size_t>(m));
     for (int64_t k = 0; k < n; ++k) buf[k] = flip(buf[k]);
     if (!signs.empty()) {  // the zeros' run, with their signs in input order
       A* zeros = std::lower_bound(buf, buf + m, A(0));
@@ -150,7 +151,7 @@ void vqsort_line(const T* p, int64_t step, A* buf, int64_t n, bool stable,
     }
   } else {
     for (int64_t k = 0; k < n; ++k) buf[k] = static_cast<A>(p[k * step]);
-    vqsort_ascending(buf, static_cast<size_t>(n));
+    sorter(buf, static_cast<size_t>(n));
   }
 }
 
@@ -165,7 +166,9 @@ void sort_values(const Array& x, Array& out, const SortLayout& lay, bool stable)
   cpu::parallel_for(lay.lines, std::max<int64_t>(1, cpu::kParallelGrain / n), [&](int64_t begin, int64_t end) {
     reduction_loops::Scratch<A> buf(n);
     std::vector<int64_t> off(2);
+    [[maybe_unused]] std::optional<Vqsorter> sorter;
     std::vector<bool> signs;
+    if constexpr (kVqsortValues<A>) sorter.emplace();
     for (int64_t line = begin; line < end; ++line) {
       lay.offsets(line, off);
       const T* p = x0 + off[0];
@@ -173,11 +176,11 @@ void sort_values(const Array& x, Array& out, const SortLayout& lay, bool stable)
       if constexpr (kVqsortValues<A>) {
         if constexpr (std::is_same_v<A, T>) {
           if (out_step == 1) {  // sorted in place in the output (a contiguous line)
-            vqsort_line(p, in_step, q, n, stable, signs);
+            vqsort_line(*sorter, p, in_step, q, n, stable, signs);
             continue;
           }
         }
-        vqsort_line(p, in_step, buf.data(), n, stable, signs);
+        vqsort_line(*sorter, p, in_step, buf.data(), n, stable, signs);
       } else {
         for (int64_t k = 0; k < n; ++k) buf[k] = static_cast<A>(p[k * in_step]);
         sort_nan_last(buf.data(), buf.data() + n, stable, [](const A& v) -> const A& { return v; });
@@ -225,6 +228,7 @@ void sort_perm_by_key(const T* line, int64_t step, std::vector<int64_t>& perm, b
     sort_nan_last(entries.get(), entries.get() + n, stable, [](const Entry& e) -> const A& { return e.key; });
     for (size_t k = 0; k < n; ++k) perm[k] = entries[k].index;
   } else {
+    const Vqsorter sorter;
     std::vector<int64_t> order;
     if (!identity) order = perm;
     auto index = [&](uint64_t position) { return identity ? static_cast<int64_t>(position) : order[position]; };
@@ -232,7 +236,7 @@ void sort_perm_by_key(const T* line, int64_t step, std::vector<int64_t>& perm, b
       std::unique_ptr<uint64_t[]> words(new uint64_t[n]);
       for (size_t k = 0; k < n; ++k)
         words[k] = (static_cast<uint64_t>(ordered_bits(static_cast<A>(line[perm[k] * step]))) << 32) | k;
-      vqsort_ascending(words.get(), n);
+      sorter(words.get(), n);
       for (size_t k = 0; k < n; ++k) perm[k] = index(words[k] & 0xffffffffu);
     } else {
       // Pairs {lo, hi} sorted as 128-bit integers: the key's bits high, the position low.
@@ -241,7 +245,7 @@ void sort_perm_by_key(const T* line, int64_t step, std::vector<int64_t>& perm, b
         words[2 * k] = k;
         words[2 * k + 1] = static_cast<uint64_t>(ordered_bits(static_cast<A>(line[perm[k] * step])));
       }
-      vqsort().u128(words.get(), n);
+      sorter.sort_pairs(words.get(), n);
       for (size_t k = 0; k < n; ++k) perm[k] = index(words[2 * k]);
     }
   }

@@ -16,12 +16,27 @@ const VqsortFunctions& vqsort();
 // raises jx::Error naming the path and the reason otherwise.
 const VqsortFunctions& load_vqsort_module(const std::string& path);
 
-// Sorts p[0, n) ascending through the module.
-inline void vqsort_ascending(int16_t* p, size_t n) { vqsort().i16(p, n); }
-inline void vqsort_ascending(uint16_t* p, size_t n) { vqsort().u16(p, n); }
-inline void vqsort_ascending(int32_t* p, size_t n) { vqsort().i32(p, n); }
-inline void vqsort_ascending(uint32_t* p, size_t n) { vqsort().u32(p, n); }
-inline void vqsort_ascending(int64_t* p, size_t n) { vqsort().i64(p, n); }
-inline void vqsort_ascending(uint64_t* p, size_t n) { vqsort().u64(p, n); }
+// vqsort's scratch buffers for one thread at a time (loading the module on first use);
+// each call sorts p[0, n) ascending.
+class Vqsorter {
+ public:
+  Vqsorter() : f_(vqsort()), sorter_(f_.new_sorter()) {}
+  ~Vqsorter() { f_.delete_sorter(sorter_); }
+  Vqsorter(const Vqsorter&) = delete;
+  Vqsorter& operator=(const Vqsorter&) = delete;
+
+  void operator()(int16_t* p, size_t n) const { f_.i16(sorter_, p, n); }
+  void operator()(uint16_t* p, size_t n) const { f_.u16(sorter_, p, n); }
+  void operator()(int32_t* p, size_t n) const { f_.i32(sorter_, p, n); }
+  void operator()(uint32_t* p, size_t n) const { f_.u32(sorter_, p, n); }
+  void operator()(int64_t* p, size_t n) const { f_.i64(sorter_, p, n); }
+  void operator()(uint64_t* p, size_t n) const { f_.u64(sorter_, p, n); }
+  // n pairs {lo, hi} as 128-bit integers hi * 2^64 + lo.
+  void sort_pairs(uint64_t* pairs, size_t n) const { f_.u128(sorter_, pairs, n); }
+
+ private:
+  const VqsortFunctions& f_;
+  void* sorter_;
+};
 
 }  // namespace jx::cpu

@@ -7,21 +7,20 @@
 
 namespace {
 
-// One sorter per thread: it owns scratch buffers that every later sort on the thread reuses.
-const hwy::Sorter& sorter() {
-  static thread_local const hwy::Sorter s;
-  return s;
-}
+// No thread_local sorter here: the dynamic TLS of a dlopen'ed module crashed
+// LeakSanitizer's exit-time scan of the worker threads; the caller keeps one per chunk.
+void* new_sorter() { return new hwy::Sorter(); }
+void delete_sorter(void* sorter) { delete static_cast<hwy::Sorter*>(sorter); }
 
 template <class T>
-void sort_ascending(T* p, size_t n) {
-  sorter()(p, n, hwy::SortAscending());
+void sort_ascending(const void* sorter, T* p, size_t n) {
+  (*static_cast<const hwy::Sorter*>(sorter))(p, n, hwy::SortAscending());
 }
 
-void sort_u128(uint64_t* pairs, size_t n) {
+void sort_u128(const void* sorter, uint64_t* pairs, size_t n) {
   static_assert(sizeof(hwy::uint128_t) == 16 && offsetof(hwy::uint128_t, lo) == 0 && offsetof(hwy::uint128_t, hi) == 8,
                 "the module's pairs are Highway's uint128_t");
-  sorter()(reinterpret_cast<hwy::uint128_t*>(pairs), n, hwy::SortAscending());
+  (*static_cast<const hwy::Sorter*>(sorter))(reinterpret_cast<hwy::uint128_t*>(pairs), n, hwy::SortAscending());
 }
 
 }  // namespace
@@ -29,6 +28,8 @@ void sort_u128(uint64_t* pairs, size_t n) {
 extern "C" __attribute__((visibility("default"))) const jx::cpu::VqsortFunctions* jx_vqsort_functions() {
   static const jx::cpu::VqsortFunctions table{
       .abi_version = jx::cpu::kVqsortAbiVersion,
+      .new_sorter = new_sorter,
+      .delete_sorter = delete_sorter,
       .i16 = sort_ascending<int16_t>,
       .u16 = sort_ascending<uint16_t>,
       .i32 = sort_ascending<int32_t>,

@@ -9,18 +9,21 @@
 
 namespace jx::cpu {
 
-// Each sorts p[0, n) ascending in place (vqsort: vectorized quicksort, dispatched on the
-// CPU's instruction set at run time). u128 sorts n pairs {lo, hi} of 64-bit words as
-// 128-bit integers hi * 2^64 + lo (Highway's uint128_t layout).
+// A sorter holds vqsort's scratch buffers, for one thread at a time. Each sort function
+// sorts p[0, n) ascending in place with one (vqsort: vectorized quicksort, dispatched on
+// the CPU's instruction set at run time); u128 sorts n pairs {lo, hi} of 64-bit words as
+// the 128-bit integers hi * 2^64 + lo (Highway's uint128_t layout).
 struct VqsortFunctions {
   int abi_version;
-  void (*i16)(int16_t* p, size_t n);
-  void (*u16)(uint16_t* p, size_t n);
-  void (*i32)(int32_t* p, size_t n);
-  void (*u32)(uint32_t* p, size_t n);
-  void (*i64)(int64_t* p, size_t n);
-  void (*u64)(uint64_t* p, size_t n);
-  void (*u128)(uint64_t* pairs, size_t n);
+  void* (*new_sorter)();
+  void (*delete_sorter)(void* sorter);
+  void (*i16)(const void* sorter, int16_t* p, size_t n);
+  void (*u16)(const void* sorter, uint16_t* p, size_t n);
+  void (*i32)(const void* sorter, int32_t* p, size_t n);
+  void (*u32)(const void* sorter, uint32_t* p, size_t n);
+  void (*i64)(const void* sorter, int64_t* p, size_t n);
+  void (*u64)(const void* sorter, uint64_t* p, size_t n);
+  void (*u128)(const void* sorter, uint64_t* pairs, size_t n);
 };
 
 // Bumped whenever VqsortFunctions changes, so a stale module is refused, not misread.
