@@ -134,7 +134,7 @@ TEST(LoopKernel, Bool) {
 }
 
 TEST(LoopKernel, Sizes) {
-  for (int64_t n : {0, 1, 7, 1000, 1 << 20}) {
+  for (int64_t n : {0, 1, 7, 64, 128, 1000, 4096, 1 << 20}) {
     const std::string t = "f32[" + std::to_string(n) + "]";
     check("{ lambda ; a:" + t + " b:" + t + ". let\n    c:" + t + " = sin a\n    d:" + t + " = cos b\n    e:" + t +
               " = add c d\n  in (e) }",
@@ -395,6 +395,55 @@ TEST(KernelPlan, ContiguousWorkIsOneFlatLoop) {
             "n3:float32 = exp (n2:float32)\n"
             "out0:float32 = n3 [0; 1]\n"
             "schedule elementwise units 120 chunk_rows 0 column_block 0\n");
+}
+
+// A flat loop whose length is a multiple of the vector width runs as blocks of one
+// vector (the lanes of its widest type at the ISA's width): each block's loop becomes one
+// vector iteration, with no scalar remainder loop. Other lengths, scalar code, and loops
+// that do not collapse to one dim keep their shape.
+TEST(KernelPlan, FlatLoopRunsInVectorBlocks) {
+  Jaxpr flat = parse_jaxpr(R"({ lambda ; a:f32[2,8,32] b:f32[2,8,32]. let
+    c:f32[2,8,32] = add a b
+    d:i32[512] = iota[dimension=0 dtype=int32 shape=(512,)]
+    e:i32[2,8,32] = reshape[new_sizes=(2, 8, 32)] d
+    f:f32[2,8,32] = convert_element_type[new_dtype=float32 weak_type=False] e
+    g:f32[2,8,32] = mul c f
+  in (g) })");
+  EXPECT_EQ(codegen::plan_kernel(flat, "loop", {}, cpu::VectorIsa::Avx2).str(),
+            "loop dims (64, 8) kept 2\n"
+            "in0 float32\n"
+            "in1 float32\n"
+            "n0:float32 = load in0 [0; 8 1]\n"
+            "n1:float32 = load in1 [0; 8 1]\n"
+            "n2:float32 = add (n0:float32 n1:float32)\n"
+            "n3:int32 = iota [0; 8 1]\n"
+            "n4:float32 = convert_element_type[new_dtype=float32 weak_type=False] (n3:int32)\n"
+            "n5:float32 = mul (n2:float32 n4:float32)\n"
+            "out0:float32 = n5 [0; 8 1]\n"
+            "schedule elementwise units 64 chunk_rows 0 column_block 0\n");
+  auto first_line = [](const std::string& text) { return text.substr(0, text.find('\n')); };
+  EXPECT_EQ(first_line(codegen::plan_kernel(flat, "loop", {}, cpu::VectorIsa::Avx512).str()), "loop dims (32, 16) kept 2");
+  EXPECT_EQ(first_line(codegen::plan_kernel(flat, "loop", {}, cpu::VectorIsa::Scalar).str()), "loop dims (512,) kept 1");
+  // The widest type sets the lanes: float64 (4 at 256 bits), bool (32).
+  auto unary = [](const std::string& type, const std::string& shape, const std::string& op) {
+    const std::string t = type + "[" + shape + "]";
+    return parse_jaxpr("{ lambda ; a:" + t + ". let\n    b:" + t + " = " + op + " a\n  in (b) }");
+  };
+  EXPECT_EQ(first_line(codegen::plan_kernel(unary("f64", "1024", "exp"), "loop", {}, cpu::VectorIsa::Avx2).str()),
+            "loop dims (256, 4) kept 2");
+  EXPECT_EQ(first_line(codegen::plan_kernel(unary("bool", "1024", "not"), "loop", {}, cpu::VectorIsa::Avx2).str()),
+            "loop dims (32, 32) kept 2");
+  // A length that is not a multiple of the lanes, or no longer than one vector: one loop.
+  EXPECT_EQ(first_line(codegen::plan_kernel(unary("f32", "100", "exp"), "loop", {}, cpu::VectorIsa::Avx2).str()),
+            "loop dims (100,) kept 1");
+  EXPECT_EQ(first_line(codegen::plan_kernel(unary("f32", "8", "exp"), "loop", {}, cpu::VectorIsa::Avx2).str()),
+            "loop dims (8,) kept 1");
+  // A broadcast operand keeps the loop two-dimensional (its inner loop a constant 32).
+  Jaxpr broadcast = parse_jaxpr(R"({ lambda ; a:f32[2,8,32] b:f32[32]. let
+    c:f32[2,8,32] = broadcast_in_dim[broadcast_dimensions=(2,) shape=(2, 8, 32)] b
+    d:f32[2,8,32] = add a c
+  in (d) })");
+  EXPECT_EQ(first_line(codegen::plan_kernel(broadcast, "loop", {}, cpu::VectorIsa::Avx2).str()), "loop dims (16, 32) kept 2");
 }
 
 TEST(KernelPlan, IndexMapsAndRecompute) {
@@ -1026,8 +1075,9 @@ TEST(Dumps, SinLoopIsVectorized) {
   const fs::path dir = fs::temp_directory_path() / ("jx_codegen_dump_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
-  Jaxpr j = parse_jaxpr(R"({ lambda ; a:f32[4096]. let
-    b:f32[4096] = sin a
+  // 4100 elements, not a multiple of 16 lanes: the vector loop keeps a scalar remainder.
+  Jaxpr j = parse_jaxpr(R"({ lambda ; a:f32[4100]. let
+    b:f32[4100] = sin a
   in (b) })");
   KernelOptions o;
   o.name = "f.fusion1";

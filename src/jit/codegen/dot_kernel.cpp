@@ -165,7 +165,7 @@ std::unique_ptr<Kernel> compile_dot_kernel(const Jaxpr& fused, const KernelOptio
   std::shared_ptr<const CompiledLoop> loop;
   const bool lone = epilogue.eqns.empty() && fused.outvars.size() == 1 && fused.outvars[0].is_var() &&
                     fused.outvars[0].var().id == dot->outputs[0].id;
-  if (!lone) loop = CompiledLoop::compile(plan_kernel(epilogue, "loop"), options);
+  if (!lone) loop = CompiledLoop::compile(plan_kernel(epilogue, "loop", {}, options.vector_isa), options);
   return std::make_unique<DotKernel>(std::move(loop), la.dtype, lhs, rhs, lhs_t, rhs_t, m, n, k, fused.invars.size());
 }
 

@@ -322,6 +322,33 @@ void collapse(KernelPlan& plan, std::vector<int64_t> dims, std::vector<bool> kep
   plan.num_kept = static_cast<int>(std::count(kept.begin(), kept.end(), true));
 }
 
+// An elementwise loop over one flat dim (contiguous work, collapsed) whose length is a
+// multiple of the vector width runs as blocks of one vector: the threads split the
+// blocks, and each block's loop, as long as the vector LLVM widens it to, becomes one
+// vector iteration with no scalar remainder loop beside it. That remainder is a third of
+// the kernel's code generation (a 250-op chain: 90 -> 60 ms of LLVM's code generator).
+// The block is exactly one vector, not several: a block loop of several vector
+// iterations nested in the block loop made the register allocator rotate a rational
+// function's constants through registers (float32 erf 20% slower).
+int64_t vector_block(const KernelPlan& plan, cpu::VectorIsa isa) {
+  const int64_t vector_bytes = isa == cpu::VectorIsa::Avx512 ? 64 : isa == cpu::VectorIsa::Avx2 ? 32 : 0;
+  int64_t widest = 1;  // LLVM widens a loop to the lanes of its widest element type
+  for (const PlanNode& n : plan.nodes) widest = std::max<int64_t>(widest, static_cast<int64_t>(itemsize(n.dtype)));
+  for (const PlanOutput& o : plan.outputs) widest = std::max<int64_t>(widest, static_cast<int64_t>(itemsize(o.dtype)));
+  return vector_bytes / widest;
+}
+
+void split_into_vector_blocks(KernelPlan& plan, cpu::VectorIsa isa) {
+  const int64_t block = vector_block(plan, isa);
+  if (block < 2 || plan.dims.size() != 1 || plan.dims[0] <= block || plan.dims[0] % block != 0) return;
+  auto split = [block](Affine& a) { a.coef = {a.coef[0] * block, a.coef[0]}; };
+  for (PlanNode& n : plan.nodes)
+    if (n.kind == PlanNode::Kind::Load || n.kind == PlanNode::Kind::Iota) split(n.index);
+  for (PlanOutput& o : plan.outputs) split(o.index);
+  plan.dims = {plan.dims[0] / block, block};
+  plan.num_kept = 2;
+}
+
 constexpr int64_t kFullReduceChunk = 1 << 14;  // elements per partial of a full reduction
 constexpr int64_t kColumnBlock = 1024;        // most output elements a column-reduction unit owns
 constexpr int64_t kColumnUnits = 8;           // units a column reduction aims for
@@ -565,7 +592,7 @@ bool is_index_op(const Primitive& p) { return static_cast<bool>(p.rules().loweri
 
 int op_cost(const Primitive& p) { return std::max(1, p.rules().lowering.cost); }
 
-KernelPlan plan_kernel(const Jaxpr& fused, std::string_view kind, const InputStrides& input_strides) {
+KernelPlan plan_kernel(const Jaxpr& fused, std::string_view kind, const InputStrides& input_strides, cpu::VectorIsa isa) {
   if (!fused.constvars.empty()) fail("jit", "a fused program must have no constvars");
   if (fused.outvars.empty()) fail("jit", "a fused program must have outputs");
   if (kind == "loop") {
@@ -589,6 +616,7 @@ KernelPlan plan_kernel(const Jaxpr& fused, std::string_view kind, const InputStr
       p.plan.outputs.push_back(out);
     }
     collapse(p.plan, shape, std::vector<bool>(n, true));
+    split_into_vector_blocks(p.plan, isa);
     p.plan.schedule = schedule(p.plan);
     return std::move(p.plan);
   }

@@ -129,8 +129,11 @@ inline constexpr int64_t kRowBlockBytes = 256 * 1024;
 // Builds the plan of a fused sub-program of kind "loop", "reduction" or "rows". Raises
 // jx::Error("[jit] ...") naming the equation it cannot compile (including a reshape of
 // a strided input that no view strides express: the caller then copies that input).
-// Loads fold the inputs' strides (kernel.h) into their affine addresses.
-KernelPlan plan_kernel(const Jaxpr& fused, std::string_view kind, const InputStrides& input_strides = {});
+// Loads fold the inputs' strides (kernel.h) into their affine addresses. `isa`: the
+// vector instruction set the kernel is compiled for, which sets the vector blocks of a
+// flat elementwise loop (kernel_plan.cpp's split_into_vector_blocks; Scalar: none).
+KernelPlan plan_kernel(const Jaxpr& fused, std::string_view kind, const InputStrides& input_strides = {},
+                       cpu::VectorIsa isa = cpu::VectorIsa::Scalar);
 
 // Whether output `output` of a plan may be written into input `input`'s buffer
 // (Kernel::can_write_over): a single-output loop whose every load of that input is at

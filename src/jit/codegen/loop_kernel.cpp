@@ -281,7 +281,7 @@ std::unique_ptr<Kernel> compile_kernel(const Jaxpr& fused, std::string_view kind
       if (!s.empty()) detail::fail("jit", "a scalar_loop kernel reads row-major operands; its inputs cannot be strided views");
     return codegen::compile_scalar_loop_kernel(fused, options);
   }
-  codegen::KernelPlan plan = codegen::plan_kernel(fused, kind, input_strides);
+  codegen::KernelPlan plan = codegen::plan_kernel(fused, kind, input_strides, options.vector_isa);
   return std::make_unique<codegen::LoopKernel>(codegen::CompiledLoop::compile(plan, options), plan);
 }
 
