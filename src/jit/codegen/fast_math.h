@@ -68,7 +68,8 @@ double exp_f64_scalar(double x);
 // For tests and benchmarks: one of the emitters in a compiled loop
 //   void jx_fast_math_loop(const T* in, T* out, int64_t n)   // out[i] = f(in[i])
 // (T float, double for ExpF64)
-// built like a kernel (host attributes, the O2 pipeline of llvm_session.h) and loaded.
+// built like an elementwise kernel (host attributes, llvm_session.h's kElementwiseLoop
+// pipeline) and loaded.
 enum class FastMathFunction { Exp, Tanh, Erf, ExpF64 };
 struct FastMathLoop {
   std::shared_ptr<LoadedObject> object;  // keeps the code loaded
