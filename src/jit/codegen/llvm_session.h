@@ -11,8 +11,8 @@
 // is shared): creating the LLJIT ~1 ms once; a small fused loop (sin(x)+cos(y), 512-bit
 // vectorized through libmvec) ~7 ms, of which the O2 pipeline ~2.3 ms and the code
 // generator ~4 ms; a 20-op chain ~10 ms (kElementwiseLoop below cuts the pipeline's part
-// to a third); loading a kernel from the disk cache in a fresh
-// process ~0.5 ms (~0.15 ms once the process has loaded one).
+// to about a third); loading a kernel from the disk cache in a fresh process ~0.5 ms
+// (~0.15 ms once the process has loaded one).
 #pragma once
 
 #include <memory>

@@ -96,9 +96,8 @@ std::shared_ptr<const CompiledLoop> CompiledLoop::compile(const KernelPlan& plan
   LoopSchedule schedule = plan.schedule;
   // Elementwise loop nests take the short pipeline; reductions and rows kernels, whose
   // block loops and accumulators need O2's whole simplification, the full one.
-  const Optimization optimization = plan.kind == KernelPlan::Kind::Loop && schedule.mode == LoopSchedule::Mode::Elementwise
-                                        ? Optimization::kElementwiseLoop
-                                        : Optimization::kFull;
+  const Optimization optimization =
+      plan.kind == KernelPlan::Kind::Loop ? Optimization::kElementwiseLoop : Optimization::kFull;
   return compile_emitted(plan.str(), schedule, std::move(output_dtypes), options, optimization,
                          [&](llvm::Module& module, std::string_view key) { emit_loop_kernel(module, plan, key); });
 }
