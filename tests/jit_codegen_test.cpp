@@ -134,10 +134,25 @@ TEST(LoopKernel, Bool) {
 }
 
 TEST(LoopKernel, Sizes) {
-  for (int64_t n : {0, 1, 7, 64, 128, 1000, 4096, 1 << 20}) {
+  // exp(sin a) + cos b is a chain long enough to interleave two vectors (KernelPlan,
+  // FlatLoopRunsInVectorBlocks): in blocks of both (64, 128, 4096, 2^20), blocks of one
+  // (24, 1000), one loop interleaved with a remainder (4001), one loop (0, 1, 7, 1001).
+  for (int64_t n : {0, 1, 7, 24, 64, 128, 1000, 1001, 4001, 4096, 1 << 20}) {
     const std::string t = "f32[" + std::to_string(n) + "]";
     check("{ lambda ; a:" + t + " b:" + t + ". let\n    c:" + t + " = sin a\n    d:" + t + " = cos b\n    e:" + t +
-              " = add c d\n  in (e) }",
+              " = exp c\n    f:" + t + " = add e d\n  in (f) }",
+          "loop", 1e-5, 1e-6);
+  }
+}
+
+TEST(LoopKernel, InterleavedLoopNest) {
+  // A row broadcast keeps two dims; rows of 1024 and 1027 interleave two vectors, with
+  // no remainder and with one per row; rows of 1000 do not (KernelPlan, FlatLoopRunsInVectorBlocks).
+  for (int64_t n : {1000, 1024, 1027}) {
+    const std::string row = std::to_string(n), t = "f32[3," + row + "]";
+    check("{ lambda ; a:" + t + " r:f32[" + row + "]. let\n    b:" + t + " = exp a\n    c:" + t +
+              " = broadcast_in_dim[broadcast_dimensions=(1,) shape=(3, " + row + ")] r\n    d:" + t +
+              " = mul b c\n    e:" + t + " = sin d\n  in (e) }",
           "loop", 1e-5, 1e-6);
   }
 }
@@ -402,6 +417,8 @@ TEST(KernelPlan, ContiguousWorkIsOneFlatLoop) {
 // vector iteration, with no scalar remainder loop. Other lengths, scalar code, and loops
 // that do not collapse to one dim keep their shape.
 TEST(KernelPlan, FlatLoopRunsInVectorBlocks) {
+  // A short body (add, then mul: two plain ops deep) in blocks of one vector, 8 float32
+  // on AVX2.
   Jaxpr flat = parse_jaxpr(R"({ lambda ; a:f32[2,8,32] b:f32[2,8,32]. let
     c:f32[2,8,32] = add a b
     d:i32[512] = iota[dimension=0 dtype=int32 shape=(512,)]
@@ -420,30 +437,72 @@ TEST(KernelPlan, FlatLoopRunsInVectorBlocks) {
             "n4:float32 = convert_element_type[new_dtype=float32 weak_type=False] (n3:int32)\n"
             "n5:float32 = mul (n2:float32 n4:float32)\n"
             "out0:float32 = n5 [0; 8 1]\n"
-            "schedule elementwise units 64 chunk_rows 0 column_block 0\n");
+            "schedule elementwise units 64 chunk_rows 0 column_block 0 lanes 8 interleave 1\n");
   auto first_line = [](const std::string& text) { return text.substr(0, text.find('\n')); };
-  EXPECT_EQ(first_line(codegen::plan_kernel(flat, "loop", {}, cpu::VectorIsa::Avx512).str()), "loop dims (32, 16) kept 2");
-  EXPECT_EQ(first_line(codegen::plan_kernel(flat, "loop", {}, cpu::VectorIsa::Scalar).str()), "loop dims (512,) kept 1");
+  auto last_line = [](const std::string& text) {
+    const std::string body = text.substr(0, text.size() - 1);
+    return body.substr(body.rfind('\n') + 1);
+  };
+  auto plan = [](const Jaxpr& j, cpu::VectorIsa isa) { return codegen::plan_kernel(j, "loop", {}, isa).str(); };
+  auto lanes = [&](const Jaxpr& j, cpu::VectorIsa isa = cpu::VectorIsa::Avx2) {  // "lanes L interleave K"
+    const std::string text = last_line(plan(j, isa));
+    return text.substr(std::min(text.size(), text.find("lanes")));
+  };
+  EXPECT_EQ(first_line(plan(flat, cpu::VectorIsa::Avx512)), "loop dims (32, 16) kept 2");
+  EXPECT_EQ(first_line(plan(flat, cpu::VectorIsa::Scalar)), "loop dims (512,) kept 1");
+  EXPECT_EQ(last_line(plan(flat, cpu::VectorIsa::Scalar)), "schedule elementwise units 512 chunk_rows 0 column_block 0");
   // The widest type sets the lanes: float64 (4 at 256 bits), bool (32).
   auto unary = [](const std::string& type, const std::string& shape, const std::string& op) {
     const std::string t = type + "[" + shape + "]";
     return parse_jaxpr("{ lambda ; a:" + t + ". let\n    b:" + t + " = " + op + " a\n  in (b) }");
   };
-  EXPECT_EQ(first_line(codegen::plan_kernel(unary("f64", "1024", "exp"), "loop", {}, cpu::VectorIsa::Avx2).str()),
-            "loop dims (256, 4) kept 2");
-  EXPECT_EQ(first_line(codegen::plan_kernel(unary("bool", "1024", "not"), "loop", {}, cpu::VectorIsa::Avx2).str()),
-            "loop dims (32, 32) kept 2");
+  EXPECT_EQ(first_line(plan(unary("f64", "1024", "exp"), cpu::VectorIsa::Avx2)), "loop dims (256, 4) kept 2");
+  EXPECT_EQ(lanes(unary("f64", "1024", "exp")), "lanes 4 interleave 1");
+  EXPECT_EQ(first_line(plan(unary("bool", "1024", "not"), cpu::VectorIsa::Avx2)), "loop dims (32, 32) kept 2");
   // A length that is not a multiple of the lanes, or no longer than one vector: one loop.
-  EXPECT_EQ(first_line(codegen::plan_kernel(unary("f32", "100", "exp"), "loop", {}, cpu::VectorIsa::Avx2).str()),
-            "loop dims (100,) kept 1");
-  EXPECT_EQ(first_line(codegen::plan_kernel(unary("f32", "8", "exp"), "loop", {}, cpu::VectorIsa::Avx2).str()),
-            "loop dims (8,) kept 1");
+  EXPECT_EQ(first_line(plan(unary("f32", "100", "exp"), cpu::VectorIsa::Avx2)), "loop dims (100,) kept 1");
+  EXPECT_EQ(first_line(plan(unary("f32", "8", "exp"), cpu::VectorIsa::Avx2)), "loop dims (8,) kept 1");
+  // A long dependent chain (exp, then sin: op costs 16 deep) interleaves two vectors, in
+  // blocks of both where the length allows, else in blocks of one without interleaving.
+  auto two_deep = [](const std::string& shape, const std::string& row = "") {
+    const std::string t = "f32[" + shape + "]";
+    if (row.empty())
+      return parse_jaxpr("{ lambda ; a:" + t + ". let\n    b:" + t + " = exp a\n    c:" + t + " = sin b\n  in (c) }");
+    return parse_jaxpr("{ lambda ; a:" + t + " r:f32[" + row + "]. let\n    b:" + t + " = exp a\n    c:" + t +
+                       " = broadcast_in_dim[broadcast_dimensions=(1,) shape=(" + shape + ")] r\n    d:" + t +
+                       " = mul b c\n    e:" + t + " = sin d\n  in (e) }");
+  };
+  EXPECT_EQ(first_line(plan(two_deep("1024"), cpu::VectorIsa::Avx2)), "loop dims (64, 16) kept 2");
+  EXPECT_EQ(lanes(two_deep("1024")), "lanes 8 interleave 2");
+  EXPECT_EQ(first_line(plan(two_deep("1024"), cpu::VectorIsa::Avx512)), "loop dims (32, 32) kept 2");
+  EXPECT_EQ(lanes(two_deep("1024"), cpu::VectorIsa::Avx512), "lanes 16 interleave 2");
+  EXPECT_EQ(first_line(plan(two_deep("1032"), cpu::VectorIsa::Avx2)), "loop dims (129, 8) kept 2");
+  EXPECT_EQ(lanes(two_deep("1032")), "lanes 8 interleave 1");
+  // Not split: a flat loop interleaves past 64 vector iterations (its one remainder is
+  // negligible), a loop nest only where its rows leave no more to the remainder.
+  EXPECT_EQ(first_line(plan(two_deep("4001"), cpu::VectorIsa::Avx2)), "loop dims (4001,) kept 1");
+  EXPECT_EQ(lanes(two_deep("4001")), "lanes 8 interleave 2");
+  EXPECT_EQ(lanes(two_deep("1001")), "lanes 8 interleave 1");
+  EXPECT_EQ(first_line(plan(two_deep("3,1024", "1024"), cpu::VectorIsa::Avx2)), "loop dims (3, 1024) kept 2");
+  EXPECT_EQ(lanes(two_deep("3,1024", "1024")), "lanes 8 interleave 2");
+  EXPECT_EQ(lanes(two_deep("3,1000", "1000")), "lanes 8 interleave 1");
+  EXPECT_EQ(lanes(two_deep("3,1027", "1027")), "lanes 8 interleave 2");
+  // A large body (more than kLargeBodyOps ops) is not interleaved: compile time first.
+  std::string chain = "{ lambda ; a:f32[1024]. let\n";
+  std::string prev = "a";
+  for (int64_t i = 0; i <= codegen::kLargeBodyOps; ++i) {
+    chain += "    v" + std::to_string(i) + ":f32[1024] = sin " + prev + "\n";
+    prev = "v" + std::to_string(i);
+  }
+  const Jaxpr large = parse_jaxpr(chain + "  in (" + prev + ") }");
+  EXPECT_EQ(first_line(plan(large, cpu::VectorIsa::Avx2)), "loop dims (128, 8) kept 2");
+  EXPECT_EQ(lanes(large), "lanes 8 interleave 1");
   // A broadcast operand keeps the loop two-dimensional (its inner loop a constant 32).
   Jaxpr broadcast = parse_jaxpr(R"({ lambda ; a:f32[2,8,32] b:f32[32]. let
     c:f32[2,8,32] = broadcast_in_dim[broadcast_dimensions=(2,) shape=(2, 8, 32)] b
     d:f32[2,8,32] = add a c
   in (d) })");
-  EXPECT_EQ(first_line(codegen::plan_kernel(broadcast, "loop", {}, cpu::VectorIsa::Avx2).str()), "loop dims (16, 32) kept 2");
+  EXPECT_EQ(first_line(plan(broadcast, cpu::VectorIsa::Avx2)), "loop dims (16, 32) kept 2");
 }
 
 TEST(KernelPlan, IndexMapsAndRecompute) {
@@ -1097,6 +1156,33 @@ TEST(Dumps, SinLoopIsVectorized) {
   // lane (never scalar libm's sinf, which rounds differently).
   EXPECT_NE(ir.find("@jx_vm_sin_f32_avx512(float"), std::string::npos);
   EXPECT_EQ(ir.find("@sinf("), std::string::npos);
+}
+
+TEST(Dumps, LongChainInterleavesTwoVectors) {
+  if (codegen::host_target().features.find("+avx2") == std::string::npos) GTEST_SKIP() << "no AVX2 on this host";
+  const fs::path dir = fs::temp_directory_path() / ("jx_codegen_dump_chain_" + std::to_string(::getpid()));
+  // sin(exp(a)) is long enough to interleave (KernelPlan, FlatLoopRunsInVectorBlocks): each
+  // block of 16 floats is one iteration computing two independent vectors, so the loop
+  // calls libmvec's 8-lane sinf twice, with no scalar remainder beside it.
+  Jaxpr j = parse_jaxpr(R"({ lambda ; a:f32[1024]. let
+    b:f32[1024] = exp a
+    c:f32[1024] = sin b
+  in (c) })");
+  KernelOptions o;
+  o.name = "chain";
+  o.dump_dir = dir.string();
+  o.disk_cache = false;
+  o.vector_isa = cpu::VectorIsa::Avx2;
+  compile_kernel(j, "loop", o);
+  const std::string assembly = read_file(dir / "chain.s"), plan = read_file(dir / "chain.plan");
+  const std::string ir = read_file(dir / "chain.ll");
+  fs::remove_all(dir);
+  EXPECT_NE(plan.find("lanes 8 interleave 2"), std::string::npos) << plan;
+  EXPECT_NE(ir.find("_ZGVdN8v_sinf"), std::string::npos);
+  EXPECT_EQ(ir.find("call float @jx_vm_sin_f32_avx2("), std::string::npos);  // no scalar remainder
+  size_t calls = 0;  // the kernel's calls, through a register holding the variant's address
+  for (size_t at = assembly.find("\tcall"); at != std::string::npos; at = assembly.find("\tcall", at + 1)) ++calls;
+  EXPECT_EQ(calls, 2u) << assembly.substr(0, 6000);
 }
 
 TEST(Dumps, SumAccumulatesInVectorRegisters) {

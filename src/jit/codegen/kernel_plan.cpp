@@ -328,28 +328,74 @@ void collapse(KernelPlan& plan, std::vector<int64_t> dims, std::vector<bool> kep
   plan.num_kept = static_cast<int>(std::count(kept.begin(), kept.end(), true));
 }
 
-// An elementwise loop over one flat dim (contiguous work, collapsed) whose length is a
-// multiple of the vector width runs as blocks of one vector: the threads split the
-// blocks, and each block's loop, as long as the vector LLVM widens it to, becomes one
-// vector iteration with no scalar remainder loop beside it. That remainder cost 40% of the
-// kernel's code generation (a 250-op chain: 88 -> 51 ms of LLVM's code generator).
-// The block is exactly one vector, not several: a block loop of several vector
-// iterations nested in the block loop made the register allocator rotate a rational
-// function's constants through registers (float32 erf 20% slower).
-int64_t vector_block(const KernelPlan& plan, cpu::VectorIsa isa) {
-  const int64_t vector_bytes = isa == cpu::VectorIsa::Avx512 ? 64 : isa == cpu::VectorIsa::Avx2 ? 32 : 0;
-  int64_t widest = 1;  // LLVM widens a loop to the lanes of its widest element type
-  for (const PlanNode& n : plan.nodes) widest = std::max<int64_t>(widest, static_cast<int64_t>(itemsize(n.dtype)));
-  for (const PlanOutput& o : plan.outputs) widest = std::max<int64_t>(widest, static_cast<int64_t>(itemsize(o.dtype)));
-  return vector_bytes / widest;
-}
+// Vector blocks and interleaving of an elementwise loop, for a vector ISA.
+//
+// A loop iteration of a fused body is one long dependent chain (x*y+0.5, sin, -x,
+// tanh, ...): run one vector at a time, each op waits for the one before (3-4 cycles on
+// Zen 1), and the out-of-order window, a couple hundred micro-ops, holds too little of
+// the next iteration to overlap it. Two independent vectors per iteration double the
+// work in flight: measured on Zen 1 (AVX2, 2 threads, 65536 float32), ns per element
+// and round of a 20-op chain of mul/add/sin/sub/tanh 2.44 -> 1.56, sin chains 1.18 ->
+// 0.85, tanh 0.97 -> 0.65, plain arithmetic 0.19 -> 0.16. Four were no faster than two
+// with AVX2's 16 vector registers (tanh's constants and four chains spill: 0.65 -> 1.29)
+// and cost twice the code. A chain is long when the op costs on one path add up to 10
+// (lowering.cost: a transcendental 8, plain arithmetic 1): softplus log1p(exp(x)) ran
+// 0.76-0.81x the time, gelu's tanh form 0.83x, selu 0.94-0.99x (1M float32). Shorter
+// bodies gain nothing: one libmvec call, or two side by side (sin(x) + cos(y)), already
+// overlap across iterations, and interleaved they spill around the calls (0-5% slower).
+// A large body (kLargeBodyOps) is not interleaved: LLVM's code
+// generator took 2.2x as long on a 250-op kernel interleaved twice (register
+// allocation 4x), for a run 1.6-2x faster; such kernels are rare outside long chains,
+// and compile time is what those pay for.
+//
+// A flat loop whose length is a multiple of lanes x interleave runs in blocks of exactly
+// that: the threads split the blocks, and each block's loop becomes one vector iteration
+// with no scalar remainder beside it (a remainder loop cost 40% of a 250-op kernel's code
+// generation, 88 -> 51 ms). Blocks of several vector iterations made the register
+// allocator rotate a rational function's constants through registers (float32 erf 20%
+// slower), so a block is one iteration. Otherwise a length that is a multiple of the
+// lanes alone runs in one-vector blocks, without interleaving; a loop that keeps a
+// remainder is interleaved only where its inner loop is long beside the remainder.
+struct VectorBlocks {
+  int64_t lanes = 0, interleave = 1;
+};
 
-void split_into_vector_blocks(KernelPlan& plan, cpu::VectorIsa isa) {
-  const int64_t block = vector_block(plan, isa);
-  if (block < 2 || plan.dims.size() != 1 || plan.dims[0] <= block || plan.dims[0] % block != 0) return;
-  for (Affine* a : affine_indices(plan)) a->coef = {a->coef[0] * block, a->coef[0]};
-  plan.dims = {plan.dims[0] / block, block};
-  plan.num_kept = 2;
+VectorBlocks vector_blocks(KernelPlan& plan, cpu::VectorIsa isa) {
+  constexpr int64_t kInterleavedVectors = 2;
+  constexpr int64_t kMinInterleavedDepth = 10;  // op costs (lowering.cost, 1 for plain arithmetic)
+  const int64_t vector_bytes = isa == cpu::VectorIsa::Avx512 ? 64 : isa == cpu::VectorIsa::Avx2 ? 32 : 0;
+  int64_t widest = 1, ops = 0, depth = 0;  // LLVM widens a loop to the lanes of its widest element type
+  std::vector<int64_t> depths(plan.nodes.size(), 0);  // op costs on the longest path to each node
+  for (size_t i = 0; i < plan.nodes.size(); ++i) {
+    const PlanNode& n = plan.nodes[i];
+    widest = std::max<int64_t>(widest, static_cast<int64_t>(itemsize(n.dtype)));
+    if (n.kind != PlanNode::Kind::Op) continue;
+    ++ops;
+    for (int o : n.operands) depths[i] = std::max(depths[i], depths[static_cast<size_t>(o)]);
+    depths[i] += op_cost(*n.eqn->primitive);
+    depth = std::max(depth, depths[i]);
+  }
+  for (const PlanOutput& o : plan.outputs) widest = std::max<int64_t>(widest, static_cast<int64_t>(itemsize(o.dtype)));
+  const int64_t lanes = vector_bytes / widest;
+  if (lanes < 2 || plan.dims.empty()) return {};
+  const bool long_chain = depth >= kMinInterleavedDepth && ops <= kLargeBodyOps;
+  const int64_t interleave = long_chain ? kInterleavedVectors : 1;
+  if (plan.dims.size() == 1)
+    for (int64_t k : {interleave, int64_t{1}}) {
+      const int64_t block = lanes * k, n = plan.dims[0];
+      if (n <= block || n % block != 0) continue;
+      for (Affine* a : affine_indices(plan)) a->coef = {a->coef[0] * block, a->coef[0]};
+      plan.dims = {n / block, block};
+      plan.num_kept = 2;
+      return {lanes, k};
+    }
+  // Not split: interleaving leaves up to lanes x interleave - 1 elements to the scalar
+  // remainder, each ~30x a vector lane's cost (a math call per element). A flat loop has
+  // one remainder per thread's range, negligible past 64 vector iterations; a loop nest
+  // has one per row, so its rows may leave no more to it than without interleaving.
+  const int64_t inner = plan.dims.back(), block = lanes * interleave;
+  const bool cheap_remainder = plan.dims.size() == 1 ? inner >= 64 * block : inner % block == inner % lanes;
+  return {lanes, cheap_remainder ? interleave : 1};
 }
 
 constexpr int64_t kFullReduceChunk = 1 << 14;  // elements per partial of a full reduction
@@ -619,8 +665,10 @@ KernelPlan plan_kernel(const Jaxpr& fused, std::string_view kind, const InputStr
       p.plan.outputs.push_back(out);
     }
     collapse(p.plan, shape, std::vector<bool>(n, true));
-    split_into_vector_blocks(p.plan, isa);
+    const VectorBlocks blocks = vector_blocks(p.plan, isa);
     p.plan.schedule = schedule(p.plan);
+    p.plan.schedule.vector_lanes = blocks.lanes;
+    p.plan.schedule.interleave = blocks.interleave;
     return std::move(p.plan);
   }
   if (kind == "rows") return plan_rows(fused, input_strides);
@@ -708,7 +756,9 @@ std::string KernelPlan::str() const {
   }
   static const char* const kModes[] = {"elementwise", "row_reduce", "column_reduce", "full_reduce", "rows"};
   os << "schedule " << kModes[static_cast<int>(schedule.mode)] << " units " << schedule.units << " chunk_rows "
-     << schedule.chunk_rows << " column_block " << schedule.column_block << "\n";
+     << schedule.chunk_rows << " column_block " << schedule.column_block;
+  if (schedule.vector_lanes) os << " lanes " << schedule.vector_lanes << " interleave " << schedule.interleave;
+  os << "\n";
   return os.str();
 }
 

@@ -92,7 +92,15 @@ struct LoopSchedule {
   int64_t chunk_rows = 0;         // FullReduce: rows of dims[0] per chunk; Rows: rows per block
   int64_t column_block = 0;       // ColumnReduce: innermost kept elements per unit
   int64_t cost = 1;               // relative cost of one point (op_cost summed)
+  // Elementwise, with a vector ISA: the lanes of the kernel's widest type, and how many
+  // independent vectors one vector iteration computes (kernel_plan.cpp, vector_blocks).
+  int64_t vector_lanes = 0;
+  int64_t interleave = 1;
 };
+
+// A kernel body of more ops than this is "large": its vector width is fixed and its loop
+// not interleaved, since LLVM's time on it grows faster than its size (loop_emitter.cpp).
+inline constexpr int64_t kLargeBodyOps = 64;
 
 struct KernelPlan {
   enum class Kind { Loop, Reduction, Rows };
@@ -131,7 +139,7 @@ inline constexpr int64_t kRowBlockBytes = 256 * 1024;
 // a strided input that no view strides express: the caller then copies that input).
 // Loads fold the inputs' strides (kernel.h) into their affine addresses. `isa`: the
 // vector instruction set the kernel is compiled for, which sets the vector blocks of a
-// flat elementwise loop (kernel_plan.cpp's split_into_vector_blocks; Scalar: none).
+// flat elementwise loop and its interleaving (kernel_plan.cpp's vector_blocks; Scalar: none).
 KernelPlan plan_kernel(const Jaxpr& fused, std::string_view kind, const InputStrides& input_strides = {},
                        cpu::VectorIsa isa = cpu::VectorIsa::Scalar);
 

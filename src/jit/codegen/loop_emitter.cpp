@@ -91,11 +91,14 @@ class Emitter {
     annotate_loops();
   }
 
-  // Loop hints for the vectorizer. A loop whose body calls a vector math function gets
-  // no interleaving: every vector register is caller-saved, so results of interleaved
-  // iterations are spilled around each call (measured: a jitted sin over 4M floats ran
-  // 20% slower than eager's one-call-per-vector loop). Loops of plain arithmetic keep
-  // LLVM's choice (reductions need several accumulators to hide latency). A large body
+  // Loop hints for the vectorizer. An elementwise loop's lanes and interleaving are the
+  // plan's (kernel_plan.cpp, vector_blocks: two independent vectors per iteration hide
+  // the latency of a fused body's dependent chain, calls included). Otherwise a loop
+  // whose body calls a vector math function gets no interleaving: every vector register
+  // is caller-saved, so results of interleaved iterations are spilled around each call
+  // (measured: a jitted sin over 4M floats ran 20% slower than eager's
+  // one-call-per-vector loop). Loops of plain arithmetic keep LLVM's choice (reductions
+  // need several accumulators to hide latency). A large body
   // (more than 64 ops: a long fused chain) gets its vector width fixed at one register
   // of its widest element and no interleaving: LLVM 19 builds and destroys a VPlan per
   // candidate width, at a cost superlinear in the body (a 2000-op chain spent 75% of a
@@ -119,6 +122,7 @@ class Emitter {
       widest = std::max<int64_t>(widest, itemsize(n.dtype));
     }
     const bool large = ops > kLargeBodyOps;
+    const int64_t interleave = plan_.kind == KernelPlan::Kind::Loop ? plan_.schedule.interleave : 1;
     bool wide_accumulator = false;
     for (const PlanOutput& o : plan_.outputs)
       wide_accumulator = wide_accumulator || (o.reduce && o.dtype == DType::Float32);
@@ -136,11 +140,16 @@ class Emitter {
       auto& loops = loops_of[f];
       if (!loops) loops = std::make_unique<LoopCalls>(*f);
       const bool calls = loops->calls_vector_math(latch->getParent());
-      if (!calls && !large && !float_arithmetic_reduction) continue;
+      if (!calls && !large && !float_arithmetic_reduction && interleave == 1) continue;
       std::vector<llvm::Metadata*> hints = {nullptr};
-      if (calls || large) hint(hints, "llvm.loop.interleave.count", 1);
-      if (large || float_arithmetic_reduction)
-        hint(hints, "llvm.loop.vectorize.width", std::max<int64_t>(1, vector_register_bytes() / widest));
+      if (interleave > 1) {
+        hint(hints, "llvm.loop.interleave.count", interleave);
+        hint(hints, "llvm.loop.vectorize.width", plan_.schedule.vector_lanes);
+      } else {
+        if (calls || large) hint(hints, "llvm.loop.interleave.count", 1);
+        if (large || float_arithmetic_reduction)
+          hint(hints, "llvm.loop.vectorize.width", std::max<int64_t>(1, vector_register_bytes() / widest));
+      }
       llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, hints);
       id->replaceOperandWith(0, id);
       latch->setMetadata(llvm::LLVMContext::MD_loop, id);
@@ -154,7 +163,6 @@ class Emitter {
     if (f.find("+avx") != std::string::npos) return 32;
     return 16;
   }
-  static constexpr int64_t kLargeBodyOps = 64;
 
  private:
   Value* c64(int64_t v) { return llvm::ConstantInt::get(i64_, static_cast<uint64_t>(v), true); }
