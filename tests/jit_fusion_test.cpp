@@ -93,7 +93,7 @@ Fused fuse_text(std::string_view text, FusionOptions options = {}) {
 // ---- loop fusion ----
 
 TEST(LoopFusion, LongChainsSplitIntoKernelsOfBoundedSize) {
-  // 600 elementwise ops: fusions of at most 256 equations, so compile time stays linear
+  // 600 elementwise ops: fusions of at most 256 ops, so compile time stays linear
   // in the chain's length (LLVM's time on one kernel grows faster than its body).
   std::string text = "{ lambda ; v0:f32[8] w:f32[8]. let\n";
   const int n = 600;
@@ -107,9 +107,33 @@ TEST(LoopFusion, LongChainsSplitIntoKernelsOfBoundedSize) {
     EXPECT_LE(e.params.get_jaxpr("jaxpr")->jaxpr.eqns.size(), 256u);
   bool refused = false;
   for (const std::string& note : r.notes)
-    refused = refused || note.find("equations, more than 256 (a kernel's compile time grows faster than its size)") !=
+    refused = refused || note.find("ops, more than 256 (a kernel's compile time grows faster than its size)") !=
                              std::string::npos;
   EXPECT_TRUE(refused) << r.all_notes();
+}
+
+TEST(LoopFusion, BoundedKernelsStillTakeTheBroadcastsTheyRead) {
+  // 600 ops reading one broadcast literal: its copies cost no op of a fusion's 256, so
+  // every kernel computes 0.5 inline and none is left to be materialized (before, the
+  // copies counted and the kernels' bound refused the last ones: a fill of the whole
+  // shape and one more input per copy on every call).
+  std::string text = "{ lambda ; v0:f32[8] w:f32[8]. let\n    h:f32[8] = broadcast_in_dim[broadcast_dimensions=() shape=(8,)] 0.5:f32[]\n";
+  const int n = 600;
+  for (int i = 1; i <= n; ++i)
+    text += "    v" + std::to_string(i) + ":f32[8] = " + (i % 3 == 0 ? "sin" : i % 3 == 1 ? "mul" : "add") + " v" +
+            std::to_string(i - 1) + (i % 3 == 0 ? "" : i % 3 == 1 ? " w" : " h") + "\n";
+  text += "  in (v" + std::to_string(n) + ",) }";
+  Fused r = fuse_text(text);
+  EXPECT_EQ(r.fusions("loop"), 3);
+  EXPECT_EQ(r.program.jaxpr.eqns.size(), 3u) << r.text;  // the three fusions alone
+  for (const Equation& e : r.program.jaxpr.eqns) {
+    ASSERT_EQ(e.primitive->name(), "fusion") << r.text;
+    const Jaxpr& body = e.params.get_jaxpr("jaxpr")->jaxpr;
+    EXPECT_LE(body.invars.size(), 2u);  // the chain's value (or v0) and w
+    int64_t ops = 0;
+    for (const Equation& b : body.eqns) ops += b.primitive->name() != "broadcast_in_dim";
+    EXPECT_LE(ops, 256);
+  }
 }
 
 TEST(LoopFusion, ElementwiseChainIsOneFusion) {

@@ -801,7 +801,7 @@ TEST(JitThreads, LargeKernelAndConcurrentCallers) {
 }
 
 TEST(JitThreads, KernelsCompileConcurrently) {
-  // Programs of several kernels (a fusion holds at most 256 equations), each traced and
+  // Programs of several kernels (a fusion holds at most 256 ops), each traced and
   // compiled by its own user thread at the same time: every compile leases a target
   // machine of its own, and each program's kernels compile concurrently on the pool.
   auto make = [](int k) {

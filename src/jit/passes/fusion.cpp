@@ -79,6 +79,7 @@ bool cheap_to_duplicate(const Equation& e, Role role) {
 struct Group {
   std::string kind;             // "loop", "reduction", "dot"; "" for a runtime call
   std::vector<size_t> members;  // equation indices, ascending (a topological order)
+  size_t ops = 0;               // members that compute (all but index maps)
   Aval space;                   // iteration space: loop/dot output, reduction operand
   std::vector<int64_t> axes;    // reduction axes (sorted)
   bool alive = true;
@@ -344,6 +345,7 @@ class Fuser {
     for (size_t i = 0; i < eqns_.size(); ++i) {
       Group g;
       g.members = {i};
+      g.ops = roles_[i] == Role::kIndex ? 0 : 1;
       const Equation& e = eqns_[i];
       switch (roles_[i]) {
         case Role::kScalar:
@@ -432,24 +434,29 @@ class Fuser {
     std::inplace_merge(dst.members.begin(), dst.members.begin() + middle, dst.members.end());  // both sorted
     dst.notes.insert(dst.notes.end(), src.notes.begin(), src.notes.end());
     dst.notes.push_back(std::move(note));
+    dst.ops += src.ops;
     src.alive = false;
     src.members.clear();
+    src.ops = 0;
   }
 
   // ---- 1. producer -> consumer ----
 
-  // Equations one fusion may hold: LLVM's time on a kernel grows faster than its body
+  // Ops one fusion may hold: LLVM's time on a kernel grows faster than its body
   // (measured on a chain of sin/tanh/mul/add/sub: 0.8 ms per op up to 200 ops, 1.6 ms per
   // op at 2000 in one kernel), so a longer chain becomes several kernels and compiles in
   // time linear in its length; each split costs one pass over an intermediate, next to
-  // nothing beside 256 ops of work per element.
-  static constexpr size_t kMaxFusedEquations = 256;
+  // nothing beside 256 ops of work per element. Index maps do not count: they compute
+  // nothing per element (their affine maps compose into the loads), and a fusion refusing
+  // the copy of a broadcast it reads left that copy to be materialized and read as an
+  // input on every call (a 2000-op chain of x * y + 0.5 filled 358 arrays of 0.5 per call).
+  static constexpr size_t kMaxFusedOps = 256;
 
   std::string too_large(size_t a, size_t b) const {
-    const size_t n = groups_[a].members.size() + groups_[b].members.size();
-    if (n <= kMaxFusedEquations) return "";
-    return "the fusion would hold " + std::to_string(n) + " equations, more than " +
-           std::to_string(kMaxFusedEquations) + " (a kernel's compile time grows faster than its size)";
+    const size_t n = groups_[a].ops + groups_[b].ops;
+    if (n <= kMaxFusedOps) return "";
+    return "the fusion would hold " + std::to_string(n) + " ops, more than " + std::to_string(kMaxFusedOps) +
+           " (a kernel's compile time grows faster than its size)";
   }
 
   // Why loop group p cannot merge into its consumer c; empty when it can.
