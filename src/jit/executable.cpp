@@ -319,7 +319,11 @@ class ProgramExecutable final : public Executable {
                     std::span<const Array> first_args);
 
   std::vector<Array> run(std::span<const Array> args, const std::vector<bool>& donated) const override;
-  const std::string& text() const override { return text_; }
+  // Printed on first request: a long program's text cost ~5% of its trace and compile.
+  const std::string& text() const override {
+    std::call_once(text_once_, [this] { text_ = program_.str(); });
+    return text_;
+  }
   const std::vector<Aval>& in_avals() const override { return in_avals_; }
   int num_kernels() const override { return num_kernels_; }
   const detail::BufferProgram* buffer_program() const override;
@@ -340,7 +344,8 @@ class ProgramExecutable final : public Executable {
   }
 
   ClosedJaxpr program_;
-  std::string text_;
+  mutable std::once_flag text_once_;
+  mutable std::string text_;
   std::vector<Aval> in_avals_;
   std::unordered_map<int64_t, int> slots_;
   int num_slots_ = 0;
@@ -379,7 +384,7 @@ namespace {
 
 ProgramExecutable::ProgramExecutable(ClosedJaxpr program, const CompileOptions& options, const Dump& dump,
                                      std::span<const Array> first_args)
-    : program_(std::move(program)), text_(program_.str()), in_avals_(program_.in_avals()), subprograms_(options) {
+    : program_(std::move(program)), in_avals_(program_.in_avals()), subprograms_(options) {
   const Jaxpr& j = program_.jaxpr;
   auto new_slot = [&](const Var& v) {
     slots_[v.id] = num_slots_++;

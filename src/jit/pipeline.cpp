@@ -43,7 +43,7 @@ class PipelineRun {
   PipelineRun(ClosedJaxpr& program, const Dump& dump, bool verify)
       : program_(program), ctx_(program.jaxpr), dump_(dump), verify_(verify) {
     if (verify_) check("the traced program is invalid");
-    dump_.write("00-traced.txt", program_.str() + "\n");
+    if (dump_.enabled()) dump_.write("00-traced.txt", program_.str() + "\n");
   }
 
   bool apply(const Pass& pass) {
