@@ -1168,10 +1168,8 @@ TEST(Dumps, LongChainInterleavesTwoVectors) {
     b:f32[1024] = exp a
     c:f32[1024] = sin b
   in (c) })");
-  KernelOptions o;
-  o.name = "chain";
+  KernelOptions o = no_cache("chain");
   o.dump_dir = dir.string();
-  o.disk_cache = false;
   o.vector_isa = cpu::VectorIsa::Avx2;
   compile_kernel(j, "loop", o);
   const std::string assembly = read_file(dir / "chain.s"), plan = read_file(dir / "chain.plan");
