@@ -321,17 +321,19 @@ class Fuser {
   }
 
   void index_uses() {
-    def_.clear();
+    std::unordered_map<int64_t, size_t> def;  // var id -> defining equation
     users_.assign(eqns_.size(), {});
+    input_defs_.assign(eqns_.size(), {});
     var_users_.clear();
     for (size_t i = 0; i < eqns_.size(); ++i) {
-      for (const Var& v : eqns_[i].outputs) def_[v.id] = i;
+      for (const Var& v : eqns_[i].outputs) def[v.id] = i;
       for (const Atom& a : eqns_[i].inputs) {
         if (!a.is_var()) continue;
         auto& vu = var_users_[a.var().id];
         if (vu.empty() || vu.back() != i) vu.push_back(i);
-        auto d = def_.find(a.var().id);
-        if (d != def_.end()) {
+        auto d = def.find(a.var().id);
+        if (d != def.end()) {
+          input_defs_[i].push_back(d->second);
           auto& u = users_[d->second];
           if (std::find(u.begin(), u.end(), i) == u.end()) u.push_back(i);
         }
@@ -465,19 +467,16 @@ class Fuser {
     const Group& C = groups_[c];
     const std::string into = " into " + describe(C) + ": ";
     if (std::string why = too_large(p, c); !why.empty()) return label(P.members.back()) + into + why;
-    for (size_t m : C.members) {
-      const Equation& e = eqns_[m];
-      for (const Atom& a : e.inputs) {
-        if (!a.is_var()) continue;
-        auto d = def_.find(a.var().id);
-        if (d == def_.end() || group_of_[d->second] != p) continue;
-        if (is_reshape(e))
-          return label(d->second) + into + label(m) +
+    // c's readers of p's results, found from p's side: a walk over c's members per merge
+    // attempt made fusing a long chain quadratic in its length.
+    for (size_t d : P.members)
+      for (size_t m : users_[d]) {
+        if (group_of_[m] != c) continue;
+        if (is_reshape(eqns_[m]))
+          return label(d) + into + label(m) +
                  " of a value computed inside the fusion (the loop cannot index it linearly)";
-        if (roles_[m] == Role::kDot)
-          return label(d->second) + into + label(m) + " reads its operands as kernel inputs";
+        if (roles_[m] == Role::kDot) return label(d) + into + label(m) + " reads its operands as kernel inputs";
       }
-    }
     // Work over a smaller space than the consumer's is recomputed per element when
     // merged: worth it only for a few plain ops recomputed a few times (1 + sum(q*q) over
     // a [1, n] row read by a [3, n] loop), which beats a kernel of its own and a pass
@@ -566,11 +565,8 @@ class Fuser {
   std::vector<size_t> producers(size_t c) const {
     std::vector<size_t> out;
     for (size_t m : groups_[c].members)
-      for (const Atom& a : eqns_[m].inputs) {
-        if (!a.is_var()) continue;
-        auto d = def_.find(a.var().id);
-        if (d == def_.end()) continue;
-        size_t g = group_of_[d->second];
+      for (size_t d : input_defs_[m]) {
+        const size_t g = group_of_[d];
         if (g != c && std::find(out.begin(), out.end(), g) == out.end()) out.push_back(g);
       }
     return out;
@@ -930,7 +926,7 @@ class Fuser {
   std::vector<Equation> eqns_;
   std::vector<Role> roles_;
   std::unordered_set<int64_t> used_ids_, outvar_ids_;
-  std::unordered_map<int64_t, size_t> def_;                   // var id -> defining equation
+  std::vector<std::vector<size_t>> input_defs_;               // per equation: its inputs' defining equations
   std::vector<std::vector<size_t>> users_;                     // equation -> distinct user equations
   std::unordered_map<int64_t, std::vector<size_t>> var_users_;  // var id -> distinct user equations
   std::vector<Group> groups_;
