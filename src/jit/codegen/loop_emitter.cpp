@@ -122,7 +122,7 @@ class Emitter {
       widest = std::max<int64_t>(widest, itemsize(n.dtype));
     }
     const bool large = ops > kLargeBodyOps;
-    const int64_t interleave = plan_.kind == KernelPlan::Kind::Loop ? plan_.schedule.interleave : 1;
+    const int64_t interleave = plan_.schedule.interleave;  // 1 but for elementwise loops (vector_blocks)
     bool wide_accumulator = false;
     for (const PlanOutput& o : plan_.outputs)
       wide_accumulator = wide_accumulator || (o.reduce && o.dtype == DType::Float32);
