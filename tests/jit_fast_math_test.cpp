@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <sstream>
@@ -240,6 +241,44 @@ TEST(FastMathF64, LoopVectorizesWithoutCalls) {
     if (line.find("call ") == std::string::npos) continue;
     EXPECT_NE(line.find("@llvm."), std::string::npos) << "a call left in the loop: " << line;
   }
+}
+
+// exp computes a vector of usual inputs (|x| <= 87, one scaling by 2^n) on its fast path
+// and recomputes the whole vector on its full-range path when one lane is beyond that
+// (overflow, subnormal results, NaN, inf): every lane of such a vector, at every lane
+// position of a 512-bit vector, is the C++ twin's bits, and the bounds' neighbours too.
+template <class T, class Twin>
+void expect_rare_lanes_exact(const FastMathLoop& loop, Twin twin, std::vector<T> rare, T bound) {
+  for (T v = bound, k = 0; k < 4; ++k, v = std::nextafter(v, T(1000))) rare.push_back(v), rare.push_back(-v);
+  for (T v = bound, k = 0; k < 4; ++k, v = std::nextafter(v, T(0))) rare.push_back(v), rare.push_back(-v);
+  constexpr size_t kLanes = 64 / sizeof(T);
+  std::mt19937 rng(20261206u);
+  std::uniform_real_distribution<T> usual(-bound, bound);
+  std::vector<T> x, y;
+  for (T v : rare)
+    for (size_t lane = 0; lane < kLanes; ++lane)
+      for (size_t i = 0; i < kLanes; ++i) x.push_back(i == lane ? v : usual(rng));
+  y.resize(x.size());
+  loop.run(x.data(), y.data(), static_cast<int64_t>(x.size()));
+  size_t differing = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const T want = twin(x[i]);
+    if (std::memcmp(&want, &y[i], sizeof(T)) != 0 && !(std::isnan(want) && std::isnan(y[i])))
+      if (differing++ < 5)
+        ADD_FAILURE() << "exp(" << x[i] << ") beside exp(" << x[i / kLanes * kLanes + (i % kLanes == 0)] << "): kernel "
+                      << y[i] << ", C++ twin " << want;
+  }
+  EXPECT_EQ(differing, 0u);
+}
+
+TEST(FastMathExp, RareLanesAndTheirNeighboursExact) {
+  expect_rare_lanes_exact<float>(compile_fast_math_loop(FastMathFunction::Exp, false), exp_f32_scalar,
+                                 {88.5f, 88.72f, 88.8f, 100.0f, kInf, -kInf, kNaN, -87.5f, -100.0f, -103.9f, -150.0f},
+                                 87.0f);
+  const double inf = std::numeric_limits<double>::infinity();
+  expect_rare_lanes_exact<double>(compile_fast_math_loop(FastMathFunction::ExpF64, false), exp_f64_scalar,
+                                  {709.5, 709.78, 710.0, inf, -inf, std::nan(""), -708.5, -740.0, -745.0, -800.0},
+                                  708.0);
 }
 
 double ref_exp(double x) { return std::exp(x); }

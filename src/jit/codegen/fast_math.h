@@ -1,6 +1,6 @@
-// Inline float32 exp, tanh and erf for native kernels: branch-free LLVM IR (selects, no
-// calls), so the loop vectorizer widens them like plain arithmetic instead of calling
-// glibc's libmvec. exp is a range reduction plus a minimax polynomial; tanh and erf are
+// Inline float32 exp, tanh and erf for native kernels: branch-free LLVM IR (selects; exp
+// has a rare path, a call given its body after vectorization), so the loop vectorizer
+// widens them like plain arithmetic instead of calling glibc's libmvec. exp is a range reduction plus a minimax polynomial; tanh and erf are
 // odd rationals x P(x^2) / Q(x^2) (src/math/odd_rational.h); all evaluated with llvm.fma
 // (coefficients from scripts/fit_fast_math.py), with libm's IEEE special cases.
 // Max error against a float64 reference, measured over 2^22 random inputs across each
@@ -34,6 +34,13 @@ class LoadedObject;
 llvm::Value* emit_exp_f32(llvm::IRBuilderBase& b, llvm::Value* x);
 // exp for float64, the same method: max 1 ULP (measured against long double).
 llvm::Value* emit_exp_f64(llvm::IRBuilderBase& b, llvm::Value* x);
+// Both compute the usual inputs' result with one scaling by 2^n and call their rare path
+// (scalar_ops.h's emit_rare_math_call, "exp") with it; these give that path's body:
+// true where x takes the rare path (|x| beyond the usual bound, or NaN), and exp(x)
+// computed for every input (float or double by x's element type; the same bits as the
+// usual path where both apply).
+llvm::Value* emit_exp_rare_condition(llvm::IRBuilderBase& b, llvm::Value* x);
+llvm::Value* emit_exp_full_range(llvm::IRBuilderBase& b, llvm::Value* x);
 // tanh(x): x P(x^2) / Q(x^2) on |x| <= 9.02, ±1 beyond; max 5.26 ULP (every float32),
 // tanh(x) = x for tiny x, tanh(-0) = -0, ±1 at ±inf, NaN for NaN, odd to the bit.
 llvm::Value* emit_tanh_f32(llvm::IRBuilderBase& b, llvm::Value* x);

@@ -152,6 +152,13 @@ std::string emit(llvm::TargetMachine& tm, llvm::Module& m, llvm::CodeGenFileType
 
 const HostTarget& host_target() { return session().host; }
 
+int64_t host_vector_bytes() {
+  const std::string& f = host_target().features;
+  if (f.find("+avx512f") != std::string::npos) return 64;
+  if (f.find("+avx") != std::string::npos) return 32;
+  return 16;
+}
+
 double jit_creation_seconds() { return g_creation_seconds.load(); }
 
 void set_host_attributes(llvm::Function& f) {

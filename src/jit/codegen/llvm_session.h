@@ -15,6 +15,7 @@
 // (~0.15 ms once the process has loaded one).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -31,6 +32,9 @@ struct HostTarget {
   std::string triple, cpu, features;
 };
 const HostTarget& host_target();
+// Bytes of the widest vector register the host's features allow (64 with AVX-512, 32
+// with AVX, else 16).
+int64_t host_vector_bytes();
 
 // Object code loaded into the JIT. Unloaded on destruction.
 class LoadedObject {

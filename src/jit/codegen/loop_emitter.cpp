@@ -148,20 +148,12 @@ class Emitter {
       } else {
         if (calls || large) hint(hints, "llvm.loop.interleave.count", 1);
         if (large || float_arithmetic_reduction)
-          hint(hints, "llvm.loop.vectorize.width", std::max<int64_t>(1, vector_register_bytes() / widest));
+          hint(hints, "llvm.loop.vectorize.width", std::max<int64_t>(1, host_vector_bytes() / widest));
       }
       llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, hints);
       id->replaceOperandWith(0, id);
       latch->setMetadata(llvm::LLVMContext::MD_loop, id);
     }
-  }
-
-  // Bytes of the widest vector register the host's features allow.
-  static int64_t vector_register_bytes() {
-    const std::string& f = host_target().features;
-    if (f.find("+avx512f") != std::string::npos) return 64;
-    if (f.find("+avx") != std::string::npos) return 32;
-    return 16;
   }
 
  private:

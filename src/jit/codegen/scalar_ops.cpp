@@ -402,6 +402,7 @@ struct VectorTable {
 namespace {
 
 constexpr std::string_view kRarePrefix = "jx_rare.";
+constexpr std::string_view kExpRareName = "exp";  // fast_math.h's exp, not a math::FastFunction
 
 std::optional<math::FastFunction> fast_function_named(std::string_view name) {
   for (math::FastFunction f : math::kFastFunctions)
@@ -419,17 +420,29 @@ llvm::Value* emit_rare_math_call(llvm::IRBuilderBase& b, std::string_view base, 
       detail::cat(kRarePrefix, base, dtype == DType::Float32 ? ".f32." : ".f64.", cpu::vector_isa_name(isa));
   llvm::Type* t = x->getType();
   llvm::CallInst* call = b.CreateCall(pure_function(b, scalar_name, t, {t, t}), {x, usual});
-  const LibmvecVariant variant = libmvec_variant(base, dtype, isa);
-  if (variant.lanes == 0) return call;  // the scalar ISA: no vector form
-  const std::string vector_name = detail::cat(scalar_name, ".v", variant.lanes);
-  if (!module.getFunction(vector_name)) {
-    auto* vt = llvm::FixedVectorType::get(t, variant.lanes);
-    auto* vf = llvm::Function::Create(llvm::FunctionType::get(vt, {vt, vt}, false), llvm::Function::ExternalLinkage,
-                                      vector_name, module);
-    llvm::appendToCompilerUsed(module, {vf});  // the vectorizer looks for it declared
+  // A libmvec fallback exists at its variant's width only; exp's is inline code, so it
+  // offers every width up to the host's registers (a loop that vectorizes at another
+  // width would otherwise call the scalar rare path per lane).
+  std::vector<unsigned> widths;
+  if (base == kExpRareName) {
+    for (int64_t lanes = 2; lanes * itemsize(dtype) <= host_vector_bytes(); lanes *= 2)
+      widths.push_back(static_cast<unsigned>(lanes));
+  } else if (const LibmvecVariant variant = libmvec_variant(base, dtype, isa); variant.lanes != 0) {
+    widths.push_back(variant.lanes);  // none for the scalar ISA
   }
-  call->addFnAttr(llvm::Attribute::get(b.getContext(), "vector-function-abi-variant",
-                                       detail::cat("_ZGV_LLVM_N", variant.lanes, "vv_", scalar_name, "(", vector_name, ")")));
+  std::string variants;
+  for (unsigned lanes : widths) {
+    const std::string vector_name = detail::cat(scalar_name, ".v", lanes);
+    if (!module.getFunction(vector_name)) {
+      auto* vt = llvm::FixedVectorType::get(t, lanes);
+      auto* vf = llvm::Function::Create(llvm::FunctionType::get(vt, {vt, vt}, false), llvm::Function::ExternalLinkage,
+                                        vector_name, module);
+      llvm::appendToCompilerUsed(module, {vf});  // the vectorizer looks for it declared
+    }
+    variants += detail::cat(variants.empty() ? "" : ",", "_ZGV_LLVM_N", lanes, "vv_", scalar_name, "(", vector_name, ")");
+  }
+  if (!variants.empty())
+    call->addFnAttr(llvm::Attribute::get(b.getContext(), "vector-function-abi-variant", variants));
   return call;
 }
 
@@ -441,29 +454,34 @@ bool define_rare_math_variants(llvm::Module& module) {
     // jx_rare.<fn>.<f32|f64>.<isa>[.v<lanes>], for the module's ISA and the type's dtype.
     llvm::SmallVector<llvm::StringRef, 5> parts;
     name.split(parts, '.');
+    const bool exp = parts.size() >= 4 && std::string_view(parts[1].data(), parts[1].size()) == kExpRareName;
     const auto fn = parts.size() >= 4 ? fast_function_named(std::string_view(parts[1].data(), parts[1].size())) : std::nullopt;
-    if (!fn) detail::internal_fail("jit", "malformed rare-path function name ", name.str());
-    const cpu::VectorIsa isa = module_vector_isa(module);
-    const DType dtype = f.getReturnType()->getScalarType()->isFloatTy() ? DType::Float32 : DType::Float64;
-    const std::string_view base = math::fast_function_name(*fn);
+    if (!fn && !exp) detail::internal_fail("jit", "malformed rare-path function name ", name.str());
     const bool vector = f.getReturnType()->isVectorTy();
     llvm::LLVMContext& ctx = module.getContext();
-    llvm::Type* t = f.getReturnType();
-    const std::string callee = vector ? libmvec_variant(base, dtype, isa).name : vector_math_name(base, dtype, isa);
-    llvm::FunctionCallee accurate = module.getOrInsertFunction(callee, llvm::FunctionType::get(t, {t}, false));
     auto* entry = llvm::BasicBlock::Create(ctx, "entry", &f);
     auto* slow = llvm::BasicBlock::Create(ctx, "rare", &f);
     auto* none = llvm::BasicBlock::Create(ctx, "none", &f);
     llvm::IRBuilder<> b(entry);
     Value* x = f.getArg(0);
     Value* usual = f.getArg(1);
-    Value* where = emit_rare_condition(b, *fn, x);
+    Value* where = exp ? emit_exp_rare_condition(b, x) : emit_rare_condition(b, *fn, x);
     b.CreateCondBr(vector ? b.CreateOrReduce(where) : where, slow, none,
                    llvm::MDBuilder(ctx).createUnlikelyBranchWeights());
     b.SetInsertPoint(slow);
-    llvm::CallInst* call = b.CreateCall(accurate, {x});
-    call->addFnAttr(llvm::Attribute::Cold);
-    b.CreateRet(vector ? b.CreateSelect(where, call, usual) : static_cast<Value*>(call));
+    if (exp) {
+      b.CreateRet(emit_exp_full_range(b, x));  // right for every element, rare or not
+    } else {
+      const cpu::VectorIsa isa = module_vector_isa(module);
+      const DType dtype = f.getReturnType()->getScalarType()->isFloatTy() ? DType::Float32 : DType::Float64;
+      const std::string_view base = math::fast_function_name(*fn);
+      llvm::Type* t = f.getReturnType();
+      const std::string callee = vector ? libmvec_variant(base, dtype, isa).name : vector_math_name(base, dtype, isa);
+      llvm::FunctionCallee accurate = module.getOrInsertFunction(callee, llvm::FunctionType::get(t, {t}, false));
+      llvm::CallInst* call = b.CreateCall(accurate, {x});
+      call->addFnAttr(llvm::Attribute::Cold);
+      b.CreateRet(vector ? b.CreateSelect(where, call, usual) : static_cast<Value*>(call));
+    }
     b.SetInsertPoint(none);
     b.CreateRet(usual);
     f.setLinkage(llvm::GlobalValue::InternalLinkage);

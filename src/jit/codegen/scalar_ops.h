@@ -65,13 +65,15 @@ std::vector<llvm::VecDesc> vector_math_library();
 
 // The rare path of an inline function (fast_math.h, math::rare_condition: sin, cos and
 // tan beyond their reduction's range, log, log1p and expm1 outside their ordinary
-// domain) for one element x whose fast result is `usual`: a call of
-// jx_rare.<fn>.<f32|f64>.<isa>(x, usual), which the loop vectorizer widens to
-// jx_rare.<fn>.<dtype>.<isa>.v<lanes> (the lanes of eager's libmvec variant for that
-// ISA). Both are declared here and given bodies by define_rare_math_variants once the
-// optimizer has run: test the rare condition, return `usual` when no element meets it,
-// else eager's result (jx_vm_*, or its libmvec variant for a vector) where it is met.
-// Inlined, a vector of ordinary inputs pays a compare, a mask test and a branch not taken.
+// domain; exp beyond its single scaling's range) for one element x whose fast result is
+// `usual`: a call of jx_rare.<fn>.<f32|f64>.<isa>(x, usual), which the loop vectorizer
+// widens to jx_rare.<fn>.<dtype>.<isa>.v<lanes> (the lanes of eager's libmvec variant for
+// that ISA; for exp every width up to the host's registers). Both are declared here and
+// given bodies by define_rare_math_variants once the optimizer has run: test the rare
+// condition, return `usual` when no element meets it, else eager's result (jx_vm_*, or
+// its libmvec variant for a vector) where it is met (for exp, fast_math.h's full-range
+// code). Inlined, a vector of ordinary inputs pays a compare, a mask test and a branch
+// not taken.
 llvm::Value* emit_rare_math_call(llvm::IRBuilderBase& b, std::string_view base, DType dtype, llvm::Value* x,
                                  llvm::Value* usual);
 // Gives the rare-path functions the module calls their bodies (always-inline, for the
