@@ -67,8 +67,6 @@ namespace {
 using llvm::Value;
 
 Value* f32(Value* like, double v) { return llvm::ConstantFP::get(like->getType(), v); }
-llvm::Type* int_type_like(Value* like) { return like->getType()->getWithNewType(llvm::Type::getInt32Ty(like->getContext())); }
-Value* i32(Value* like, int32_t v) { return llvm::ConstantInt::get(int_type_like(like), static_cast<uint64_t>(v), true); }
 
 Value* fma(llvm::IRBuilderBase& b, Value* a, Value* m, Value* c) {
   return b.CreateIntrinsic(llvm::Intrinsic::fma, {a->getType()}, {a, m, c});
@@ -111,45 +109,6 @@ ReducedExp reduced_exp(llvm::IRBuilderBase& b, Value* x) {
   return {z, p};
 }
 
-// Every float32 input's exp: x clamped, then 2^n as two normal factors 2^(n>>1) and
-// 2^(n - (n>>1)), each in [2^-75, 2^64].
-Value* exp_f32_full_range(llvm::IRBuilderBase& b, Value* x) {
-  // Ordered compares: NaN passes both selects and comes out as NaN below.
-  Value* xc = b.CreateSelect(b.CreateFCmpOGT(x, f32(x, 88.8)), f32(x, 88.8), x);
-  xc = b.CreateSelect(b.CreateFCmpOLT(xc, f32(x, -104.0)), f32(x, -104.0), xc);
-  auto [z, p] = reduced_exp(b, xc);
-  llvm::Type* it = int_type_like(x);
-  Value* ni = b.CreateSub(b.CreateBitCast(z, it), b.CreateBitCast(f32(x, kShifter), it));
-  Value* n1 = b.CreateAShr(ni, i32(x, 1));
-  Value* n2 = b.CreateSub(ni, n1);
-  auto power_of_two = [&](Value* e) { return b.CreateBitCast(b.CreateShl(b.CreateAdd(e, i32(x, 127)), i32(x, 23)), x->getType()); };
-  return b.CreateFMul(b.CreateFMul(p, power_of_two(n1)), power_of_two(n2));
-}
-
-// The usual case, |x| <= kExpF32UsualBound: n in [-126, 126], so 2^n is one normal float
-// and p 2^n a normal result, the same bits as the two factors give. The shifted n's low
-// 9 bits are n (the shifter's are zero), so 2^n's bits are (z's bits << 23) + (127 << 23).
-// Garbage for other inputs, which the rare path replaces.
-Value* exp_f32_usual(llvm::IRBuilderBase& b, Value* x) {
-  auto [z, p] = reduced_exp(b, x);
-  llvm::Type* it = int_type_like(x);
-  Value* scale = b.CreateAdd(b.CreateShl(b.CreateBitCast(z, it), i32(x, 23)), i32(x, 127 << 23));
-  return b.CreateFMul(p, b.CreateBitCast(scale, x->getType()));
-}
-
-// exp(87) = 6.1e37, exp(-87) = 1.6e-38 > FLT_MIN; exp(708) = 3e307, exp(-708) = 3.3e-308 >
-// DBL_MIN: results normal, n well inside the exponent range.
-constexpr double kExpF32UsualBound = 87.0;
-constexpr double kExpF64UsualBound = 708.0;
-
-}  // namespace
-
-llvm::Value* emit_exp_f32(llvm::IRBuilderBase& b, llvm::Value* x) {
-  return emit_rare_math_call(b, "exp", DType::Float32, x, exp_f32_usual(b, x));
-}
-
-namespace {
-
 // exp_f32's reduction in double: n = round(x / ln2) by the 1.5 * 2^52 shifter, r = x - n
 // ln2 in two exact-enough fma steps, exp(r) = 1 + r (1 + r P(r)) with P degree 9
 // (relative 0.15 * 2^-53, mpmath Chebyshev fit in scripts/fit_fast_math.py).
@@ -169,47 +128,70 @@ ReducedExp reduced_exp_f64(llvm::IRBuilderBase& b, Value* x) {
   return {z, p};
 }
 
-llvm::Type* i64_type_like(Value* like) { return like->getType()->getWithNewType(llvm::Type::getInt64Ty(like->getContext())); }
-Value* i64(Value* like, int64_t v) { return llvm::ConstantInt::get(i64_type_like(like), static_cast<uint64_t>(v), true); }
+// One float format's exp: its reduction, the bound of the usual path (|x| <= bound: n
+// well inside the exponent range, exp(87) = 6.1e37 and exp(-87) = 1.6e-38 > FLT_MIN,
+// exp(708) = 3e307 and exp(-708) = 3.3e-308 > DBL_MIN), and the full range's clamp.
+struct ExpFormat {
+  ReducedExp (*reduce)(llvm::IRBuilderBase&, Value*);
+  double shifter, usual_bound, clamp_low, clamp_high;
+  int mantissa_bits, exponent_bias;
+};
+constexpr ExpFormat kExpF32{reduced_exp, kShifter, 87.0, -104.0, 88.8, 23, 127};
+constexpr ExpFormat kExpF64{reduced_exp_f64, kShifterF64, 708.0, -746.0, 709.9, 52, 1023};
+const ExpFormat& exp_format(Value* x) { return x->getType()->getScalarType()->isFloatTy() ? kExpF32 : kExpF64; }
 
-// Every float64 input: x clamped to [-746, 709.9] (selects keep NaN), times 2^(n>>1)
-// 2^(n - (n>>1)).
-Value* exp_f64_full_range(llvm::IRBuilderBase& b, Value* x) {
-  Value* xc = b.CreateSelect(b.CreateFCmpOGT(x, f32(x, 709.9)), f32(x, 709.9), x);
-  xc = b.CreateSelect(b.CreateFCmpOLT(xc, f32(x, -746.0)), f32(x, -746.0), xc);
-  auto [z, p] = reduced_exp_f64(b, xc);
-  llvm::Type* it = i64_type_like(x);
-  Value* ni = b.CreateSub(b.CreateBitCast(z, it), b.CreateBitCast(f32(x, kShifterF64), it));
-  Value* n1 = b.CreateAShr(ni, i64(x, 1));
-  Value* n2 = b.CreateSub(ni, n1);
-  auto power_of_two = [&](Value* e) { return b.CreateBitCast(b.CreateShl(b.CreateAdd(e, i64(x, 1023)), i64(x, 52)), x->getType()); };
-  return b.CreateFMul(b.CreateFMul(p, power_of_two(n1)), power_of_two(n2));
+llvm::Type* bits_type(Value* like) {
+  return like->getType()->getWithNewType(llvm::Type::getIntNTy(like->getContext(), like->getType()->getScalarSizeInBits()));
+}
+Value* bits_constant(Value* like, int64_t v) { return llvm::ConstantInt::get(bits_type(like), static_cast<uint64_t>(v), true); }
+
+// The usual case, |x| <= usual_bound: 2^n is one normal number and p 2^n a normal result,
+// the same bits as the two factors below give. The shifted n's low bits are n (the
+// shifter's are zero), so 2^n's bits are (z's bits << mantissa) + (bias << mantissa).
+// Garbage (never poison) for other inputs, which the rare path replaces.
+Value* exp_usual(llvm::IRBuilderBase& b, Value* x) {
+  const ExpFormat& f = exp_format(x);
+  auto [z, p] = f.reduce(b, x);
+  Value* scale = b.CreateAdd(b.CreateShl(b.CreateBitCast(z, bits_type(x)), bits_constant(x, f.mantissa_bits)),
+                             bits_constant(x, int64_t{f.exponent_bias} << f.mantissa_bits));
+  return b.CreateFMul(p, b.CreateBitCast(scale, x->getType()));
 }
 
-// exp_f32_usual in double: |x| <= kExpF64UsualBound, n in [-1022, 1022]; the shifted n's
-// low 12 bits are n, so 2^n's bits are (z's bits << 52) + (1023 << 52). (AVX2 has no
-// 64-bit arithmetic shift: the full range's n >> 1 costs several instructions.)
-Value* exp_f64_usual(llvm::IRBuilderBase& b, Value* x) {
-  auto [z, p] = reduced_exp_f64(b, x);
-  Value* scale = b.CreateAdd(b.CreateShl(b.CreateBitCast(z, i64_type_like(x)), i64(x, 52)), i64(x, int64_t{1023} << 52));
-  return b.CreateFMul(p, b.CreateBitCast(scale, x->getType()));
+// Every input: x clamped (ordered compares: NaN passes both selects and comes out as NaN),
+// then 2^n as two normal factors 2^(n>>1) and 2^(n - (n>>1)) (float32: each in [2^-75,
+// 2^64]), so a subnormal result is rounded once and n past the top overflows to inf.
+Value* exp_full_range(llvm::IRBuilderBase& b, Value* x) {
+  const ExpFormat& f = exp_format(x);
+  Value* xc = b.CreateSelect(b.CreateFCmpOGT(x, f32(x, f.clamp_high)), f32(x, f.clamp_high), x);
+  xc = b.CreateSelect(b.CreateFCmpOLT(xc, f32(x, f.clamp_low)), f32(x, f.clamp_low), xc);
+  auto [z, p] = f.reduce(b, xc);
+  llvm::Type* it = bits_type(x);
+  Value* ni = b.CreateSub(b.CreateBitCast(z, it), b.CreateBitCast(f32(x, f.shifter), it));
+  Value* n1 = b.CreateAShr(ni, bits_constant(x, 1));
+  Value* n2 = b.CreateSub(ni, n1);
+  auto power_of_two = [&](Value* e) {
+    return b.CreateBitCast(b.CreateShl(b.CreateAdd(e, bits_constant(x, f.exponent_bias)), bits_constant(x, f.mantissa_bits)),
+                           x->getType());
+  };
+  return b.CreateFMul(b.CreateFMul(p, power_of_two(n1)), power_of_two(n2));
 }
 
 }  // namespace
 
+llvm::Value* emit_exp_f32(llvm::IRBuilderBase& b, llvm::Value* x) {
+  return emit_rare_math_call(b, "exp", DType::Float32, x, exp_usual(b, x));
+}
+
 llvm::Value* emit_exp_f64(llvm::IRBuilderBase& b, llvm::Value* x) {
-  return emit_rare_math_call(b, "exp", DType::Float64, x, exp_f64_usual(b, x));
+  return emit_rare_math_call(b, "exp", DType::Float64, x, exp_usual(b, x));
 }
 
 llvm::Value* emit_exp_rare_condition(llvm::IRBuilderBase& b, llvm::Value* x) {
-  const bool f32_type = x->getType()->getScalarType()->isFloatTy();
   Value* magnitude = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
-  return b.CreateFCmpUGT(magnitude, f32(x, f32_type ? kExpF32UsualBound : kExpF64UsualBound));  // NaN too
+  return b.CreateFCmpUGT(magnitude, f32(x, exp_format(x).usual_bound));  // NaN too
 }
 
-llvm::Value* emit_exp_full_range(llvm::IRBuilderBase& b, llvm::Value* x) {
-  return x->getType()->getScalarType()->isFloatTy() ? exp_f32_full_range(b, x) : exp_f64_full_range(b, x);
-}
+llvm::Value* emit_exp_full_range(llvm::IRBuilderBase& b, llvm::Value* x) { return exp_full_range(b, x); }
 
 namespace {
 
