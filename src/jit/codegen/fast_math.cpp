@@ -179,11 +179,11 @@ Value* exp_full_range(llvm::IRBuilderBase& b, Value* x) {
 }  // namespace
 
 llvm::Value* emit_exp_f32(llvm::IRBuilderBase& b, llvm::Value* x) {
-  return emit_rare_math_call(b, "exp", DType::Float32, x, exp_usual(b, x));
+  return emit_rare_math_call(b, kExpRarePath, DType::Float32, x, exp_usual(b, x));
 }
 
 llvm::Value* emit_exp_f64(llvm::IRBuilderBase& b, llvm::Value* x) {
-  return emit_rare_math_call(b, "exp", DType::Float64, x, exp_usual(b, x));
+  return emit_rare_math_call(b, kExpRarePath, DType::Float64, x, exp_usual(b, x));
 }
 
 llvm::Value* emit_exp_rare_condition(llvm::IRBuilderBase& b, llvm::Value* x) {

@@ -1,7 +1,7 @@
 // Inline float32 exp, tanh and erf for native kernels: branch-free LLVM IR (selects; exp
 // has a rare path, a call given its body after vectorization), so the loop vectorizer
-// widens them like plain arithmetic instead of calling glibc's libmvec. exp is a range reduction plus a minimax polynomial; tanh and erf are
-// odd rationals x P(x^2) / Q(x^2) (src/math/odd_rational.h); all evaluated with llvm.fma
+// widens them like plain arithmetic instead of calling glibc's libmvec. exp is a range
+// reduction plus a minimax polynomial; tanh and erf are odd rationals x P(x^2) / Q(x^2) (src/math/odd_rational.h); all evaluated with llvm.fma
 // (coefficients from scripts/fit_fast_math.py), with libm's IEEE special cases.
 // Max error against a float64 reference, measured over 2^22 random inputs across each
 // function's ranges plus edge cases (tests/jit_fast_math_test.cpp checks 2^20 of them):

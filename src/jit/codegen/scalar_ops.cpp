@@ -402,7 +402,6 @@ struct VectorTable {
 namespace {
 
 constexpr std::string_view kRarePrefix = "jx_rare.";
-constexpr std::string_view kExpRareName = "exp";  // fast_math.h's exp, not a math::FastFunction
 
 std::optional<math::FastFunction> fast_function_named(std::string_view name) {
   for (math::FastFunction f : math::kFastFunctions)
@@ -424,7 +423,7 @@ llvm::Value* emit_rare_math_call(llvm::IRBuilderBase& b, std::string_view base, 
   // offers every width up to the host's registers (a loop that vectorizes at another
   // width would otherwise call the scalar rare path per lane).
   std::vector<unsigned> widths;
-  if (base == kExpRareName) {
+  if (base == kExpRarePath) {
     for (int64_t lanes = 2; lanes * itemsize(dtype) <= host_vector_bytes(); lanes *= 2)
       widths.push_back(static_cast<unsigned>(lanes));
   } else if (const LibmvecVariant variant = libmvec_variant(base, dtype, isa); variant.lanes != 0) {
@@ -454,8 +453,9 @@ bool define_rare_math_variants(llvm::Module& module) {
     // jx_rare.<fn>.<f32|f64>.<isa>[.v<lanes>], for the module's ISA and the type's dtype.
     llvm::SmallVector<llvm::StringRef, 5> parts;
     name.split(parts, '.');
-    const bool exp = parts.size() >= 4 && std::string_view(parts[1].data(), parts[1].size()) == kExpRareName;
-    const auto fn = parts.size() >= 4 ? fast_function_named(std::string_view(parts[1].data(), parts[1].size())) : std::nullopt;
+    const std::string_view base_name = parts.size() >= 4 ? std::string_view(parts[1].data(), parts[1].size()) : "";
+    const bool exp = base_name == kExpRarePath;
+    const auto fn = fast_function_named(base_name);
     if (!fn && !exp) detail::internal_fail("jit", "malformed rare-path function name ", name.str());
     const bool vector = f.getReturnType()->isVectorTy();
     llvm::LLVMContext& ctx = module.getContext();

@@ -74,6 +74,8 @@ std::vector<llvm::VecDesc> vector_math_library();
 // its libmvec variant for a vector) where it is met (for exp, fast_math.h's full-range
 // code). Inlined, a vector of ordinary inputs pays a compare, a mask test and a branch
 // not taken.
+// fast_math.h's exp as the `base` of its rare path (not a math::FastFunction).
+inline constexpr std::string_view kExpRarePath = "exp";
 llvm::Value* emit_rare_math_call(llvm::IRBuilderBase& b, std::string_view base, DType dtype, llvm::Value* x,
                                  llvm::Value* usual);
 // Gives the rare-path functions the module calls their bodies (always-inline, for the
