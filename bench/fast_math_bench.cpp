@@ -71,7 +71,8 @@ double input(FastFunction f, double u) {
   switch (f) {
     case FastFunction::Log:
     case FastFunction::Log1p: return 0.01 + 10 * u;
-    case FastFunction::Expm1: return -5 + 10 * u;
+    case FastFunction::Expm1:
+    case FastFunction::Tanh: return -5 + 10 * u;
     default: return -100 + 200 * u;
   }
 }

@@ -33,7 +33,8 @@ enum GenericCheck : unsigned {
 
 // Which float dtypes of a jit scalar-op row kernels compute inline (fast_math.h) instead
 // of with eager's libmvec variant; ByChoice: src/math/fast_functions.h's functions,
-// inline where codegen::inline_fast_function chose them for the dtype and this CPU.
+// inline where codegen::inline_fast_function chose them for the dtype and this CPU (which
+// also applies to a fast function's row marked Float32: tanh).
 enum class Inline { None, Float32, Float32AndFloat64, ByChoice };
 
 // [lo, hi): where the function is smooth, so finite differences and random operands

@@ -1,4 +1,4 @@
-// sin, cos, tan, log, log1p and expm1 for float32 and float64 as straight-line IEEE
+// sin, cos, tan, log, log1p, expm1 and tanh for float32 and float64 as straight-line IEEE
 // arithmetic that vectorizes: range reduction, a polynomial, bit manipulation for the
 // exponent, selects for the special cases. Each is written once, as a template over an
 // arithmetic `A`, and instantiated twice: on LLVM values in native kernels
@@ -28,6 +28,11 @@
 //         fast_math.cpp), expm1(x) = 2^n expm1(r) + (2^n - 1) in one fma; x below -30
 //         (f32) / -40 (f64) gives -1, x above 88.37 / 709.43 (where 2^n leaves the
 //         exponent range, up to the overflow threshold) and NaN take the rare path.
+//   tanh  u = expm1(2|x|) as above, tanh |x| = u / (u + 2), x's sign put back; |x| is
+//         clamped at 10 (f32) / 22 (f64), past which tanh rounds to 1 and u + 2 = u. Every
+//         input is computed inline (no rare path). The form keeps the error near 2 ULP at
+//         both ends: for small |x| the quotient is u / 2 to first order, for large |x|
+//         an error in u moves the quotient by 2 / u of it.
 //
 // sin, cos and tan reduce exactly enough only for |x| <= kTrigFastLimit (f32 2^18, f64
 // 2^28; NaN included): larger arguments, and infinities, take the arithmetic's rare path
@@ -45,9 +50,10 @@
 
 namespace jx::math {
 
-enum class FastFunction { Sin, Cos, Tan, Log, Log1p, Expm1 };
-inline constexpr FastFunction kFastFunctions[] = {FastFunction::Sin,  FastFunction::Cos,   FastFunction::Tan,
-                                                  FastFunction::Log,  FastFunction::Log1p, FastFunction::Expm1};
+enum class FastFunction { Sin, Cos, Tan, Log, Log1p, Expm1, Tanh };
+inline constexpr FastFunction kFastFunctions[] = {FastFunction::Sin,   FastFunction::Cos,   FastFunction::Tan,
+                                                  FastFunction::Log,   FastFunction::Log1p, FastFunction::Expm1,
+                                                  FastFunction::Tanh};
 constexpr const char* fast_function_name(FastFunction f) {
   switch (f) {
     case FastFunction::Sin: return "sin";
@@ -56,11 +62,12 @@ constexpr const char* fast_function_name(FastFunction f) {
     case FastFunction::Log: return "log";
     case FastFunction::Log1p: return "log1p";
     case FastFunction::Expm1: return "expm1";
+    case FastFunction::Tanh: return "tanh";
   }
   return "?";
 }
-// Every function has a rare path: eager's libmvec variant of the same name, for the
-// inputs its fast path leaves out (see below).
+// Every function but tanh has a rare path: eager's libmvec variant of the same name, for
+// the inputs its fast path leaves out (see below).
 
 template <class T>
 struct FloatTraits;
@@ -74,6 +81,8 @@ struct FloatTraits<float> {
   static constexpr double kCosOne = 0x1p-13;  // below, cos rounds to 1
   // expm1: -1 below Low; High is where 2^round(x / ln2) stops being a float.
   static constexpr double kExpm1Low = -30, kExpm1High = 88.37;
+  // tanh rounds to 1 from 9.01 on; expm1(2 * 10) + 2 rounds to expm1(2 * 10).
+  static constexpr double kTanhOne = 10;
 };
 template <>
 struct FloatTraits<double> {
@@ -84,6 +93,7 @@ struct FloatTraits<double> {
   static constexpr double kTrigFastLimit = 0x1p28;
   static constexpr double kCosOne = 0x1p-27;
   static constexpr double kExpm1Low = -40, kExpm1High = 709.43;
+  static constexpr double kTanhOne = 22;  // tanh rounds to 1 from 19.06 on
 };
 
 namespace fast_detail {
@@ -239,6 +249,18 @@ typename A::F log_normal(A& a, typename A::F x) {
   return a.fma(ef, a.c(Ln2Parts<T>::hi), a.fma(ef, a.c(Ln2Parts<T>::lo), p));
 }
 
+// expm1(x) for x in [kExpm1Low, kExpm1High], without the special cases: n = round(x /
+// ln2), r = x - n ln2, 2^n expm1(r) + (2^n - 1) in one fma.
+template <class T, class A>
+typename A::F expm1_in_range(A& a, typename A::F x) {
+  const auto [z, n] = round_product<T>(a, x, kLog2e);
+  auto r = a.fma(n, a.c(-Ln2Parts<T>::hi), x);
+  r = a.fma(n, a.c(-Ln2Parts<T>::lo), r);
+  const auto em = a.fma(a.mul(r, r), polynomial(a, r, Coefficients<T>::expm1), r);
+  const auto scale = power_of_two<T>(a, a.isub(a.bits(z), a.bits(a.c(FloatTraits<T>::kShifter))));
+  return a.fma(scale, em, a.sub(scale, a.c(1.0)));
+}
+
 }  // namespace fast_detail
 
 // ---- the functions; `a` is the arithmetic, `rare` eager's libmvec function of the same
@@ -261,6 +283,7 @@ typename A::B rare_condition(FastFunction f, A& a, typename A::F x) {
       return a.b_or(a.nge(x, a.c(std::is_same_v<T, float> ? 0x1p-126 : 0x1p-1022)), a.nlt(x, a.c(INFINITY)));
     case FastFunction::Log1p: return a.b_or(a.ngt(x, a.c(-1.0)), a.nlt(x, a.c(INFINITY)));
     case FastFunction::Expm1: return a.nle(x, a.c(Tr::kExpm1High));  // and NaN
+    case FastFunction::Tanh: return a.gt(x, x);                       // none
   }
   return a.gt(x, x);
 }
@@ -326,15 +349,20 @@ typename A::F fast_expm1(A& a, typename A::F x, Rare rare) {
   // Below kExpm1Low the result is -1 (the clamp); above kExpm1High (where 2^n is past
   // T's exponents) and for NaN, the rare path.
   const auto xc = a.select(a.lt(x, a.c(Tr::kExpm1Low)), a.c(Tr::kExpm1Low), x);
-  const auto [z, n] = round_product<T>(a, xc, kLog2e);
-  auto r = a.fma(n, a.c(-Ln2Parts<T>::hi), xc);
-  r = a.fma(n, a.c(-Ln2Parts<T>::lo), r);
-  const auto em = a.fma(a.mul(r, r), polynomial(a, r, Coefficients<T>::expm1), r);
-  // 2^n em + (2^n - 1), one rounding.
-  const auto scale = power_of_two<T>(a, a.isub(a.bits(z), a.bits(a.c(Tr::kShifter))));
-  auto y = a.fma(scale, em, a.sub(scale, a.c(1.0)));
+  auto y = expm1_in_range<T>(a, xc);
   y = a.select(a.eq(x, a.c(0.0)), x, y);  // -0 stays -0
   return a.rare(rare_condition<T>(FastFunction::Expm1, a, x), y, x, rare);
+}
+
+template <class T, class A, class Rare>
+typename A::F fast_tanh(A& a, typename A::F x, Rare /*none: every input is computed here*/) {
+  using Tr = FloatTraits<T>;
+  // NaN fails the compare and propagates; ±inf clamp to ±kTanhOne, giving ±1.
+  const auto ax = a.abs(x);
+  const auto clamped = a.select(a.gt(ax, a.c(Tr::kTanhOne)), a.c(Tr::kTanhOne), ax);
+  const auto u = fast_detail::expm1_in_range<T>(a, a.add(clamped, clamped));
+  const auto y = a.div(u, a.add(u, a.c(2.0)));  // +0 at ±0, |x| itself for tiny |x|
+  return fast_detail::flip_sign<T>(a, y, a.ixor(a.bits(x), a.bits(ax)));
 }
 
 // One of the functions by name.
@@ -347,6 +375,7 @@ typename A::F fast_function(FastFunction f, A& a, typename A::F x, Rare rare) {
     case FastFunction::Log: return fast_log<T>(a, x, rare);
     case FastFunction::Log1p: return fast_log1p<T>(a, x, rare);
     case FastFunction::Expm1: return fast_expm1<T>(a, x, rare);
+    case FastFunction::Tanh: return fast_tanh<T>(a, x, rare);
   }
   return x;
 }
