@@ -85,12 +85,18 @@ class DotKernel final : public Kernel {
       cpu::gemm<T>(lhs_t_ ? cpu::Op::Transpose : cpu::Op::None, rhs_t_ ? cpu::Op::Transpose : cpu::Op::None, m_, n_,
                    k_, a, lda, b, ldb, product, n_);
     if (!epilogue_) return;
-    // A small product's epilogue runs on this thread: OpenBLAS's workers spin for a while
-    // after the GEMM, and pool threads competing with them ran gelu(A @ B + b) at n = 256
-    // in 147 us (float32) and 355 us (float64) against 102 and 285 us here; from about
-    // n = 1024 the pool is ahead (f64: 13.9 vs 14.6 ms).
-    constexpr int64_t kSerialEpilogueElements = int64_t{1} << 18;
-    if (m_ * n_ <= kSerialEpilogueElements)
+    // A cheap epilogue runs on this thread: OpenBLAS's workers spin for a while after the
+    // GEMM, and pool threads competing with them cost more than they save. The work is
+    // points x the epilogue's cost (LoopSchedule::cost: 1 + 7 per transcendental),
+    // doubled per doubling of the element size (vectors hold half as many). Measured on
+    // the 2-core Zen 1, gelu(A @ B + b) at n = 256: float32 (work 0.5M) 0.74-0.82 ms here
+    // against 0.81-0.88 pooled; float64 (1.0M; its tanh is inline since) 1.50-1.52
+    // against 1.37-1.40 pooled; at n = 512 the pool is level or ahead in both.
+    constexpr double kSerialEpilogueWork = 7.5e5;
+    const double work = static_cast<double>(m_) * static_cast<double>(n_) *
+                        static_cast<double>(std::max<int64_t>(1, epilogue_->schedule().cost)) *
+                        static_cast<double>(std::max<size_t>(1, sizeof(T) / 4));
+    if (work <= kSerialEpilogueWork)
       epilogue_->run_units(ins, outputs, 0, epilogue_->schedule().units);
     else
       epilogue_->run(ins, outputs);
