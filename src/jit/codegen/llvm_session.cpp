@@ -26,6 +26,7 @@
 #include <llvm/Transforms/Utils/Cloning.h>
 
 #include "jit/codegen/scalar_ops.h"
+#include "jit/codegen/streaming_stores.h"
 #include "jx/error.h"
 
 namespace jx::compiler::codegen {
@@ -224,6 +225,8 @@ CompiledModule compile_module(llvm::Module& module, Optimization optimization, b
     inline_rare.addPass(llvm::AlwaysInlinerPass());
     inline_rare.run(module, mam);
   }
+  // Vector stores into outputs too large for the cache skip the read for ownership.
+  use_streaming_stores(module);
 
   CompiledModule out;
   if (want_dumps) {
