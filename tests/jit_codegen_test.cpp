@@ -762,6 +762,48 @@ TEST(ReductionKernel, MaxWithNaN) {
         "reduction", 1e-6, 1e-6, {rows});
 }
 
+TEST(ReductionKernel, RowMaxAndMinAtEveryAccumulatorLane) {
+  // Max and min reductions keep up to 16 vector accumulators (loop_emitter.cpp,
+  // extremum_accumulators): rows of 128 floats (one accumulator per vector) and of 4100
+  // (8, with a remainder). In row r a NaN sits at column r, so every lane of every
+  // accumulator (and the remainder) holds it once; it must win. Rows of zeros with one +0
+  // among -0 (at column r) give max +0 and min -0, as IEEE maximum and minimum do.
+  for (int64_t cols : {int64_t{128}, int64_t{4100}}) {
+    SCOPED_TRACE(cols);
+    const int64_t rows = cols;
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    std::vector<float> v(static_cast<size_t>(rows * cols)), zeros(static_cast<size_t>(rows * cols), -0.0f);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) v[static_cast<size_t>(r * cols + c)] = static_cast<float>((r * 31 + c * 17) % 97) - 48;
+    std::vector<float> with_nan = v;
+    for (int64_t r = 0; r < rows; ++r) {
+      with_nan[static_cast<size_t>(r * cols + r)] = nan;
+      zeros[static_cast<size_t>(r * cols + r)] = 0.0f;
+    }
+    const std::string n = std::to_string(rows), m = std::to_string(cols);
+    const Jaxpr j = parse_jaxpr("{ lambda ; a:f32[" + n + "," + m + "]. let\n    b:f32[" + n +
+                                "] = reduce_max[axes=(1,)] a\n    c:f32[" + n + "] = reduce_min[axes=(1,)] a\n  in (b, c) }");
+    auto kernel = compile_kernel(j, "reduction", no_cache());
+    for (const std::vector<float>* data : {&v, &with_nan, &zeros}) {
+      const std::vector<Array> args = {Array(*data, {rows, cols})};
+      const std::vector<Array> got = run_kernel(*kernel, j, args);
+      const std::vector<float> mx = got[0].to_vector<float>(), mn = got[1].to_vector<float>();
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* row = data->data() + r * cols;
+        if (data == &with_nan) {
+          ASSERT_TRUE(std::isnan(mx[static_cast<size_t>(r)]) && std::isnan(mn[static_cast<size_t>(r)])) << "row " << r;
+        } else if (data == &zeros) {
+          ASSERT_FALSE(std::signbit(mx[static_cast<size_t>(r)])) << "max of -0 and +0 must be +0, row " << r;
+          ASSERT_TRUE(std::signbit(mn[static_cast<size_t>(r)])) << "min of -0 and +0 must be -0, row " << r;
+        } else {
+          ASSERT_EQ(mx[static_cast<size_t>(r)], *std::max_element(row, row + cols)) << "row " << r;
+          ASSERT_EQ(mn[static_cast<size_t>(r)], *std::min_element(row, row + cols)) << "row " << r;
+        }
+      }
+    }
+  }
+}
+
 TEST(ReductionKernel, LargeRowAndColumnReductionsRunThreaded) {
   check(R"({ lambda ; a:f32[512,1024]. let
     b:f32[512,1024] = mul a a

@@ -10,6 +10,7 @@
 #include <llvm/IR/Dominators.h>
 #include <llvm/IR/Function.h>
 #include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/Module.h>
 
 #include "jit/codegen/llvm_session.h"
@@ -26,29 +27,38 @@ constexpr int64_t kReduceBlock = 4096;  // innermost reduced elements per partia
 constexpr int64_t kColumnRows = 256;    // reduced rows per partial row of a column reduction
 constexpr int64_t kWideColumnRows = 8;  // the same for float32 sums (column_reduce)
 
-// Which loops of a function call a vector math function (jx_vm_*), found once per
-// function through LLVM's loop analysis; a loop's calls include its inner loops'.
+// Which loops of a function call a vector math function (jx_vm_*), and which combine a
+// float max or min reduction (llvm.maximum / llvm.minimum, reductions.cpp's max_step),
+// found once per function through LLVM's loop analysis; a loop's blocks include its
+// inner loops'.
 class LoopCalls {
  public:
   explicit LoopCalls(llvm::Function& f) : tree_(f), loops_(tree_) {
     for (llvm::BasicBlock& block : f)
       for (llvm::Instruction& inst : block)
-        if (auto* call = llvm::dyn_cast<llvm::CallInst>(&inst))
-          if (llvm::Function* callee = call->getCalledFunction(); callee && callee->getName().starts_with("jx_vm_"))
-            calling_.insert(&block);
+        if (auto* call = llvm::dyn_cast<llvm::CallInst>(&inst)) {
+          llvm::Function* callee = call->getCalledFunction();
+          if (!callee) continue;
+          if (callee->getName().starts_with("jx_vm_")) calling_.insert(&block);
+          const llvm::Intrinsic::ID id = callee->getIntrinsicID();
+          if (id == llvm::Intrinsic::maximum || id == llvm::Intrinsic::minimum) extremum_.insert(&block);
+        }
   }
-  bool calls_vector_math(llvm::BasicBlock* latch_block) const {
+  bool calls_vector_math(llvm::BasicBlock* latch_block) const { return holds(calling_, latch_block); }
+  bool reduces_extremum(llvm::BasicBlock* latch_block) const { return holds(extremum_, latch_block); }
+
+ private:
+  bool holds(const std::set<const llvm::BasicBlock*>& blocks, llvm::BasicBlock* latch_block) const {
     const llvm::Loop* loop = loops_.getLoopFor(latch_block);
     if (!loop) return false;
     for (llvm::BasicBlock* block : loop->blocks())
-      if (calling_.count(block)) return true;
+      if (blocks.count(block)) return true;
     return false;
   }
 
- private:
   llvm::DominatorTree tree_;
   llvm::LoopInfo loops_;
-  std::set<const llvm::BasicBlock*> calling_;
+  std::set<const llvm::BasicBlock*> calling_, extremum_;
 };
 
 // The dtype a reduction accumulates in. Float32 sums accumulate in float64: every element
@@ -116,6 +126,11 @@ class Emitter {
   // Whether a loop calls is decided per loop: a rows kernel calls log once per row,
   // outside its reduction loops, and a max reduction held to one accumulator by that
   // call's hint ran a serial chain (logsumexp over 65536 x 128 floats: 3.3 ms).
+  //
+  // A float max or min reduction gets more vector accumulators than LLVM's four: on AVX2
+  // each step of llvm.maximum is a dependent chain of blends, a max and a compare, and a
+  // row max of 65536 x 128 floats was bound by that chain, not by memory (2.3-2.5 ms on 2
+  // threads, the row sum 1.5; single-threaded 4.0 against 2.6). See below.
   void annotate_loops() {
     int64_t ops = 0, widest = 1;
     for (const PlanNode& n : plan_.nodes) {
@@ -141,9 +156,12 @@ class Emitter {
       auto& loops = loops_of[f];
       if (!loops) loops = std::make_unique<LoopCalls>(*f);
       const bool calls = loops->calls_vector_math(latch->getParent());
-      if (!calls && !large && !float_arithmetic_reduction && interleave == 1) continue;
+      const bool extremum = !calls && !large && loops->reduces_extremum(latch->getParent());
+      if (!calls && !large && !float_arithmetic_reduction && !extremum && interleave == 1) continue;
       std::vector<llvm::Metadata*> hints = {nullptr};
-      if (interleave > 1) {
+      if (extremum) {
+        hint(hints, "llvm.loop.interleave.count", extremum_accumulators(widest));
+      } else if (interleave > 1) {
         hint(hints, "llvm.loop.interleave.count", interleave);
         hint(hints, "llvm.loop.vectorize.width", plan_.schedule.vector_lanes);
       } else {
@@ -230,6 +248,17 @@ class Emitter {
     double bytes = static_cast<double>(itemsize(o.dtype));
     for (int64_t d : plan_.dims) bytes *= static_cast<double>(d);
     return bytes >= static_cast<double>(kStreamedOutputBytes);
+  }
+
+  // The accumulators of a float max or min reduction loop: a short row (up to 16
+  // vectors) gets one per vector, so its steps form a tree (65536 x 128 floats on the
+  // 2-core Zen 1: 2.3-2.5 -> 1.8 ms); a longer one gets 8 (4096 x 4096: 3.6 -> 3.3 ms,
+  // where 16 gave 3.4).
+  int64_t extremum_accumulators(int64_t widest) const {
+    const int64_t lanes = std::max<int64_t>(1, host_vector_bytes() / widest);
+    const int64_t row = plan_.dims.empty() ? 1 : plan_.dims.back();
+    if (row <= 16 * lanes) return std::clamp<int64_t>(row / lanes, 1, 16);
+    return 8;
   }
 
   // Combines one partial per unit, in unit order.
