@@ -1,10 +1,11 @@
-// Streaming stores (src/jit/codegen/streaming_stores.h): a rows kernel's output of at
-// least kStreamedOutputBytes is written with non-temporal vector stores where the address
-// is aligned and plain ones where it is not, then fenced; smaller outputs and elementwise
-// kernels keep plain stores. Checked: the assembly (movnt*, sfence, or neither), and the
-// values: a softmax of 16 MiB written at every alignment a 4-byte float can have within
-// a 64-byte line equals eager's result, bit for bit the same at every offset, with the
-// bytes around the output untouched.
+// Streaming stores (src/jit/codegen/streaming_stores.h): the output of at least
+// kStreamedOutputBytes of a rows kernel or of an elementwise kernel of plain arithmetic
+// is written with non-temporal vector stores where the address is aligned and plain ones
+// where it is not, then fenced; smaller outputs and elementwise kernels with
+// transcendentals keep plain stores. Checked: the assembly (movnt*, sfence, or neither),
+// and the values: a softmax and a 2x + y of 16 MiB written at several alignments a
+// 4-byte float can have within a 64-byte line equal eager's results, bit for bit the same
+// at every offset, with the bytes around the output untouched.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -62,29 +63,47 @@ TEST(StreamingStores, LargeRowsOutputIsStreamedAndFenced) {
   EXPECT_NE(s.find("sfence"), std::string::npos) << "non-temporal stores without a fence";
 }
 
-TEST(StreamingStores, SmallRowsOutputAndElementwiseKernelsKeepPlainStores) {
+// 2x + y over 4096 x 1024 floats: plain arithmetic, streamed.
+const std::string kAxpy = R"({ lambda ; a:f32[4096,1024] b:f32[4096,1024]. let
+    c:f32[4096,1024] = add a a
+    d:f32[4096,1024] = add c b
+  in (d) })";
+
+TEST(StreamingStores, LargeElementwiseOutputOfPlainArithmeticIsStreamed) {
+  if (!has_vectors()) GTEST_SKIP() << "no vector ISA";
+  const std::string s = assembly(kAxpy, "loop");
+  EXPECT_NE(s.find("vmovntp"), std::string::npos) << "no non-temporal store";
+  EXPECT_NE(s.find("sfence"), std::string::npos);
+}
+
+TEST(StreamingStores, SmallOutputsAndTranscendentalKernelsKeepPlainStores) {
   if (!has_vectors()) GTEST_SKIP() << "no vector ISA";
   const std::string small = assembly(jx::testing::softmax_text("f32", kRows / 2, kCols), "rows");
   EXPECT_EQ(small.find("movnt"), std::string::npos);
   EXPECT_EQ(small.find("sfence"), std::string::npos);
-  const std::string elementwise = assembly(R"({ lambda ; a:f32[4096,2048]. let
+  const std::string compute_bound = assembly(R"({ lambda ; a:f32[4096,2048]. let
     b:f32[4096,2048] = exp a
   in (b) })",
-                                           "loop");
-  EXPECT_EQ(elementwise.find("movnt"), std::string::npos);
+                                             "loop");
+  EXPECT_EQ(compute_bound.find("movnt"), std::string::npos);
 }
 
-TEST(StreamingStores, EveryAlignmentGivesEagersSoftmax) {
-  const Jaxpr j = parse_jaxpr(jx::testing::softmax_text("f32", kRows, kCols));
+// Runs `text` as a kernel of `kind` on `args` with its one output at several offsets from
+// a 64-byte line: each result equals eager's, and all are the same bits.
+void check_every_alignment(const std::string& text, const std::string& kind, const std::vector<Array>& args) {
+  const Jaxpr j = parse_jaxpr(text);
   KernelOptions o;
   o.name = "streaming_values";
   o.disk_cache = false;
-  auto kernel = compile_kernel(j, "rows", o);
-  std::vector<float> x(static_cast<size_t>(kRows * kCols));
-  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<int64_t>((i * 7919) % 1000) - 500) / 97.0f;
-  const std::vector<Array> args = {Array(x, {kRows, kCols})};
+  auto kernel = compile_kernel(j, kind, o);
   const Array expected = eval_jaxpr(j, {}, args)[0];
-  const size_t bytes = x.size() * sizeof(float);
+  std::vector<std::vector<float>> inputs;
+  std::vector<const void*> ins;
+  for (const Array& a : args) {
+    inputs.push_back(a.to_vector<float>());
+    ins.push_back(inputs.back().data());
+  }
+  const size_t bytes = static_cast<size_t>(expected.size()) * sizeof(float);
   constexpr size_t kGuard = 64;
   std::vector<char> first;
   for (size_t offset : {size_t{0}, size_t{4}, size_t{16}, size_t{28}, size_t{32}}) {
@@ -94,18 +113,33 @@ TEST(StreamingStores, EveryAlignmentGivesEagersSoftmax) {
     ASSERT_NE(buffer, nullptr);
     std::memset(buffer.get(), 0x5a, bytes + 2 * kGuard + 64);
     char* out = buffer.get() + kGuard + offset;
-    const void* ins[] = {x.data()};
     void* outs[] = {out};
-    kernel->run(ins, outs);
+    kernel->run(ins.data(), outs);
     for (size_t g = 0; g < kGuard; ++g) {
       ASSERT_EQ(out[-1 - static_cast<ptrdiff_t>(g)], char(0x5a)) << "written before the output";
       ASSERT_EQ(out[bytes + g], char(0x5a)) << "written past the output";
     }
-    const Array actual(out, {kRows, kCols}, DType::Float32);
+    const Array actual(out, expected.shape(), DType::Float32);
     EXPECT_ALLCLOSE(actual, expected, 1e-5, 1e-9);
     if (first.empty()) first.assign(out, out + bytes);
     else EXPECT_EQ(std::memcmp(first.data(), out, bytes), 0) << "the result depends on the output's alignment";
   }
+}
+
+std::vector<float> values(size_t n, size_t seed) {
+  std::vector<float> x(n);
+  for (size_t i = 0; i < n; ++i) x[i] = static_cast<float>(static_cast<int64_t>((i * 7919 + seed) % 1000) - 500) / 97.0f;
+  return x;
+}
+
+TEST(StreamingStores, EveryAlignmentGivesEagersSoftmax) {
+  const size_t n = static_cast<size_t>(kRows * kCols);
+  check_every_alignment(jx::testing::softmax_text("f32", kRows, kCols), "rows", {Array(values(n, 0), {kRows, kCols})});
+}
+
+TEST(StreamingStores, EveryAlignmentGivesEagersElementwiseResult) {
+  const size_t n = static_cast<size_t>(kRows * kCols);
+  check_every_alignment(kAxpy, "loop", {Array(values(n, 0), {kRows, kCols}), Array(values(n, 3), {kRows, kCols})});
 }
 
 }  // namespace

@@ -237,14 +237,18 @@ class Emitter {
     b_.CreateRetVoid();
   }
 
-  // A rows kernel's full-shape output too large to stay in cache: its vector stores
-  // become non-temporal (streaming_stores.h). Its output pass is memory-bound once the
-  // row's reductions are done (softmax over 65536 x 128, 4096 x 4096 and 128 x 65536
-  // floats: 1.06-1.08x faster on the 2-core Zen 1). Elementwise kernels keep plain
-  // stores: the large ones measured are compute-bound, and streaming made them slower
-  // (sin(x) + cos(y) over 5000 x 5000: 0.93-0.98x).
+  // A full-shape output too large to stay in cache, of a kernel whose writing is
+  // memory-bound: its vector stores become non-temporal (streaming_stores.h). Measured
+  // on the 2-core Zen 1: a rows kernel's output pass, once the row's reductions are done
+  // (softmax over 65536 x 128, 4096 x 4096 and 128 x 65536 floats: 1.06-1.08x faster),
+  // and elementwise kernels of plain arithmetic (2x + y over 4096 x 4096 floats: 9.1 ->
+  // 6.7-7.3 ms). Elementwise kernels with transcendentals are compute-bound and were
+  // slower streamed (sin(x) + cos(y) over 5000 x 5000: 0.93-0.98x; SELU 0.98x).
+  static constexpr int64_t kStreamedElementwiseCost = 2;  // plain ops and a division
   bool streamed(const PlanOutput& o) const {
-    if (plan_.schedule.mode != Mode::Rows || o.reduce || o.per_row) return false;
+    const bool memory_bound = plan_.schedule.mode == Mode::Rows ||
+                              (plan_.schedule.mode == Mode::Elementwise && plan_.schedule.cost <= kStreamedElementwiseCost);
+    if (!memory_bound || o.reduce || o.per_row) return false;
     double bytes = static_cast<double>(itemsize(o.dtype));
     for (int64_t d : plan_.dims) bytes *= static_cast<double>(d);
     return bytes >= static_cast<double>(kStreamedOutputBytes);

@@ -8,8 +8,9 @@
 // output bigger than the cache wants anyway.
 //
 // The emitter marks an output as streamed (mark_streamed_output) on the load of its
-// pointer from the kernel's output array: a rows kernel's full-shape output of at least
-// kStreamedOutputBytes (loop_emitter.cpp says why only those). After the optimization pipeline, once the loop vectorizer has
+// pointer from the kernel's output array: a full-shape output of at least
+// kStreamedOutputBytes of a rows kernel or of an elementwise kernel of plain arithmetic,
+// whose writing is memory-bound (loop_emitter.cpp, streamed(), has the measurements). After the optimization pipeline, once the loop vectorizer has
 // widened the stores (it refuses to widen a store that is already non-temporal and not
 // known to be aligned), use_streaming_stores rewrites every full-register vector store
 // into a streamed output as
