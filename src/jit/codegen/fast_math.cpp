@@ -157,25 +157,6 @@ Value* exp_usual(llvm::IRBuilderBase& b, Value* x) {
   return b.CreateFMul(p, b.CreateBitCast(scale, x->getType()));
 }
 
-// Every input: x clamped (ordered compares: NaN passes both selects and comes out as NaN),
-// then 2^n as two normal factors 2^(n>>1) and 2^(n - (n>>1)) (float32: each in [2^-75,
-// 2^64]), so a subnormal result is rounded once and n past the top overflows to inf.
-Value* exp_full_range(llvm::IRBuilderBase& b, Value* x) {
-  const ExpFormat& f = exp_format(x);
-  Value* xc = b.CreateSelect(b.CreateFCmpOGT(x, f32(x, f.clamp_high)), f32(x, f.clamp_high), x);
-  xc = b.CreateSelect(b.CreateFCmpOLT(xc, f32(x, f.clamp_low)), f32(x, f.clamp_low), xc);
-  auto [z, p] = f.reduce(b, xc);
-  llvm::Type* it = bits_type(x);
-  Value* ni = b.CreateSub(b.CreateBitCast(z, it), b.CreateBitCast(f32(x, f.shifter), it));
-  Value* n1 = b.CreateAShr(ni, bits_constant(x, 1));
-  Value* n2 = b.CreateSub(ni, n1);
-  auto power_of_two = [&](Value* e) {
-    return b.CreateBitCast(b.CreateShl(b.CreateAdd(e, bits_constant(x, f.exponent_bias)), bits_constant(x, f.mantissa_bits)),
-                           x->getType());
-  };
-  return b.CreateFMul(b.CreateFMul(p, power_of_two(n1)), power_of_two(n2));
-}
-
 }  // namespace
 
 llvm::Value* emit_exp_f32(llvm::IRBuilderBase& b, llvm::Value* x) {
@@ -191,7 +172,24 @@ llvm::Value* emit_exp_rare_condition(llvm::IRBuilderBase& b, llvm::Value* x) {
   return b.CreateFCmpUGT(magnitude, f32(x, exp_format(x).usual_bound));  // NaN too
 }
 
-llvm::Value* emit_exp_full_range(llvm::IRBuilderBase& b, llvm::Value* x) { return exp_full_range(b, x); }
+// Every input: x clamped (ordered compares: NaN passes both selects and comes out as NaN),
+// then 2^n as two normal factors 2^(n>>1) and 2^(n - (n>>1)) (float32: each in [2^-75,
+// 2^64]), so a subnormal result is rounded once and n past the top overflows to inf.
+llvm::Value* emit_exp_full_range(llvm::IRBuilderBase& b, llvm::Value* x) {
+  const ExpFormat& f = exp_format(x);
+  Value* xc = b.CreateSelect(b.CreateFCmpOGT(x, f32(x, f.clamp_high)), f32(x, f.clamp_high), x);
+  xc = b.CreateSelect(b.CreateFCmpOLT(xc, f32(x, f.clamp_low)), f32(x, f.clamp_low), xc);
+  auto [z, p] = f.reduce(b, xc);
+  llvm::Type* it = bits_type(x);
+  Value* ni = b.CreateSub(b.CreateBitCast(z, it), b.CreateBitCast(f32(x, f.shifter), it));
+  Value* n1 = b.CreateAShr(ni, bits_constant(x, 1));
+  Value* n2 = b.CreateSub(ni, n1);
+  auto power_of_two = [&](Value* e) {
+    return b.CreateBitCast(b.CreateShl(b.CreateAdd(e, bits_constant(x, f.exponent_bias)), bits_constant(x, f.mantissa_bits)),
+                           x->getType());
+  };
+  return b.CreateFMul(b.CreateFMul(p, power_of_two(n1)), power_of_two(n2));
+}
 
 namespace {
 

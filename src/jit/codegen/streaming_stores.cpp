@@ -1,5 +1,6 @@
 #include "jit/codegen/streaming_stores.h"
 
+#include <utility>
 #include <vector>
 
 #include <llvm/Analysis/ValueTracking.h>
@@ -35,9 +36,8 @@ uint64_t register_store_bytes(const llvm::StoreInst& store) {
 
 void make_non_temporal(llvm::StoreInst& store, uint64_t bytes) {
   llvm::LLVMContext& ctx = store.getContext();
-  llvm::IRBuilder<> b(ctx);
-  store.setMetadata(llvm::LLVMContext::MD_nontemporal,
-                    llvm::MDNode::get(ctx, {llvm::ConstantAsMetadata::get(b.getInt32(1))}));
+  llvm::Constant* one = llvm::ConstantInt::get(llvm::Type::getInt32Ty(ctx), 1);
+  store.setMetadata(llvm::LLVMContext::MD_nontemporal, llvm::MDNode::get(ctx, {llvm::ConstantAsMetadata::get(one)}));
   store.setAlignment(llvm::Align(bytes));
 }
 
@@ -51,14 +51,14 @@ int use_streaming_stores(llvm::Module& module) {
   if (!llvm::Triple(module.getTargetTriple()).isX86()) return 0;
   int rewritten = 0;
   for (llvm::Function& f : module) {
-    std::vector<llvm::StoreInst*> stores;
+    std::vector<std::pair<llvm::StoreInst*, uint64_t>> stores;  // with their bytes
     for (llvm::BasicBlock& block : f)
       for (llvm::Instruction& i : block)
         if (auto* store = llvm::dyn_cast<llvm::StoreInst>(&i))
-          if (register_store_bytes(*store) != 0 && is_streamed_output(store->getPointerOperand())) stores.push_back(store);
+          if (const uint64_t bytes = register_store_bytes(*store); bytes != 0 && is_streamed_output(store->getPointerOperand()))
+            stores.emplace_back(store, bytes);
     if (stores.empty()) continue;
-    for (llvm::StoreInst* store : stores) {
-      const uint64_t bytes = register_store_bytes(*store);
+    for (auto [store, bytes] : stores) {
       if (store->getAlign().value() >= bytes) {
         make_non_temporal(*store, bytes);
         continue;
