@@ -1,16 +1,23 @@
 // cpu::gemm against a plain triple loop, for the shapes that take BLAS's matrix-vector
 // routine (one row or one column) and a general one: every combination of transposed
 // operands, leading dimensions wider than the rows, and an output that starts as NaN
-// (beta = 0 must overwrite it, as a recycled buffer's old contents).
+// (beta = 0 must overwrite it, as a recycled buffer's old contents). And OpenBLAS's
+// workers, restarted by jx with a short spin, sleep after a product (blas_threads.h).
+#include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <thread>
 #include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "backend/cpu/blas.h"
+#include "backend/cpu/blas_threads.h"
 
 namespace {
 
@@ -62,6 +69,37 @@ TEST(CpuBlas, NothingToContractGivesZeros) {
     std::vector<float> c(static_cast<size_t>(m * n), std::numeric_limits<float>::quiet_NaN());
     jx::cpu::gemm<float>(Op::None, Op::None, m, n, 0, a.data(), 1, b.data(), n, c.data(), n);
     for (float v : c) EXPECT_EQ(v, 0.0f);
+  }
+}
+
+// The process's CPU time (user + system) in seconds.
+double process_cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
+TEST(CpuBlas, OpenBlasWorkersSleepSoonAfterAProduct) {
+  const int exponent = jx::cpu::blas_spin_exponent();
+  if (exponent == 0) GTEST_SKIP() << "the BLAS is not the pthreads build of OpenBLAS";
+  if (const char* user = std::getenv("OPENBLAS_THREAD_TIMEOUT")) {
+    GTEST_SKIP() << "OPENBLAS_THREAD_TIMEOUT=" << user << " is the user's to keep";
+  }
+  EXPECT_EQ(exponent, jx::cpu::kBlasSpinExponent);
+  auto* threads = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+  if (!threads || threads() < 2) GTEST_SKIP() << "OpenBLAS runs one thread here: no workers to spin";
+  // A product big enough for OpenBLAS to use its workers; then, while this thread sleeps
+  // 200 ms, the process should burn next to no CPU. With OpenBLAS's own spin (2^28
+  // cycles) a worker burned about 130 ms of it here.
+  const int64_t n = 384;
+  std::vector<double> a(static_cast<size_t>(n * n), 1.0), b(a), c(a.size());
+  for (int round = 0; round < 2; ++round) {
+    jx::cpu::gemm<double>(Op::None, Op::None, n, n, n, a.data(), n, b.data(), n, c.data(), n);
+    ASSERT_EQ(c[5], static_cast<double>(n));
+    const double before = process_cpu_seconds();
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    EXPECT_LT(process_cpu_seconds() - before, 0.03) << "OpenBLAS's workers still spin after the product";
   }
 }
 

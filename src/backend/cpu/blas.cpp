@@ -11,6 +11,7 @@
 #include <lapacke.h>
 
 #include "core/convert.h"
+#include "backend/cpu/blas_threads.h"
 #include "backend/cpu/thread_pool.h"
 
 namespace jx::cpu {
@@ -111,6 +112,7 @@ bool gemm_as_gemv(Gemv gemv, Op oa, Op ob, int64_t m, int64_t n, int64_t k, cons
 template <>
 void gemm<float>(Op oa, Op ob, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
                  int64_t ldb, float* c, int64_t ldc) {
+  settle_blas_threads();
   if (gemm_as_gemv(cblas_sgemv, oa, ob, m, n, k, a, lda, b, ldb, c, ldc)) return;
   cblas_sgemm(CblasRowMajor, cblas_op(oa), cblas_op(ob), to_int(m), to_int(n), to_int(k), 1.0f, a, to_int(lda),
               b, to_int(ldb), 0.0f, c, to_int(ldc));
@@ -118,6 +120,7 @@ void gemm<float>(Op oa, Op ob, int64_t m, int64_t n, int64_t k, const float* a, 
 template <>
 void gemm<double>(Op oa, Op ob, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, const double* b,
                   int64_t ldb, double* c, int64_t ldc) {
+  settle_blas_threads();
   if (gemm_as_gemv(cblas_dgemv, oa, ob, m, n, k, a, lda, b, ldb, c, ldc)) return;
   cblas_dgemm(CblasRowMajor, cblas_op(oa), cblas_op(ob), to_int(m), to_int(n), to_int(k), 1.0, a, to_int(lda),
               b, to_int(ldb), 0.0, c, to_int(ldc));
@@ -125,6 +128,7 @@ void gemm<double>(Op oa, Op ob, int64_t m, int64_t n, int64_t k, const double* a
 template <>
 void gemm<complex64_t>(Op oa, Op ob, int64_t m, int64_t n, int64_t k, const complex64_t* a, int64_t lda,
                        const complex64_t* b, int64_t ldb, complex64_t* c, int64_t ldc) {
+  settle_blas_threads();
   const complex64_t one(1), zero(0);
   cblas_cgemm(CblasRowMajor, cblas_op(oa), cblas_op(ob), to_int(m), to_int(n), to_int(k), &one, a, to_int(lda),
               b, to_int(ldb), &zero, c, to_int(ldc));
@@ -132,6 +136,7 @@ void gemm<complex64_t>(Op oa, Op ob, int64_t m, int64_t n, int64_t k, const comp
 template <>
 void gemm<complex128_t>(Op oa, Op ob, int64_t m, int64_t n, int64_t k, const complex128_t* a, int64_t lda,
                         const complex128_t* b, int64_t ldb, complex128_t* c, int64_t ldc) {
+  settle_blas_threads();
   const complex128_t one(1), zero(0);
   cblas_zgemm(CblasRowMajor, cblas_op(oa), cblas_op(ob), to_int(m), to_int(n), to_int(k), &one, a, to_int(lda),
               b, to_int(ldb), &zero, c, to_int(ldc));
@@ -184,6 +189,7 @@ struct TrsmArgs {
   CBLAS_DIAG diag;
 };
 TrsmArgs trsm_args(bool left, bool lower, Op op_a, bool unit_diagonal) {
+  settle_blas_threads();  // every trsm starts here
   return {left ? CblasLeft : CblasRight, lower ? CblasLower : CblasUpper, cblas_op(op_a),
           unit_diagonal ? CblasUnit : CblasNonUnit};
 }
@@ -227,6 +233,7 @@ void trsm<complex128_t>(bool left, bool lower, Op op_a, bool unit, int64_t m, in
 #define JX_POTRF(T, F)                                                           \
   template <>                                                                    \
   int potrf<T>(bool lower, int64_t n, T* a, int64_t lda) {                       \
+    settle_blas_threads();                                                       \
     return F(LAPACK_ROW_MAJOR, lower ? 'L' : 'U', to_int(n), a, to_int(lda));    \
   }
 JX_LAPACK_FOUR(JX_POTRF, LAPACKE_spotrf, LAPACKE_dpotrf, LAPACKE_cpotrf, LAPACKE_zpotrf)
@@ -234,6 +241,7 @@ JX_LAPACK_FOUR(JX_POTRF, LAPACKE_spotrf, LAPACKE_dpotrf, LAPACKE_cpotrf, LAPACKE
 #define JX_GETRF(T, F)                                                            \
   template <>                                                                     \
   int getrf<T>(int64_t m, int64_t n, T* a, int64_t lda, int32_t* ipiv) {          \
+    settle_blas_threads();                                                        \
     return F(LAPACK_ROW_MAJOR, to_int(m), to_int(n), a, to_int(lda), ipiv);       \
   }
 JX_LAPACK_FOUR(JX_GETRF, LAPACKE_sgetrf, LAPACKE_dgetrf, LAPACKE_cgetrf, LAPACKE_zgetrf)
@@ -241,6 +249,7 @@ JX_LAPACK_FOUR(JX_GETRF, LAPACKE_sgetrf, LAPACKE_dgetrf, LAPACKE_cgetrf, LAPACKE
 #define JX_GEQRF(T, F)                                                       \
   template <>                                                                \
   int geqrf<T>(int64_t m, int64_t n, T* a, int64_t lda, T* tau) {            \
+    settle_blas_threads();                                                   \
     return F(LAPACK_ROW_MAJOR, to_int(m), to_int(n), a, to_int(lda), tau);   \
   }
 JX_LAPACK_FOUR(JX_GEQRF, LAPACKE_sgeqrf, LAPACKE_dgeqrf, LAPACKE_cgeqrf, LAPACKE_zgeqrf)
@@ -248,6 +257,7 @@ JX_LAPACK_FOUR(JX_GEQRF, LAPACKE_sgeqrf, LAPACKE_dgeqrf, LAPACKE_cgeqrf, LAPACKE
 #define JX_ORGQR(T, F)                                                                     \
   template <>                                                                              \
   int orgqr<T>(int64_t m, int64_t n, int64_t k, T* a, int64_t lda, const T* tau) {         \
+    settle_blas_threads();                                                                 \
     return F(LAPACK_ROW_MAJOR, to_int(m), to_int(n), to_int(k), a, to_int(lda), tau);      \
   }
 JX_LAPACK_FOUR(JX_ORGQR, LAPACKE_sorgqr, LAPACKE_dorgqr, LAPACKE_cungqr, LAPACKE_zungqr)
@@ -255,6 +265,7 @@ JX_LAPACK_FOUR(JX_ORGQR, LAPACKE_sorgqr, LAPACKE_dorgqr, LAPACKE_cungqr, LAPACKE
 #define JX_SYEVD(T, R, F)                                                              \
   template <>                                                                          \
   int syevd<T, R>(bool lower, int64_t n, T* a, int64_t lda, R* w) {                    \
+    settle_blas_threads();                                                             \
     return F(LAPACK_ROW_MAJOR, 'V', lower ? 'L' : 'U', to_int(n), a, to_int(lda), w);  \
   }
 JX_SYEVD(float, float, LAPACKE_ssyevd)
@@ -266,6 +277,7 @@ JX_SYEVD(complex128_t, double, LAPACKE_zheevd)
   template <>                                                                                          \
   int gesdd<T, R>(char jobz, int64_t m, int64_t n, T* a, int64_t lda, R* s, T* u, int64_t ldu, T* vt,  \
                   int64_t ldvt) {                                                                      \
+    settle_blas_threads();                                                                             \
     return F(LAPACK_ROW_MAJOR, jobz, to_int(m), to_int(n), a, to_int(lda), s, u, to_int(ldu), vt,      \
              to_int(ldvt));                                                                            \
   }

@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "backend/cpu/blas_threads.h"
 #include "core/config_internal.h"
 
 namespace jx::cpu {
@@ -72,6 +73,7 @@ struct Region {
 class Pool {
  public:
   explicit Pool(int threads) {
+    settle_blas_threads();  // OpenBLAS's workers, restarted to sleep soon (blas_threads.h)
     for (int i = 0; i + 1 < threads; ++i) workers_.emplace_back([this] { work(); });
   }
   ~Pool() {
