@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "bench_common.h"
+#include "backend/cpu/onednn.h"
 #include "core/array_internal.h"
 
 namespace jx_bench {
@@ -209,15 +210,23 @@ inline void limit_vecmath(const std::string& workload, const VecMathCase& c) {
   limit("vecmath", workload, 2.0 * 4 * kVecMathN, {{double(kVecMathN), mvec_cost(c.name, jx::float32, lo, hi)}});
 }
 
-// C = A B for square n x n arrays through the BLAS called directly (cblas_sgemm / dgemm) on
-// host copies: the matmul limit.
+// C = A B for square n x n arrays through the libraries called directly on host copies:
+// OpenBLAS (cblas_sgemm / dgemm) and, for float32, oneDNN (dnnl_sgemm, loaded as jx loads
+// it, with jx's OpenMP spin: src/backend/cpu/onednn.h) where it is installed. The matmul
+// limit is the faster of the two.
 class DirectGemm {
  public:
   DirectGemm(const Array& a, const Array& b) : n_(static_cast<int>(a.shape(0))), f32_(a.dtype() == jx::float32) {
     if (f32_) af_ = a.to_vector<float>(), bf_ = b.to_vector<float>(), cf_.resize(af_.size());
     else ad_ = a.to_vector<double>(), bd_ = b.to_vector<double>(), cd_.resize(ad_.size());
+    if (f32_) {
+      (void)jx::cpu::onednn_takes(64, 64, 64);  // loads libdnnl the way jx does, if present
+      if (void* lib = dlopen("libdnnl.so.2", RTLD_LAZY | RTLD_NOLOAD))
+        onednn_ = reinterpret_cast<DnnlSgemm*>(dlsym(lib, "dnnl_sgemm"));
+    }
   }
-  void operator()() {
+  void operator()() { openblas(); }
+  void openblas() {
     if (f32_)
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n_, n_, n_, 1.0f, af_.data(), n_, bf_.data(), n_, 0.0f,
                   cf_.data(), n_);
@@ -225,12 +234,17 @@ class DirectGemm {
       cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n_, n_, n_, 1.0, ad_.data(), n_, bd_.data(), n_, 0.0,
                   cd_.data(), n_);
   }
+  bool has_onednn() const { return onednn_ != nullptr; }
+  void onednn() { onednn_('N', 'N', n_, n_, n_, 1.0f, af_.data(), n_, bf_.data(), n_, 0.0f, cf_.data(), n_); }
 
  private:
+  using DnnlSgemm = int(char, char, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t,
+                        float, float*, int64_t);
   int n_;
   bool f32_;
   std::vector<float> af_, bf_, cf_;
   std::vector<double> ad_, bd_, cd_;
+  DnnlSgemm* onednn_ = nullptr;
 };
 
 // The tutorial hand-fused in C++ (libmvec at the widest vectors, all threads, one chunk per thread as

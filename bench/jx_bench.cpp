@@ -124,10 +124,16 @@ void bench_matmul() {
       eager("matmul", "matmul_" + w, best_seconds([&] { (void)jnp::matmul(a, b); }, r), flops);
       eager("matmul", "gelu_matmul_" + w, best_seconds([&] { (void)gelu_matmul(a, b, bias); }, r), flops);
       DirectGemm gemm(a, b);
-      double blas = best_seconds(gemm, r);
+      double blas = best_seconds([&] { gemm.openblas(); }, r);
       emit("matmul", "matmul_" + w, "blas_direct", blas, flops);
       emit("matmul", "gelu_matmul_" + w, "blas_direct", blas, flops);
-      limit_matmul(w, dtype, double(n), blas);
+      if (gemm.has_onednn()) {
+        const double onednn = best_seconds([&] { gemm.onednn(); }, r);
+        emit("matmul", "matmul_" + w, "onednn_direct", onednn, flops);
+        emit("matmul", "gelu_matmul_" + w, "onednn_direct", onednn, flops);
+        blas = std::min(blas, onednn);
+      }
+      limit_matmul(w, dtype, double(n), blas);  // the faster library
     }
   }
 }

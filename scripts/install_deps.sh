@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config git
   libopenblas-dev libopenblas0-pthread liblapacke-dev   # BLAS/LAPACK (see README: why OpenBLAS)
+  libdnnl2                                              # oneDNN: float32 GEMMs up to 512 (README: BLAS choice)
   zlib1g-dev                                            # .npz archives
   libhwy-dev                                            # Highway's vqsort (sort kernels)
   libgtest-dev                                          # the test suite

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -18,6 +19,8 @@
 
 #include "backend/cpu/blas.h"
 #include "backend/cpu/blas_threads.h"
+#include "backend/cpu/onednn.h"
+#include "backend/cpu/thread_pool.h"
 
 namespace {
 
@@ -70,6 +73,35 @@ TEST(CpuBlas, NothingToContractGivesZeros) {
     jx::cpu::gemm<float>(Op::None, Op::None, m, n, 0, a.data(), 1, b.data(), n, c.data(), n);
     for (float v : c) EXPECT_EQ(v, 0.0f);
   }
+}
+
+// float32 products where oneDNN leads (onednn.h) run there, against the same loop: every
+// combination of transposes, leading dimensions wider than the rows, a NaN-filled output.
+TEST(CpuBlas, SmallAndMiddleFloat32ProductsRunOnOneDnnAndMatchALoop) {
+  if (!dlopen("libdnnl.so.2", RTLD_LAZY | RTLD_LOCAL))
+    GTEST_SKIP() << "libdnnl.so.2 (Debian's libdnnl2, which scripts/install_deps.sh installs) is missing";
+  using jx::cpu::onednn_takes;
+  EXPECT_TRUE(onednn_takes(32, 32, 32));
+  EXPECT_TRUE(onednn_takes(256, 256, 256));
+  EXPECT_TRUE(onednn_takes(512, 64, 512));
+  EXPECT_TRUE(onednn_takes(256, 256, 8));
+  EXPECT_FALSE(onednn_takes(16, 16, 16));      // below oneDNN's lead
+  EXPECT_FALSE(onednn_takes(512, 512, 512));   // level: OpenBLAS keeps it
+  EXPECT_FALSE(onednn_takes(768, 768, 768));   // OpenBLAS leads
+  EXPECT_FALSE(onednn_takes(64, 1024, 256));   // a dimension past 512
+  EXPECT_FALSE(onednn_takes(int64_t{1} << 40, int64_t{1} << 40, 2));  // no overflow in the size test
+  if (jx::cpu::num_threads() > 1) {
+    std::atomic<int> inside{0};
+    jx::cpu::parallel_for(2, 1, [&](int64_t, int64_t) { inside += onednn_takes(256, 256, 256); });
+    EXPECT_EQ(inside.load(), 0) << "a chunk of jx's pool must not start oneDNN's threads";
+  }
+  for (Op oa : {Op::None, Op::Transpose})
+    for (Op ob : {Op::None, Op::Transpose})
+      for (auto [m, n, k] : {std::tuple{32, 32, 32}, std::tuple{96, 80, 72}, std::tuple{256, 200, 130},
+                             std::tuple{300, 40, 100}}) {
+        ASSERT_TRUE(onednn_takes(m, n, k));
+        check_gemm<float>(oa, ob, m, n, k);
+      }
 }
 
 // The process's CPU time (user + system) in seconds.

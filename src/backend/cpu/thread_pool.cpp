@@ -162,6 +162,8 @@ Pool& pool() {
 
 }  // namespace
 
+bool in_parallel_chunk() { return t_in_chunk; }
+
 int num_threads() {
   static const int n = detail::fix_num_threads();
   return n;

@@ -18,6 +18,10 @@ int num_threads();
 // the same call not yet started are then skipped).
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body);
 
+// Whether this thread is running a chunk of a parallel_for (where a nested parallel_for
+// runs inline, and a library with threads of its own should not start them).
+bool in_parallel_chunk();
+
 // Elements below which an eager elementwise kernel stays single-threaded: handing a
 // chunk to a worker costs about a microsecond while workers spin between regions, and
 // 5-30 µs once they sleep (thread_pool.cpp), which pays off only past about this many

@@ -72,8 +72,9 @@ class DotKernel final : public Kernel {
     }
     std::copy_n(inputs, num_inputs_, ins);
     ins[num_inputs_] = product;
-    // One BLAS call (OpenBLAS threads it) over the whole product, then the epilogue in
-    // parallel over the thread pool. Measured on the 2-core Zen 4 against row blocks
+    // One BLAS call (OpenBLAS or, for small float32 products, oneDNN threads it:
+    // onednn.h) over the whole product, then the epilogue in parallel over the thread
+    // pool. Measured on the 2-core Zen 4 against row blocks
     // (gemm on 64 or 256 rows, then the epilogue on that block while it is in cache),
     // gelu-like epilogue: n=256 the same (380 vs 376-460 us), n=1024 one call faster
     // (54-71 ms vs 61-74 ms): each block call repacks all of B, which costs more than
