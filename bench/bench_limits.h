@@ -219,13 +219,8 @@ class DirectGemm {
   DirectGemm(const Array& a, const Array& b) : n_(static_cast<int>(a.shape(0))), f32_(a.dtype() == jx::float32) {
     if (f32_) af_ = a.to_vector<float>(), bf_ = b.to_vector<float>(), cf_.resize(af_.size());
     else ad_ = a.to_vector<double>(), bd_ = b.to_vector<double>(), cd_.resize(ad_.size());
-    if (f32_) {
-      (void)jx::cpu::onednn_takes(64, 64, 64);  // loads libdnnl the way jx does, if present
-      if (void* lib = dlopen("libdnnl.so.2", RTLD_LAZY | RTLD_NOLOAD))
-        onednn_ = reinterpret_cast<DnnlSgemm*>(dlsym(lib, "dnnl_sgemm"));
-    }
+    if (f32_) onednn_ = jx::cpu::onednn_sgemm_function();
   }
-  void operator()() { openblas(); }
   void openblas() {
     if (f32_)
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n_, n_, n_, 1.0f, af_.data(), n_, bf_.data(), n_, 0.0f,
@@ -238,13 +233,11 @@ class DirectGemm {
   void onednn() { onednn_('N', 'N', n_, n_, n_, 1.0f, af_.data(), n_, bf_.data(), n_, 0.0f, cf_.data(), n_); }
 
  private:
-  using DnnlSgemm = int(char, char, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t,
-                        float, float*, int64_t);
   int n_;
   bool f32_;
   std::vector<float> af_, bf_, cf_;
   std::vector<double> ad_, bd_, cd_;
-  DnnlSgemm* onednn_ = nullptr;
+  jx::cpu::DnnlSgemm* onednn_ = nullptr;
 };
 
 // The tutorial hand-fused in C++ (libmvec at the widest vectors, all threads, one chunk per thread as

@@ -20,8 +20,9 @@ bool pthreads_openblas() {
   return parallel && parallel() == 1;  // 0 sequential, 1 pthreads, 2 OpenMP
 }
 
-// Whether the constructor below changed the spin (so the workers must restart).
-bool g_spin_shortened = false;
+// OpenBLAS's blas_thread_shutdown_ when the constructor below changed the spin (so the
+// workers must restart), else null.
+int (*g_restart_workers)() = nullptr;
 
 // Runs when libjx loads, after OpenBLAS's own constructor (a library's dependencies are
 // initialized first) and before any thread of jx's exists.
@@ -35,7 +36,7 @@ bool g_spin_shortened = false;
   setenv("OPENBLAS_THREAD_TIMEOUT", exponent.c_str(), 1);
   read_env();
   unsetenv("OPENBLAS_THREAD_TIMEOUT");
-  g_spin_shortened = true;
+  g_restart_workers = shutdown;
 }
 
 }  // namespace
@@ -43,10 +44,9 @@ bool g_spin_shortened = false;
 void settle_blas_threads() {
   static std::once_flag once;
   std::call_once(once, [] {
-    if (!g_spin_shortened) return;
     // The workers running now took the spin when they started: they stop (and are
     // joined) here, and the next BLAS call starts new ones that take the new spin.
-    if (auto* shutdown = openblas_function<int()>("blas_thread_shutdown_")) shutdown();
+    if (g_restart_workers) g_restart_workers();
   });
 }
 

@@ -4,17 +4,14 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <mutex>
 
 #include "backend/cpu/thread_pool.h"
 
 namespace jx::cpu {
 namespace {
 
-// dnnl_sgemm (oneapi/dnnl/dnnl.h, oneDNN 2.x): row-major, returns dnnl_status_t (0 is
-// dnnl_success). Declared here so jx builds without oneDNN's headers.
-using DnnlSgemm = int(char transa, char transb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-                      int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+// oneDNN's and OpenMP's functions are declared here (onednn.h), so jx builds without
+// their headers.
 using OmpSetNumThreads = void(int);
 
 struct OneDnn {
@@ -45,13 +42,15 @@ char transpose_flag(Op op) { return op == Op::None ? 'N' : 'T'; }
 
 }  // namespace
 
+DnnlSgemm* onednn_sgemm_function() { return onednn().sgemm; }
+
 bool onednn_takes(int64_t m, int64_t n, int64_t k) {
   constexpr int64_t kMaxDim = 512, kMinWork = int64_t{1} << 15, kMaxWork = int64_t{1} << 26;
   if (std::max({m, n, k}) > kMaxDim || std::min({m, n, k}) < 1) return false;
   const int64_t work = m * n * k;  // at most 2^27: each factor is at most kMaxDim
   if (work < kMinWork || work > kMaxWork) return false;
   if (in_parallel_chunk()) return false;
-  return onednn().sgemm != nullptr;
+  return onednn_sgemm_function() != nullptr;
 }
 
 bool onednn_sgemm(Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,

@@ -38,4 +38,11 @@ bool onednn_sgemm(Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, const float
 // Whether a product of these sizes, from this thread, would go to oneDNN (loading it).
 bool onednn_takes(int64_t m, int64_t n, int64_t k);
 
+// dnnl_sgemm itself (oneapi/dnnl/dnnl.h, oneDNN 2.x: row-major, alpha and beta, returns
+// dnnl_status_t, 0 on success), loaded as above, or null without libdnnl: for callers
+// that time the library directly (the bench's matmul limit).
+using DnnlSgemm = int(char transa, char transb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                      int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+DnnlSgemm* onednn_sgemm_function();
+
 }  // namespace jx::cpu

@@ -86,8 +86,9 @@ class DotKernel final : public Kernel {
       cpu::gemm<T>(lhs_t_ ? cpu::Op::Transpose : cpu::Op::None, rhs_t_ ? cpu::Op::Transpose : cpu::Op::None, m_, n_,
                    k_, a, lda, b, ldb, product, n_);
     if (!epilogue_) return;
-    // A cheap epilogue runs on this thread: OpenBLAS's workers spin for a while after the
-    // GEMM, and pool threads competing with them cost more than they save. The work is
+    // A cheap epilogue runs on this thread: waking the pool costs more than it saves (the
+    // measurement below predates OpenBLAS's short spin, blas_threads.h, when its workers
+    // also competed with the pool after every GEMM). The work is
     // points x the epilogue's cost (LoopSchedule::cost: 1 + 7 per transcendental),
     // doubled per doubling of the element size (vectors hold half as many). Measured on
     // the 2-core Zen 1, gelu(A @ B + b) at n = 256: float32 (work 0.5M) 0.74-0.82 ms here
