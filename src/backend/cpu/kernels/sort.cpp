@@ -15,6 +15,8 @@
 //                 every pass stable and the lexicographic multi-key sort come out.
 // Complex keys keep std::sort with the (real, imag) order.
 #include <algorithm>
+#include <atomic>
+#include <functional>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -26,6 +28,7 @@
 
 #include "backend/cpu/kernels/kernels.h"
 #include "backend/cpu/kernels/reductions_loops.h"
+#include "backend/cpu/parallel_sort.h"
 #include "backend/cpu/thread_pool.h"
 #include "backend/cpu/vqsort/vqsort_loader.h"
 #include "core/array_internal.h"
@@ -105,6 +108,34 @@ constexpr bool kVqsortValues = std::is_same_v<A, float> || std::is_same_v<A, dou
                                std::is_same_v<A, int64_t> || std::is_same_v<A, uint16_t> ||
                                std::is_same_v<A, uint32_t> || std::is_same_v<A, uint64_t>;
 
+// Runs body(begin, end) over [0, n), split over the pool when the line is sorted alone
+// (inside a chunk of the pool, where each thread sorts lines of its own, it runs inline).
+void each_part(int64_t n, const std::function<void(int64_t, int64_t)>& body) {
+  cpu::parallel_for(n, cpu::kParallelGrain, body);
+}
+
+// Sorts p[0, n) ascending with vqsort; a long line sorted alone is sorted in parts on
+// every thread and merged (parallel_sort.h), each part with a sorter of its own.
+template <class I>
+void vqsort_spread(const Vqsorter& sorter, I* p, size_t n) {
+  const int parts = sort_parts(n);
+  if (parts == 1) return sorter(p, n);
+  sort_in_parts(p, n, parts, std::less<I>(), [](I* first, size_t count) { Vqsorter()(first, count); });
+}
+
+// A 128-bit unsigned integer as Highway's vqsort lays one out (the low word first).
+struct U128 {
+  uint64_t lo, hi;
+};
+
+void vqsort_spread(const Vqsorter& sorter, U128* p, size_t n) {
+  auto words = [](U128* first) { return reinterpret_cast<uint64_t*>(first); };
+  const int parts = sort_parts(n);
+  if (parts == 1) return sorter.sort_pairs(words(p), n);
+  auto less = [](const U128& a, const U128& b) { return a.hi < b.hi || (a.hi == b.hi && a.lo < b.lo); };
+  sort_in_parts(p, n, parts, less, [&](U128* first, size_t count) { Vqsorter().sort_pairs(words(first), count); });
+}
+
 // Sorts the n elements p[0], p[step], ... in JAX's order with vqsort into buf[0, n), in
 // A, their real or integer compute type. `signs`: scratch for a stable sort's zero signs.
 template <class T, class A>
@@ -121,13 +152,18 @@ void vqsort_line(const Vqsorter& sorter, const T* p, int64_t step, A* buf, int64
       const I i = std::bit_cast<I>(v);
       return std::bit_cast<A>(static_cast<I>(i ^ ((i >> (sizeof(I) * 8 - 1)) & std::numeric_limits<I>::max())));
     };
-    int64_t nans = 0, zeros = 0;
-    for (int64_t k = 0; k < n; ++k) {  // branch-free: vectorizes
-      const A v = static_cast<A>(p[k * step]);
-      nans += std::isnan(v);
-      zeros += v == A(0);
-      buf[k] = flip(v);
-    }
+    std::atomic<int64_t> nans = 0, zeros = 0;
+    each_part(n, [&](int64_t begin, int64_t end) {
+      int64_t part_nans = 0, part_zeros = 0;
+      for (int64_t k = begin; k < end; ++k) {  // branch-free: vectorizes
+        const A v = static_cast<A>(p[k * step]);
+        part_nans += std::isnan(v);
+        part_zeros += v == A(0);
+        buf[k] = flip(v);
+      }
+      nans += part_nans;
+      zeros += part_zeros;
+    });
     signs.clear();
     if (stable && zeros) {  // (compared as bits: a flipped -0 is a NaN pattern)
       const I plus = std::bit_cast<I>(flip(A(0))), minus = std::bit_cast<I>(flip(-A(0)));
@@ -143,15 +179,17 @@ void vqsort_line(const Vqsorter& sorter, const T* p, int64_t step, A* buf, int64
       auto not_nan = [lo, hi](A f) { const I i = std::bit_cast<I>(f); return i >= lo && i <= hi; };
       m = (stable ? std::stable_partition(buf, buf + n, not_nan) : std::partition(buf, buf + n, not_nan)) - buf;
     }
-    sorter(reinterpret_cast<I*>(buf), static_cast<size_t>(m));
-    for (int64_t k = 0; k < n; ++k) buf[k] = flip(buf[k]);
+    vqsort_spread(sorter, reinterpret_cast<I*>(buf), static_cast<size_t>(m));
+    each_part(n, [&](int64_t begin, int64_t end) {
+      for (int64_t k = begin; k < end; ++k) buf[k] = flip(buf[k]);
+    });
     if (!signs.empty()) {  // the zeros' run, with their signs in input order
       A* zeros = std::lower_bound(buf, buf + m, A(0));
       for (bool negative : signs) *zeros++ = negative ? -A(0) : A(0);
     }
   } else {
     for (int64_t k = 0; k < n; ++k) buf[k] = static_cast<A>(p[k * step]);
-    sorter(buf, static_cast<size_t>(n));
+    vqsort_spread(sorter, buf, static_cast<size_t>(n));
   }
 }
 
@@ -238,19 +276,25 @@ void sort_perm_by_key(const T* line, int64_t step, std::vector<int64_t>& perm, b
     auto index = [&](uint64_t position) { return identity ? static_cast<int64_t>(position) : order[position]; };
     if (sizeof(ordered_bits(A())) <= 4 && n <= std::numeric_limits<uint32_t>::max()) {
       std::unique_ptr<uint64_t[]> words(new uint64_t[n]);
-      for (size_t k = 0; k < n; ++k)
-        words[k] = (static_cast<uint64_t>(ordered_bits(static_cast<A>(line[perm[k] * step]))) << 32) | k;
-      sorter(words.get(), n);
-      for (size_t k = 0; k < n; ++k) perm[k] = index(words[k] & 0xffffffffu);
+      each_part(n, [&](int64_t begin, int64_t end) {
+        for (int64_t k = begin; k < end; ++k)
+          words[k] = (static_cast<uint64_t>(ordered_bits(static_cast<A>(line[perm[k] * step]))) << 32) | k;
+      });
+      vqsort_spread(sorter, words.get(), n);
+      each_part(n, [&](int64_t begin, int64_t end) {
+        for (int64_t k = begin; k < end; ++k) perm[k] = index(words[k] & 0xffffffffu);
+      });
     } else {
       // Pairs {lo, hi} sorted as 128-bit integers: the key's bits high, the position low.
-      std::unique_ptr<uint64_t[]> words(new uint64_t[2 * n]);
-      for (size_t k = 0; k < n; ++k) {
-        words[2 * k] = k;
-        words[2 * k + 1] = static_cast<uint64_t>(ordered_bits(static_cast<A>(line[perm[k] * step])));
-      }
-      sorter.sort_pairs(words.get(), n);
-      for (size_t k = 0; k < n; ++k) perm[k] = index(words[2 * k]);
+      std::unique_ptr<U128[]> words(new U128[n]);
+      each_part(n, [&](int64_t begin, int64_t end) {
+        for (int64_t k = begin; k < end; ++k)
+          words[k] = {static_cast<uint64_t>(k), static_cast<uint64_t>(ordered_bits(static_cast<A>(line[perm[k] * step])))};
+      });
+      vqsort_spread(sorter, words.get(), n);
+      each_part(n, [&](int64_t begin, int64_t end) {
+        for (int64_t k = begin; k < end; ++k) perm[k] = index(words[k].lo);
+      });
     }
   }
 }
@@ -279,7 +323,9 @@ void sort_by_key(const std::vector<Array>& ops, std::vector<Array>& outs, const 
           const V* p = jx::detail::data<V>(ops[i]) + off[i];
           V* q = jx::detail::mutable_data<V>(outs[i]) + off[num_ops];
           const int64_t in_step = lay.step[i], out_step = lay.step[num_ops];
-          for (int64_t k = 0; k < n; ++k) q[k * out_step] = p[perm[k] * in_step];
+          each_part(n, [&](int64_t begin, int64_t end) {
+            for (int64_t k = begin; k < end; ++k) q[k * out_step] = p[perm[k] * in_step];
+          });
         });
       }
     }
