@@ -145,6 +145,11 @@ TEST(PassContext, NotesAreKeptInOrderAndTaken) {
   EXPECT_EQ(ctx.notes(), (std::vector<std::string>{"one", "two"}));
   EXPECT_EQ(ctx.take_notes().size(), 2u);
   EXPECT_TRUE(ctx.notes().empty());
+  // A pipeline that writes no dump turns them off: notes are then dropped.
+  EXPECT_TRUE(ctx.records_notes());
+  ctx.set_records_notes(false);
+  ctx.note("three");
+  EXPECT_TRUE(ctx.notes().empty());
 }
 
 // ---- dce ----

@@ -42,6 +42,7 @@ class PipelineRun {
  public:
   PipelineRun(ClosedJaxpr& program, const Dump& dump, bool verify)
       : program_(program), ctx_(program.jaxpr), dump_(dump), verify_(verify) {
+    ctx_.set_records_notes(dump_.enabled());  // notes are read only by the dump
     if (verify_) check("the traced program is invalid");
     if (dump_.enabled()) dump_.write("00-traced.txt", program_.str() + "\n");
   }

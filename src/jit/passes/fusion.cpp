@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <queue>
 #include <string>
 #include <unordered_map>
@@ -103,7 +104,7 @@ struct Duplication {
 class Fuser {
  public:
   Fuser(ClosedJaxpr& program, PassContext& ctx, const FusionOptions& options)
-      : program_(program.jaxpr), ctx_(ctx), options_(options), names_(detail::jaxpr_var_names(program.jaxpr)) {}
+      : program_(program.jaxpr), ctx_(ctx), options_(options) {}
 
   bool run() {
     eqns_ = program_.eqns;
@@ -126,10 +127,16 @@ class Fuser {
   // ---- analysis ----
 
   std::string name_of(const Var& v) const {
-    auto it = names_.find(v.id);
-    return it == names_.end() ? "?" : it->second;
+    // Named on the first label (only notes and errors print them): naming every
+    // variable of a long program up front cost a millisecond a compile.
+    if (!names_) names_ = detail::jaxpr_var_names(program_);
+    auto copy = copy_of_.find(v.id);
+    auto it = names_->find(copy == copy_of_.end() ? v.id : copy->second);
+    return it == names_->end() ? "?" : it->second;
   }
   std::string label(size_t e) const { return label_of(eqns_[e]); }
+  // Whether decisions are written down (the dump reads them); their texts are built only then.
+  bool notes() const { return ctx_.records_notes(); }
   std::string label_of(const Equation& eq) const {
     std::string s = eq.primitive->name();
     if (!eq.outputs.empty()) s += " (" + name_of(eq.outputs[0]) + ")";
@@ -149,7 +156,7 @@ class Fuser {
   // Records a refusal once: the same text, or the same producer equation refused again
   // by the same (since grown) consumer group in a later round, is not repeated.
   void refuse(std::string text, int64_t producer = -1, int64_t consumer = -1) {
-    if (refusal_texts_.count(text)) return;
+    if (!notes() || refusal_texts_.count(text)) return;
     if (producer >= 0 && consumer >= 0)
       for (size_t k : refusals_by_producer_[producer])
         if (group_of_[static_cast<size_t>(refusals_[k].consumer)] == group_of_[static_cast<size_t>(consumer)]) return;
@@ -268,16 +275,19 @@ class Fuser {
     std::vector<Equation> out;
     std::vector<Role> roles;
     std::unordered_map<size_t, std::vector<std::pair<int64_t, Var>>> renames;  // user -> (old id, copy)
+    out.reserve(eqns_.size());
     for (size_t i = 0; i < eqns_.size(); ++i) {
-      Equation e = eqns_[i];
-      for (auto& [old_id, copy] : renames[i])
-        for (Atom& a : e.inputs)
-          if (a.is_var() && a.var().id == old_id) a = copy;
-      moved[i] = out.size();
-      out.push_back(e);
+      // Moved, not copied: later iterations read only the equations after i.
+      const size_t at = out.size();
+      moved[i] = at;
+      out.push_back(std::move(eqns_[i]));
       roles.push_back(roles_[i]);
-      if (!cheap_to_duplicate(e, roles_[i]) || e.outputs.size() != 1) continue;
-      const Var& v = e.outputs[0];
+      if (auto r = renames.find(i); r != renames.end())
+        for (auto& [old_id, copy] : r->second)
+          for (Atom& a : out[at].inputs)
+            if (a.is_var() && a.var().id == old_id) a = copy;
+      if (!cheap_to_duplicate(out[at], roles_[i]) || out[at].outputs.size() != 1) continue;
+      const Var v = out[at].outputs[0];
       const std::vector<size_t>& u = users[v.id];
       std::vector<size_t> absorbing;
       for (size_t user : u) {
@@ -293,18 +303,18 @@ class Fuser {
       size_t copies = 0;
       Duplication dup{"", out.size() - 1, {}};
       for (size_t k = original_needed ? 0 : 1; k < absorbing.size(); ++k) {
-        Equation c = e;
+        Equation c = out[at];
         Var cv = ctx_.fresh_var(v.aval);
         c.outputs = {cv};
-        names_[cv.id] = name_of(v);
+        copy_of_[cv.id] = v.id;
         renames[absorbing[k]].push_back({v.id, cv});
         dup.copies.push_back(out.size());
         out.push_back(std::move(c));
         roles.push_back(roles_[i]);
         ++copies;
       }
-      if (copies) {
-        dup.text = "fusion: duplicated " + label_of(e) + " for " + std::to_string(copies) + " more consumer" +
+      if (copies && notes()) {
+        dup.text = "fusion: duplicated " + label_of(out[at]) + " for " + std::to_string(copies) + " more consumer" +
                    (copies > 1 ? "s" : "") + " (cheap to recompute, so it is not materialized for them)";
         duplications_.push_back(std::move(dup));
       }
@@ -434,8 +444,10 @@ class Fuser {
     const auto middle = static_cast<std::ptrdiff_t>(dst.members.size());
     dst.members.insert(dst.members.end(), src.members.begin(), src.members.end());
     std::inplace_merge(dst.members.begin(), dst.members.begin() + middle, dst.members.end());  // both sorted
-    dst.notes.insert(dst.notes.end(), src.notes.begin(), src.notes.end());
-    dst.notes.push_back(std::move(note));
+    if (notes()) {
+      dst.notes.insert(dst.notes.end(), src.notes.begin(), src.notes.end());
+      dst.notes.push_back(std::move(note));
+    }
     dst.ops += src.ops;
     src.alive = false;
     src.members.clear();
@@ -465,17 +477,19 @@ class Fuser {
   std::string why_not_producer(size_t p, size_t c) {
     const Group& P = groups_[p];
     const Group& C = groups_[c];
-    const std::string into = " into " + describe(C) + ": ";
-    if (std::string why = too_large(p, c); !why.empty()) return label(P.members.back()) + into + why;
+    // Built only for a refusal: describing the consumer for every merge attempt was most
+    // of the pass's time on a long chain.
+    auto into = [&] { return " into " + describe(C) + ": "; };
+    if (std::string why = too_large(p, c); !why.empty()) return label(P.members.back()) + into() + why;
     // c's readers of p's results, found from p's side: a walk over c's members per merge
     // attempt made fusing a long chain quadratic in its length.
     for (size_t d : P.members)
       for (size_t m : users_[d]) {
         if (group_of_[m] != c) continue;
         if (is_reshape(eqns_[m]))
-          return label(d) + into + label(m) +
+          return label(d) + into() + label(m) +
                  " of a value computed inside the fusion (the loop cannot index it linearly)";
-        if (roles_[m] == Role::kDot) return label(d) + into + label(m) + " reads its operands as kernel inputs";
+        if (roles_[m] == Role::kDot) return label(d) + into() + label(m) + " reads its operands as kernel inputs";
       }
     // Work over a smaller space than the consumer's is recomputed per element when
     // merged: worth it only for a few plain ops recomputed a few times (1 + sum(q*q) over
@@ -491,20 +505,20 @@ class Fuser {
       const bool cheap = recompute_cost <= kMaxRecomputedOps && out.size() > 0 &&
                          C.space.size() <= kMaxRecomputations * out.size();
       if (!cheap)
-        return label(m) + into + "computed over " + out.str() +
+        return label(m) + into() + "computed over " + out.str() +
                ", not the iteration space (it would be recomputed per element)";
     }
     for (size_t m : P.members)
       for (const Var& v : eqns_[m].outputs) {
         if (!used_outside(v, p, c)) continue;
         if (C.kind == "reduction")
-          return label(m) + into + "its result is also used outside the fusion (materialized)";
+          return label(m) + into() + "its result is also used outside the fusion (materialized)";
         if (v.aval.shape != C.space.shape)
-          return label(m) + into + "its result is also used outside the fusion and " + v.aval.str() +
+          return label(m) + into() + "its result is also used outside the fusion and " + v.aval.str() +
                  " is not the fusion's output shape (materialized)";
       }
     if (int64_t through = path_between(p, c, false); through >= 0)
-      return label(P.members.back()) + into + "would create a cycle through " + label(groups_[through].members[0]);
+      return label(P.members.back()) + into() + "would create a cycle through " + label(groups_[through].members[0]);
     return "";
   }
 
@@ -547,7 +561,7 @@ class Fuser {
         return false;
       }
       groups_[c].kind = "dot";
-      merge(c, p, labels(groups_[p]) + " takes the elementwise epilogue " + labels(groups_[c]));
+      merge(c, p, notes() ? labels(groups_[p]) + " takes the elementwise epilogue " + labels(groups_[c]) : "");
       return true;
     }
     if (P.kind != "loop") return false;  // reductions and dots end their fusions
@@ -556,8 +570,7 @@ class Fuser {
       refuse("refused: " + why, P.members.back(), groups_[c].members[0]);
       return false;
     }
-    const std::string note = "merged " + labels(P) + " into " + describe(groups_[c]);
-    merge(c, p, note);
+    merge(c, p, notes() ? "merged " + labels(P) + " into " + describe(groups_[c]) : "");
     return true;
   }
 
@@ -632,9 +645,9 @@ class Fuser {
                      groups_[a].members[0], groups_[b].members[0]);
               continue;
             }
-            const std::string note =
-                "sibling fusion with " + labels(groups_[b]) + " (both read " + name_of(v) + ", read once)";
-            merge(a, b, note);
+            merge(a, b,
+                  notes() ? "sibling fusion with " + labels(groups_[b]) + " (both read " + name_of(v) + ", read once)"
+                          : "");
             merged = changed = true;
           }
       }
@@ -695,10 +708,12 @@ class Fuser {
              groups_[c].members[0], groups_[r].members[0]);
       return false;
     }
-    const std::string note = "merged " + labels(groups_[c]) + " into " + describe(groups_[r]) +
-                             (producer ? " (a producer of the rows)" : " (reads the rows' results)");
+    std::string note;
+    if (notes())
+      note = "merged " + labels(groups_[c]) + " into " + describe(groups_[r]) +
+             (producer ? " (a producer of the rows)" : " (reads the rows' results)");
     groups_[r].kind = "rows";
-    merge(r, c, note);
+    merge(r, c, std::move(note));
     return true;
   }
 
@@ -881,16 +896,18 @@ class Fuser {
         const std::string name = "fusion." + std::to_string(next_number++);
         out.push_back(build_fusion(g, name));
         ++fusions;
-        const Equation& f = out.back();
-        std::string summary = name + ": " + describe(G) + " of " + labels(G) + "; " +
-                              std::to_string(f.inputs.size()) + " input" + (f.inputs.size() == 1 ? "" : "s") +
-                              ", " + std::to_string(f.outputs.size()) + " output" +
-                              (f.outputs.size() == 1 ? "" : "s");
-        if (std::all_of(G.members.begin(), G.members.end(), [&](size_t m) { return roles_[m] == Role::kIndex; }))
-          summary += " (no arithmetic: a copy kernel)";
-        if (!options_.merge) summary += " (merging disabled)";
-        fusion_notes.push_back(summary);
-        for (const std::string& n : G.notes) fusion_notes.push_back(name + ": " + n);
+        if (notes()) {
+          const Equation& f = out.back();
+          std::string summary = name + ": " + describe(G) + " of " + labels(G) + "; " +
+                                std::to_string(f.inputs.size()) + " input" + (f.inputs.size() == 1 ? "" : "s") +
+                                ", " + std::to_string(f.outputs.size()) + " output" +
+                                (f.outputs.size() == 1 ? "" : "s");
+          if (std::all_of(G.members.begin(), G.members.end(), [&](size_t m) { return roles_[m] == Role::kIndex; }))
+            summary += " (no arithmetic: a copy kernel)";
+          if (!options_.merge) summary += " (merging disabled)";
+          fusion_notes.push_back(summary);
+          for (const std::string& n : G.notes) fusion_notes.push_back(name + ": " + n);
+        }
       }
       for (size_t t : succ[g])
         if (--indegree[t] == 0) ready.push({groups_[t].members[0], t});
@@ -921,7 +938,8 @@ class Fuser {
   Jaxpr& program_;
   PassContext& ctx_;
   FusionOptions options_;
-  std::unordered_map<int64_t, std::string> names_;  // printed names in the input program
+  mutable std::optional<std::unordered_map<int64_t, std::string>> names_;  // printed names in the input program
+  std::unordered_map<int64_t, int64_t> copy_of_;  // a duplicated producer's output -> the original's
 
   std::vector<Equation> eqns_;
   std::vector<Role> roles_;

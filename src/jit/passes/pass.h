@@ -29,12 +29,20 @@ class PassContext {
   int64_t fresh_id() { return next_id_++; }
 
   // A decision worth a line in the dump ("fusion: merged mul into fusion.2").
-  void note(std::string line) { notes_.push_back(std::move(line)); }
+  void note(std::string line) {
+    if (records_notes_) notes_.push_back(std::move(line));
+  }
+  // Whether notes are kept (on unless a pipeline that writes no dump turns them off):
+  // passes skip building a note's text when they are not, which on a 2000-op program
+  // was a third of the fusion pass.
+  bool records_notes() const { return records_notes_; }
+  void set_records_notes(bool on) { records_notes_ = on; }
   const std::vector<std::string>& notes() const { return notes_; }
   std::vector<std::string> take_notes() { return std::exchange(notes_, {}); }
 
  private:
   int64_t next_id_ = 0;
+  bool records_notes_ = true;
   std::vector<std::string> notes_;
 };
 
