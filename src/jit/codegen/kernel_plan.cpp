@@ -80,6 +80,48 @@ std::string literal_str(const Array& v) {
   return s;
 }
 
+// The planner's memo keys, compared and hashed field by field: printing them into
+// strings was most of planning's time (a 250-op kernel's nodes each printed their index
+// map through a stream).
+struct NodeKey {
+  PlanNode::Kind kind;
+  DType dtype;
+  int input, phase;
+  Affine index;
+  const Equation* eqn;
+  std::string literal_bits;  // a literal's value, byte for byte
+  std::vector<int> operands;
+  bool operator==(const NodeKey&) const = default;
+};
+
+struct ValueKey {
+  int64_t id;
+  IndexMap map;
+  bool operator==(const ValueKey&) const = default;
+};
+
+struct KeyHash {
+  static size_t mix(size_t h, uint64_t v) { return (h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2))); }
+  static size_t affine(size_t h, const Affine& a) {
+    h = mix(h, static_cast<uint64_t>(a.offset));
+    for (int64_t c : a.coef) h = mix(h, static_cast<uint64_t>(c));
+    return mix(h, a.coef.size());
+  }
+  size_t operator()(const NodeKey& k) const {
+    size_t h = mix(mix(mix(static_cast<size_t>(k.kind), static_cast<uint64_t>(k.dtype)), static_cast<uint64_t>(k.input)),
+                   static_cast<uint64_t>(k.phase));
+    h = mix(affine(h, k.index), reinterpret_cast<uintptr_t>(k.eqn));
+    h = mix(h, std::hash<std::string>()(k.literal_bits));
+    for (int o : k.operands) h = mix(h, static_cast<uint64_t>(o));
+    return h;
+  }
+  size_t operator()(const ValueKey& k) const {
+    size_t h = mix(0, static_cast<uint64_t>(k.id));
+    for (const Affine& a : k.map) h = affine(h, a);
+    return h;
+  }
+};
+
 class Planner {
  public:
   Planner(const Jaxpr& j, size_t iter_ndim, const InputStrides& input_strides) : n_(iter_ndim) {
@@ -112,7 +154,7 @@ class Planner {
     if (it == defs_.end()) fail("jit", "variable of type ", v.aval.str(), " is not defined in the fused program");
     // Each value is planned once per index map it is read through, before recursing: a
     // DAG with reuse (y = y * y, twenty times) is walked in linear time, not as a tree.
-    std::string key = value_key(v.id, map);
+    ValueKey key{v.id, map};
     if (auto m = planned_.find(key); m != planned_.end()) return m->second;
     ++plan.stats.visits;
     int node = equation(*it->second, map);
@@ -122,28 +164,22 @@ class Planner {
 
  private:
   int add(PlanNode node) {
-    std::string key = node_key(node);
+    NodeKey key = node_key(node);
     if (auto it = memo_.find(key); it != memo_.end()) return it->second;
     plan.nodes.push_back(std::move(node));
     int id = static_cast<int>(plan.nodes.size()) - 1;
-    memo_[key] = id;
+    memo_.emplace(std::move(key), id);
     return id;
   }
 
-  static std::string value_key(int64_t id, const IndexMap& map) {
-    std::string key = std::to_string(id);
-    for (const Affine& a : map) key += affine_str(a);
-    return key;
-  }
-
   // Identical nodes (same load address, same op of the same operands) are emitted once.
-  static std::string node_key(const PlanNode& n) {
-    std::ostringstream os;
-    os << static_cast<int>(n.kind) << ' ' << static_cast<int>(n.dtype) << ' ' << n.input << ' ' << n.phase << ' '
-       << affine_str(n.index) << ' ' << static_cast<const void*>(n.eqn);
-    if (n.kind == PlanNode::Kind::Literal) os << literal_str(n.literal);
-    for (int o : n.operands) os << ' ' << o;
-    return os.str();
+  static NodeKey node_key(const PlanNode& n) {
+    NodeKey key{n.kind, n.dtype, n.input, n.phase, n.index, n.eqn, "", n.operands};
+    if (n.kind == PlanNode::Kind::Literal) {
+      key.literal_bits.resize(static_cast<size_t>(itemsize(n.literal.dtype())));
+      n.literal.copy_to(key.literal_bits.data(), n.literal.dtype());
+    }
+    return key;
   }
 
   int literal(const Array& v) {
@@ -279,8 +315,8 @@ class Planner {
   std::vector<std::vector<int64_t>> strides_;  // per input: element strides of its layout
   std::vector<bool> contiguous_;               // per input: row-major
   std::map<int64_t, const Equation*> defs_;
-  std::map<std::string, int> memo_;
-  std::unordered_map<std::string, int> planned_;  // (variable, index map) -> its node
+  std::unordered_map<NodeKey, int, KeyHash> memo_;
+  std::unordered_map<ValueKey, int, KeyHash> planned_;  // (variable, index map) -> its node
   std::optional<Rows> rows_;                      // set when planning a "rows" kernel
   std::map<const Equation*, int> phase_of_;       // row reduction -> its phase
 };
