@@ -16,10 +16,10 @@
 // Complex keys keep std::sort with the (real, imag) order.
 #include <algorithm>
 #include <atomic>
-#include <functional>
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <numeric>
@@ -188,7 +188,9 @@ void vqsort_line(const Vqsorter& sorter, const T* p, int64_t step, A* buf, int64
       for (bool negative : signs) *zeros++ = negative ? -A(0) : A(0);
     }
   } else {
-    for (int64_t k = 0; k < n; ++k) buf[k] = static_cast<A>(p[k * step]);
+    each_part(n, [&](int64_t begin, int64_t end) {
+      for (int64_t k = begin; k < end; ++k) buf[k] = static_cast<A>(p[k * step]);
+    });
     vqsort_spread(sorter, buf, static_cast<size_t>(n));
   }
 }
