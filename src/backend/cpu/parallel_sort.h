@@ -107,7 +107,7 @@ void merge_range(const T* a, size_t na, const T* b, size_t nb, size_t k0, size_t
 // once, so it must hold its own scratch). The merge needs a second buffer of n elements.
 template <class T, class Less, class SortPart>
 void sort_in_parts(T* p, size_t n, int parts, const Less& less, const SortPart& sort_part) {
-  parts = static_cast<int>(std::clamp<size_t>(static_cast<size_t>(std::max(parts, 1)), 1, std::max<size_t>(n, 1)));
+  parts = static_cast<int>(std::min<size_t>(static_cast<size_t>(std::max(parts, 1)), std::max<size_t>(n, 1)));
   if (parts == 1) {
     sort_part(p, n);
     return;

@@ -19,7 +19,6 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
-#include <functional>
 #include <limits>
 #include <memory>
 #include <numeric>
@@ -109,8 +108,12 @@ constexpr bool kVqsortValues = std::is_same_v<A, float> || std::is_same_v<A, dou
                                std::is_same_v<A, uint32_t> || std::is_same_v<A, uint64_t>;
 
 // Runs body(begin, end) over [0, n), split over the pool when the line is sorted alone
-// (inside a chunk of the pool, where each thread sorts lines of its own, it runs inline).
-void each_part(int64_t n, const std::function<void(int64_t, int64_t)>& body) {
+// and long. Short lines, and lines inside a chunk of the pool (each thread sorting lines
+// of its own), call the body directly: handing it to parallel_for wraps it in a
+// std::function per call, which made sorting 200000 rows of 8 floats 13% slower.
+template <class Body>
+void each_part(int64_t n, const Body& body) {
+  if (n < cpu::kParallelGrain || cpu::in_parallel_chunk()) return body(int64_t{0}, n);
   cpu::parallel_for(n, cpu::kParallelGrain, body);
 }
 
