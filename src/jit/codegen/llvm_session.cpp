@@ -7,6 +7,8 @@
 #include <chrono>
 #include <mutex>
 #include <optional>
+#include <map>
+#include <string>
 #include <vector>
 
 #include <llvm/Analysis/TargetLibraryInfo.h>
@@ -51,6 +53,45 @@ std::string error_text(llvm::Error e) {
   return os.str();
 }
 
+// Defines the outlined inline math kernels call (scalar_ops.h) in the JITDylib every
+// kernel links against, each function compiled the first time an object names it
+// (a kernel compiled now or loaded from the disk cache).
+class OutlinedMathGenerator final : public llvm::orc::DefinitionGenerator {
+ public:
+  explicit OutlinedMathGenerator(llvm::orc::LLJIT& jit) : jit_(jit) {}
+
+  llvm::Error tryToGenerate(llvm::orc::LookupState&, llvm::orc::LookupKind, llvm::orc::JITDylib& jd,
+                            llvm::orc::JITDylibLookupFlags, const llvm::orc::SymbolLookupSet& symbols) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [name, flags] : symbols) {
+      const llvm::StringRef symbol = *name;
+      if (!is_outlined_math_symbol(std::string_view(symbol.data(), symbol.size())) || linked_.count(symbol.str()))
+        continue;
+      std::string object;
+      try {
+        object = OutlinedMathSource::object_for(std::string_view(symbol.data(), symbol.size()));
+      } catch (const std::exception& e) {
+        return llvm::make_error<llvm::StringError>(e.what(), llvm::inconvertibleErrorCode());
+      }
+      if (auto err = jit_.addObjectFile(jd, llvm::MemoryBuffer::getMemBufferCopy(object, symbol))) return err;
+      linked_.emplace(symbol.str(), std::move(object));
+    }
+    return llvm::Error::success();
+  }
+
+  std::optional<std::string> linked(std::string_view symbol) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = linked_.find(std::string(symbol));
+    if (it == linked_.end()) return std::nullopt;
+    return it->second;
+  }
+
+ private:
+  llvm::orc::LLJIT& jit_;
+  std::mutex mu_;
+  std::map<std::string, std::string> linked_;  // symbol -> its object (a few KB each)
+};
+
 struct Session {
   std::unique_ptr<llvm::orc::LLJIT> jit;
   HostTarget host;
@@ -62,6 +103,7 @@ struct Session {
   std::mutex jit_mu;  // JITDylib creation / removal
   std::atomic<uint64_t> next_dylib{0};
   double creation_seconds = 0;
+  OutlinedMathGenerator* outlined = nullptr;  // owned by the main JITDylib
 };
 
 std::atomic<double> g_creation_seconds{0};
@@ -100,6 +142,9 @@ Session& session() {
                                                       llvm::JITSymbolFlags::Exported};
     if (auto err = session->jit->getMainJITDylib().define(llvm::orc::absoluteSymbols(std::move(helpers))))
       fail("jit", "cannot define the runtime helpers: ", error_text(std::move(err)));
+    auto generator = std::make_unique<OutlinedMathGenerator>(*session->jit);
+    session->outlined = generator.get();
+    session->jit->getMainJITDylib().addGenerator(std::move(generator));
     session->creation_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     g_creation_seconds = session->creation_seconds;
@@ -218,6 +263,10 @@ CompiledModule compile_module(llvm::Module& module, Optimization optimization, b
     fail("jit", "internal: the elementwise loop pipeline does not parse: ", error_text(std::move(err)));
   }
   mpm.run(module, mam);
+  drop_uncalled_outlined_math(module);
+  std::vector<std::string> outlined;
+  for (const llvm::Function& f : module)
+    if (f.isDeclaration() && is_outlined_math_symbol(f.getName().str())) outlined.push_back(f.getName().str());
   // The inline functions' rare paths get their bodies now, after vectorization, and are
   // inlined into the loops (a compare, a mask test and a branch around the libmvec call).
   if (define_rare_math_variants(module)) {
@@ -238,7 +287,34 @@ CompiledModule compile_module(llvm::Module& module, Optimization optimization, b
     out.assembly = emit(tm, *copy, llvm::CodeGenFileType::AssemblyFile, tlii);
   }
   out.object = emit(tm, module, llvm::CodeGenFileType::ObjectFile, tlii);
+  out.outlined = std::move(outlined);
   return out;
+}
+
+namespace {
+thread_local const OutlinedMathSource* t_outlined_source = nullptr;
+}
+
+OutlinedMathSource::OutlinedMathSource(Source source) : source_(std::move(source)), outer_(t_outlined_source) {
+  t_outlined_source = this;
+}
+
+OutlinedMathSource::~OutlinedMathSource() { t_outlined_source = outer_; }
+
+std::optional<std::string> OutlinedMathSource::linked(std::string_view symbol) {
+  return session().outlined->linked(symbol);
+}
+
+std::string OutlinedMathSource::object_for(std::string_view symbol) {
+  if (t_outlined_source) return t_outlined_source->source_(symbol);
+  return compile_outlined_math(symbol).object;
+}
+
+CompiledModule compile_outlined_math(std::string_view symbol) {
+  llvm::LLVMContext context;
+  llvm::Module module(llvm::StringRef(symbol.data(), symbol.size()), context);
+  define_outlined_math(module, symbol);
+  return compile_module(module, Optimization::kElementwiseLoop, false);
 }
 
 std::shared_ptr<LoadedObject> load_object(std::string_view object, std::string_view name) {

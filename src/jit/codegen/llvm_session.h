@@ -5,7 +5,9 @@
 // unloaded when its last user goes away (its symbols are named after its cache key, so
 // object code is only ever found by the plan it was compiled for). Undefined
 // symbols (libm, libmvec's _ZGV* vector math, memcpy, jx's jx_rt_* helpers) resolve
-// against the process (LLJIT's process-symbols JITDylib, plus the helpers by address).
+// against the process (LLJIT's process-symbols JITDylib, plus the helpers by address),
+// and the outlined inline math of long kernels (jx_outline.*, scalar_ops.h) against
+// functions a generator compiles the first time an object names them.
 //
 // Cost on the 2-core Zen 4 (CPU time; wall time is several times more when the machine
 // is shared): creating the LLJIT ~1 ms once; a small fused loop (sin(x)+cos(y), 512-bit
@@ -16,9 +18,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace llvm {
 class Function;
@@ -60,6 +65,7 @@ struct CompiledModule {
   std::string object;    // an ELF relocatable for the host
   std::string ir;        // optimized IR, when dumps were asked for
   std::string assembly;  // the same code as assembly, when dumps were asked for
+  std::vector<std::string> outlined;  // the outlined math functions it calls (scalar_ops.h)
 };
 // The optimization a module gets before code generation.
 enum class Optimization {
@@ -78,6 +84,31 @@ enum class Optimization {
 // libmvec) and the host's code generator on `module`. Thread-safe: each call leases a
 // target machine of its own (a module's LLVMContext must be the caller's alone).
 CompiledModule compile_module(llvm::Module& module, Optimization optimization, bool want_dumps);
+
+// One outlined inline-math function (scalar_ops.h's is_outlined_math_symbol) in a module
+// of its own, optimized like an elementwise loop: what the session's generator links
+// the first time a kernel names it. Raises jx::InternalError for a malformed name.
+CompiledModule compile_outlined_math(std::string_view symbol);
+
+// Where the session's generator gets an outlined function's object: while a scope is
+// alive on a thread, lookups made on that thread (linking a kernel) ask `source` (which
+// may read it from the disk cache) instead of compiling it afresh.
+class OutlinedMathSource {
+ public:
+  using Source = std::function<std::string(std::string_view symbol)>;
+  explicit OutlinedMathSource(Source source);
+  ~OutlinedMathSource();
+  OutlinedMathSource(const OutlinedMathSource&) = delete;
+  OutlinedMathSource& operator=(const OutlinedMathSource&) = delete;
+  // The innermost scope's source on this thread, or compile_outlined_math's object.
+  static std::string object_for(std::string_view symbol);
+  // The object the session linked for `symbol`, if it has linked it.
+  static std::optional<std::string> linked(std::string_view symbol);
+
+ private:
+  Source source_;
+  const OutlinedMathSource* outer_;
+};
 
 // Gives a kernel function the host's target-cpu / target-features and the preferred
 // vector width (see kPreferVectorWidth in llvm_session.cpp).

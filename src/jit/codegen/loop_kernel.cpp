@@ -73,6 +73,33 @@ const std::string& environment_text() {
   return text;
 }
 
+// The disk cache's key of an outlined math function (llvm_session.h).
+std::string outlined_math_key(std::string_view symbol) {
+  return object_cache_key(environment_text() + "outlined math " + std::string(symbol) + "\n");
+}
+
+// An outlined math function's object from the disk cache in `dir`, or compiled and
+// stored there.
+std::string outlined_math_object(const std::string& dir, std::string_view symbol) {
+  const std::string key = outlined_math_key(symbol);
+  if (std::optional<std::string> cached = object_cache_load(dir, key)) return *cached;
+  std::string object = compile_outlined_math(symbol).object;
+  object_cache_store(dir, key, object);
+  return object;
+}
+
+// Stores the outlined functions a kernel just stored calls, where the cache lacks them:
+// this process may have linked them before (for a kernel without the cache, or with
+// another), and a later process loading the kernel should find them beside it.
+void store_outlined_math(const std::string& dir, const std::vector<std::string>& symbols) {
+  for (const std::string& symbol : symbols) {
+    const std::string key = outlined_math_key(symbol);
+    std::error_code ignored;
+    if (std::filesystem::exists(object_cache_path(dir, key), ignored)) continue;
+    if (std::optional<std::string> object = OutlinedMathSource::linked(symbol)) object_cache_store(dir, key, *object);
+  }
+}
+
 void write_file(const std::string& path, const std::string& text) {
   std::error_code ignored;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ignored);
@@ -120,6 +147,11 @@ std::shared_ptr<const CompiledLoop> CompiledLoop::compile_emitted(const std::str
   const std::string name = options.name.empty() ? "kernel" : options.name;
   auto loop = std::make_shared<CompiledLoop>();
   auto link = [&](const std::string& object) {
+    // The outlined math this object calls, if the process has not linked it yet, comes
+    // from the same disk cache.
+    OutlinedMathSource outlined([&](std::string_view symbol) {
+      return use_disk_cache ? outlined_math_object(options.cache_dir, symbol) : compile_outlined_math(symbol).object;
+    });
     loop->object_ = load_object(object, name);
     loop->fn_ = reinterpret_cast<Fn>(loop->object_->lookup(kernel_symbol(key)));
     if (schedule.mode == LoopSchedule::Mode::FullReduce)
@@ -150,7 +182,10 @@ std::shared_ptr<const CompiledLoop> CompiledLoop::compile_emitted(const std::str
       write_file(options.dump_dir + "/" + name + ".s", compiled.assembly);
       write_file(options.dump_dir + "/" + name + ".plan", plan_text);
     }
-    if (use_disk_cache) object_cache_store(options.cache_dir, key, compiled.object);
+    if (use_disk_cache) {
+      object_cache_store(options.cache_dir, key, compiled.object);
+      store_outlined_math(options.cache_dir, compiled.outlined);
+    }
     link(compiled.object);
   }
   loop->schedule_ = schedule;

@@ -16,4 +16,9 @@ void set_module_vector_isa(llvm::Module& module, cpu::VectorIsa isa);
 // Raises jx::InternalError for a module no compile has set it on.
 cpu::VectorIsa module_vector_isa(const llvm::Module& module);
 
+// Whether the module's inline math is called rather than emitted at each use
+// (scalar_ops.h's outlined math): set by the emitter of a long fused body.
+void set_module_outlines_math(llvm::Module& module);
+bool module_outlines_math(const llvm::Module& module);
+
 }  // namespace jx::compiler::codegen

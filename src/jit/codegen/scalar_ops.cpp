@@ -170,6 +170,108 @@ std::string scalar_function_symbol(std::string_view name) { return detail::cat("
 Value* float_const(llvm::Type* t, double v) { return llvm::ConstantFP::get(t, v); }
 Value* int_const(llvm::Type* t, int64_t v) { return llvm::ConstantInt::get(t, static_cast<uint64_t>(v), true); }
 
+// ---- inline math, in place or outlined ----
+
+constexpr std::string_view kRarePrefix = "jx_rare.";
+constexpr std::string_view kOutlinedPrefix = "jx_outline.";
+
+std::optional<math::FastFunction> fast_function_named(std::string_view name) {
+  for (math::FastFunction f : math::kFastFunctions)
+    if (name == math::fast_function_name(f)) return f;
+  return std::nullopt;
+}
+
+// Whether native kernels compute `fn` for `d` with inline code (fast_math.h) rather than
+// eager's libmvec variant: exp, float32 tanh and erf, and inline_fast_function's table.
+bool has_inline_math(std::string_view fn, DType d, cpu::VectorIsa isa) {
+  if (fn == "exp") return true;
+  if (d == DType::Float32 && (fn == "tanh" || fn == "erf")) return true;
+  const std::optional<math::FastFunction> f = fast_function_named(fn);
+  return f && inline_fast_function(*f, d, isa);
+}
+
+// That inline code on x (a value or a vector of them).
+Value* emit_inline_math(llvm::IRBuilderBase& b, std::string_view fn, DType d, Value* x) {
+  const bool f32 = d == DType::Float32;
+  if (fn == "exp") return f32 ? emit_exp_f32(b, x) : emit_exp_f64(b, x);
+  if (f32 && fn == "tanh") return emit_tanh_f32(b, x);
+  if (f32 && fn == "erf") return emit_erf_f32(b, x);
+  return emit_fast_function(b, *fast_function_named(fn), x, [fn, d](llvm::IRBuilderBase& rb, Value* v, Value* usual) {
+    return emit_rare_math_call(rb, fn, d, v, usual);
+  });
+}
+
+// `<prefix><fn>.<f32|f64>.<isa>`: the scalar function of a family whose vector variants
+// append `.v<lanes>`.
+std::string math_family_name(std::string_view prefix, std::string_view fn, DType d, cpu::VectorIsa isa) {
+  return detail::cat(prefix, fn, d == DType::Float32 ? ".f32." : ".f64.", cpu::vector_isa_name(isa));
+}
+
+// Every vector width up to the host's registers, for a function whose vector variants
+// exist at any width (inline code, outlined or not).
+std::vector<unsigned> every_vector_width(DType d) {
+  std::vector<unsigned> widths;
+  for (int64_t lanes = 2; lanes * itemsize(d) <= host_vector_bytes(); lanes *= 2) widths.push_back(static_cast<unsigned>(lanes));
+  return widths;
+}
+
+// A call of the pure scalar function `scalar_name` on args (all of one type) that the
+// loop vectorizer may widen to `<scalar_name>.v<lanes>` for each of `widths` (declared
+// here and kept in llvm.compiler.used until the optimizer has run, since the vectorizer
+// only calls variants it finds declared). A call on vectors goes to the variant of their
+// width directly where there is one, else lane by lane to the scalar function.
+Value* call_with_vector_variants(llvm::IRBuilderBase& b, const std::string& scalar_name, llvm::ArrayRef<Value*> args,
+                                 const std::vector<unsigned>& widths) {
+  llvm::Module& module = *b.GetInsertBlock()->getModule();
+  llvm::Type* t = args[0]->getType();
+  auto vector_variant = [&](unsigned lanes) {
+    const std::string name = detail::cat(scalar_name, ".v", lanes);
+    if (llvm::Function* f = module.getFunction(name)) return f;
+    auto* vt = llvm::FixedVectorType::get(t->getScalarType(), lanes);
+    std::vector<llvm::Type*> params(args.size(), vt);
+    auto* vf = llvm::Function::Create(llvm::FunctionType::get(vt, params, false), llvm::Function::ExternalLinkage, name,
+                                      module);
+    vf->setDoesNotAccessMemory();
+    vf->setDoesNotThrow();
+    vf->setWillReturn();
+    llvm::appendToCompilerUsed(module, {vf});
+    return vf;
+  };
+  if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(t)) {
+    const unsigned lanes = vt->getNumElements();
+    if (std::find(widths.begin(), widths.end(), lanes) != widths.end()) return b.CreateCall(vector_variant(lanes), args);
+    llvm::Type* st = vt->getElementType();
+    std::vector<llvm::Type*> params(args.size(), st);
+    llvm::FunctionCallee scalar = pure_function(b, scalar_name, st, params);
+    Value* result = llvm::PoisonValue::get(vt);
+    for (unsigned lane = 0; lane < lanes; ++lane) {
+      std::vector<Value*> lane_args;
+      for (Value* a : args) lane_args.push_back(b.CreateExtractElement(a, lane));
+      result = b.CreateInsertElement(result, b.CreateCall(scalar, lane_args), lane);
+    }
+    return result;
+  }
+  std::vector<llvm::Type*> params(args.size(), t);
+  llvm::CallInst* call = b.CreateCall(pure_function(b, scalar_name, t, params), args);
+  std::string variants;
+  const std::string vs(args.size(), 'v');
+  for (unsigned lanes : widths)
+    variants += detail::cat(variants.empty() ? "" : ",", "_ZGV_LLVM_N", lanes, vs, "_", scalar_name, "(",
+                            vector_variant(lanes)->getName().str(), ")");
+  if (!variants.empty())
+    call->addFnAttr(llvm::Attribute::get(b.getContext(), "vector-function-abi-variant", variants));
+  return call;
+}
+
+// The inline code of fn as a call of jx_outline.<fn>.<dtype>.<isa> (or its vector
+// variants), which define_outlined_math defines with that same code: a long body's
+// code generation then sees one call per transcendental instead of its 20-60
+// instructions, and its results keep their bits.
+Value* call_outlined_math(llvm::IRBuilderBase& b, std::string_view fn, DType d, Value* x) {
+  const cpu::VectorIsa isa = module_vector_isa(*b.GetInsertBlock()->getModule());
+  return call_with_vector_variants(b, math_family_name(kOutlinedPrefix, fn, d, isa), {x}, every_vector_width(d));
+}
+
 // ---- the CPU backend's ScalarBuilder (jx/lowering.h) on an LLVM IRBuilder ----
 
 Value* as_llvm(lowering::Value* v) { return reinterpret_cast<Value*>(v); }
@@ -278,16 +380,11 @@ class LlvmScalarBuilder final : public lowering::ScalarBuilder {
     auto arity = [&](size_t n) {
       if (args.size() != n) detail::fail("jit", "math function ", fn, " takes ", n, " arguments, got ", args.size());
     };
-    if (fn == "exp") return arity(1), as_jx(f32 ? emit_exp_f32(b_, args[0]) : emit_exp_f64(b_, args[0]));
-    if (fn == "tanh" && f32) return arity(1), as_jx(emit_tanh_f32(b_, args[0]));
-    if (fn == "erf" && f32) return arity(1), as_jx(emit_erf_f32(b_, args[0]));
-    for (math::FastFunction f : math::kFastFunctions)
-      if (fn == math::fast_function_name(f) && inline_fast_function(f, d, module_vector_isa(module()))) {
-        arity(1);
-        return as_jx(emit_fast_function(b_, f, args[0], [fn, d](llvm::IRBuilderBase& b, Value* x, Value* usual) {
-          return emit_rare_math_call(b, fn, d, x, usual);
-        }));
-      }
+    if (has_inline_math(fn, d, module_vector_isa(module()))) {
+      arity(1);
+      return as_jx(module_outlines_math(module()) ? call_outlined_math(b_, fn, d, args[0])
+                                                  : emit_inline_math(b_, fn, d, args[0]));
+    }
     if (is_vector_math_function(fn)) return as_jx(call_libm(b_, fn, d, args));
     if (fn == "lgamma") {  // lgammaf for float32, as eager (not lgamma rounded)
       arity(1);
@@ -400,50 +497,19 @@ struct VectorTable {
 
 // ---- rare paths of the inline functions ----
 
-namespace {
-
-constexpr std::string_view kRarePrefix = "jx_rare.";
-
-std::optional<math::FastFunction> fast_function_named(std::string_view name) {
-  for (math::FastFunction f : math::kFastFunctions)
-    if (name == math::fast_function_name(f)) return f;
-  return std::nullopt;
-}
-
-}  // namespace
-
 llvm::Value* emit_rare_math_call(llvm::IRBuilderBase& b, std::string_view base, DType dtype, llvm::Value* x,
                                  llvm::Value* usual) {
-  llvm::Module& module = *b.GetInsertBlock()->getModule();
-  const cpu::VectorIsa isa = module_vector_isa(module);
-  const std::string scalar_name =
-      detail::cat(kRarePrefix, base, dtype == DType::Float32 ? ".f32." : ".f64.", cpu::vector_isa_name(isa));
-  llvm::Type* t = x->getType();
-  llvm::CallInst* call = b.CreateCall(pure_function(b, scalar_name, t, {t, t}), {x, usual});
+  const cpu::VectorIsa isa = module_vector_isa(*b.GetInsertBlock()->getModule());
   // A libmvec fallback exists at its variant's width only; exp's is inline code, so it
   // offers every width up to the host's registers (a loop that vectorizes at another
   // width would otherwise call the scalar rare path per lane).
   std::vector<unsigned> widths;
   if (base == kExpRarePath) {
-    for (int64_t lanes = 2; lanes * itemsize(dtype) <= host_vector_bytes(); lanes *= 2)
-      widths.push_back(static_cast<unsigned>(lanes));
+    widths = every_vector_width(dtype);
   } else if (const LibmvecVariant variant = libmvec_variant(base, dtype, isa); variant.lanes != 0) {
     widths.push_back(variant.lanes);  // none for the scalar ISA
   }
-  std::string variants;
-  for (unsigned lanes : widths) {
-    const std::string vector_name = detail::cat(scalar_name, ".v", lanes);
-    if (!module.getFunction(vector_name)) {
-      auto* vt = llvm::FixedVectorType::get(t, lanes);
-      auto* vf = llvm::Function::Create(llvm::FunctionType::get(vt, {vt, vt}, false), llvm::Function::ExternalLinkage,
-                                        vector_name, module);
-      llvm::appendToCompilerUsed(module, {vf});  // the vectorizer looks for it declared
-    }
-    variants += detail::cat(variants.empty() ? "" : ",", "_ZGV_LLVM_N", lanes, "vv_", scalar_name, "(", vector_name, ")");
-  }
-  if (!variants.empty())
-    call->addFnAttr(llvm::Attribute::get(b.getContext(), "vector-function-abi-variant", variants));
-  return call;
+  return call_with_vector_variants(b, math_family_name(kRarePrefix, base, dtype, isa), {x, usual}, widths);
 }
 
 bool define_rare_math_variants(llvm::Module& module) {
@@ -495,6 +561,50 @@ bool define_rare_math_variants(llvm::Module& module) {
     return std::find(defined.begin(), defined.end(), c) != defined.end();
   });
   return true;
+}
+
+// ---- outlined inline math ----
+
+bool is_outlined_math_symbol(std::string_view symbol) { return symbol.starts_with(kOutlinedPrefix); }
+
+void define_outlined_math(llvm::Module& module, std::string_view symbol) {
+  // jx_outline.<fn>.<f32|f64>.<isa>[.v<lanes>]
+  llvm::SmallVector<llvm::StringRef, 5> parts;
+  llvm::StringRef(symbol.data(), symbol.size()).split(parts, '.');
+  auto malformed = [&] { detail::internal_fail("jit", "malformed outlined math function name ", symbol); };
+  if (!is_outlined_math_symbol(symbol) || (parts.size() != 4 && parts.size() != 5)) malformed();
+  const std::string fn = parts[1].str();
+  if (parts[2] != "f32" && parts[2] != "f64") malformed();
+  const DType dtype = parts[2] == "f32" ? DType::Float32 : DType::Float64;
+  std::optional<cpu::VectorIsa> isa;
+  for (cpu::VectorIsa candidate : {cpu::VectorIsa::Scalar, cpu::VectorIsa::Avx2, cpu::VectorIsa::Avx512})
+    if (parts[3] == cpu::vector_isa_name(candidate)) isa = candidate;
+  unsigned lanes = 0;
+  if (!isa || !has_inline_math(fn, dtype, *isa) ||
+      (parts.size() == 5 && (!parts[4].consume_front("v") || parts[4].getAsInteger(10, lanes) || lanes < 2)))
+    malformed();
+  set_module_vector_isa(module, *isa);
+  llvm::LLVMContext& ctx = module.getContext();
+  llvm::Type* t = value_type(ctx, dtype);
+  if (lanes != 0) t = llvm::FixedVectorType::get(t, lanes);
+  auto* f = llvm::Function::Create(llvm::FunctionType::get(t, {t}, false), llvm::Function::ExternalLinkage,
+                                   llvm::StringRef(symbol.data(), symbol.size()), module);
+  f->addFnAttr(llvm::Attribute::NoUnwind);
+  set_host_attributes(*f);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", f));
+  b.CreateRet(emit_inline_math(b, fn, dtype, f->getArg(0)));
+}
+
+void drop_uncalled_outlined_math(llvm::Module& module) {
+  std::vector<llvm::Function*> declared;
+  for (llvm::Function& f : module)
+    if (f.isDeclaration() && is_outlined_math_symbol(f.getName().str())) declared.push_back(&f);
+  if (declared.empty()) return;
+  llvm::removeFromUsedLists(module, [&](llvm::Constant* c) {
+    return std::find(declared.begin(), declared.end(), c) != declared.end();
+  });
+  for (llvm::Function* f : declared)
+    if (f->use_empty()) f->eraseFromParent();
 }
 
 // ---- types, memory, constants ----

@@ -82,6 +82,22 @@ llvm::Value* emit_rare_math_call(llvm::IRBuilderBase& b, std::string_view base, 
 // inliner compile_module runs after the pipeline). Returns whether it defined any.
 bool define_rare_math_variants(llvm::Module& module);
 
+// Inline math outlined. A module marked module_outlines_math (a long fused body) calls
+// the inline functions above (exp, float32 tanh and erf, inline_fast_function's table)
+// as jx_outline.<fn>.<f32|f64>.<isa>, which the loop vectorizer widens to
+// jx_outline.<...>.v<lanes> (every width up to the host's registers), instead of
+// emitting their code at each use: code generation, whose cost grows with the
+// instructions it selects, then sees one call per transcendental. Those functions are
+// defined on demand (llvm_session.cpp's generator) by define_outlined_math, with the
+// very code they replace, so results keep their bits.
+bool is_outlined_math_symbol(std::string_view symbol);
+// Defines `symbol` in `module` (and sets the module's vector ISA from the name).
+// Raises jx::InternalError for a name no module calls.
+void define_outlined_math(llvm::Module& module, std::string_view symbol);
+// Removes the outlined variants the optimizer left uncalled (declared for the vectorizer
+// and kept in llvm.compiler.used until it ran), so objects name only what they call.
+void drop_uncalled_outlined_math(llvm::Module& module);
+
 // The runtime helpers emitted code calls by name (jx_rt_erf_inv_f64, ...) with their
 // addresses, for a JIT that does not search the process's symbols.
 std::vector<std::pair<std::string, void*>> runtime_math_symbols();
