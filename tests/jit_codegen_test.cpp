@@ -1225,6 +1225,26 @@ TEST(Dumps, LongChainInterleavesTwoVectors) {
   EXPECT_EQ(calls, 2u) << assembly.substr(0, 6000);
 }
 
+// A kernel over fewer elements than a vector holds is left scalar (loop_emitter.cpp):
+// no vector body would ever run. One more element than that and it is vectorized.
+TEST(Dumps, KernelSmallerThanAVectorStaysScalar) {
+  const fs::path dir = fs::temp_directory_path() / ("jx_codegen_dump_tiny_" + std::to_string(::getpid()));
+  const int64_t lanes = codegen::host_vector_bytes() / 4;
+  for (int64_t n : {lanes - 1, lanes}) {
+    const std::string t = "f32[" + std::to_string(n) + "]";
+    Jaxpr j = parse_jaxpr("{ lambda ; a:" + t + " b:" + t + ". let\n  c:" + t + " = mul a b\n  d:" + t +
+                          " = sin c\nin (d) }");
+    KernelOptions o = no_cache("tiny" + std::to_string(n));
+    o.dump_dir = dir.string();
+    auto kernel = compile_kernel(j, "loop", o);
+    const std::string ir = read_file(dir / (o.name + ".ll"));
+    EXPECT_EQ(ir.find("fmul <") != std::string::npos, n >= lanes) << n << " elements:\n" << ir;
+    std::vector<Array> args{random_array(j.invars[0].aval, 1), random_array(j.invars[1].aval, 2)};
+    EXPECT_ALLCLOSE(run_kernel(*kernel, j, args)[0], eval_jaxpr(j, {}, args)[0], 1e-6, 1e-6);
+  }
+  fs::remove_all(dir);
+}
+
 TEST(Dumps, SumAccumulatesInVectorRegisters) {
   if (codegen::host_target().features.find("+avx512f") == std::string::npos) GTEST_SKIP() << "no AVX-512 on this host";
   const fs::path dir = fs::temp_directory_path() / ("jx_codegen_dump_sum_" + std::to_string(::getpid()));
