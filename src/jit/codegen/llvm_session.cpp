@@ -5,9 +5,9 @@
 #include <atomic>
 #include <cstdlib>
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <optional>
-#include <map>
 #include <string>
 #include <vector>
 
