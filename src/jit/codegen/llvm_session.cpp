@@ -263,10 +263,7 @@ CompiledModule compile_module(llvm::Module& module, Optimization optimization, b
     fail("jit", "internal: the elementwise loop pipeline does not parse: ", error_text(std::move(err)));
   }
   mpm.run(module, mam);
-  drop_uncalled_outlined_math(module);
-  std::vector<std::string> outlined;
-  for (const llvm::Function& f : module)
-    if (f.isDeclaration() && is_outlined_math_symbol(f.getName().str())) outlined.push_back(f.getName().str());
+  std::vector<std::string> outlined = drop_uncalled_outlined_math(module);
   // The inline functions' rare paths get their bodies now, after vectorization, and are
   // inlined into the loops (a compare, a mask test and a branch around the libmvec call).
   if (define_rare_math_variants(module)) {

@@ -164,10 +164,8 @@ class Emitter {
       for (llvm::BranchInst* latch : latches_) {
         llvm::Metadata* kv[] = {llvm::MDString::get(ctx_, "llvm.loop.vectorize.enable"),
                                 llvm::ConstantAsMetadata::get(b_.getFalse())};
-        llvm::Metadata* hints[] = {nullptr, llvm::MDNode::get(ctx_, kv)};
-        llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, hints);
-        id->replaceOperandWith(0, id);
-        latch->setMetadata(llvm::LLVMContext::MD_loop, id);
+        std::vector<llvm::Metadata*> hints = {nullptr, llvm::MDNode::get(ctx_, kv)};
+        set_loop_hints(latch, hints);
       }
       return;
     }
@@ -190,13 +188,18 @@ class Emitter {
         if (large || float_arithmetic_reduction)
           hint(hints, "llvm.loop.vectorize.width", std::max<int64_t>(1, host_vector_bytes() / widest));
       }
-      llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, hints);
-      id->replaceOperandWith(0, id);
-      latch->setMetadata(llvm::LLVMContext::MD_loop, id);
+      set_loop_hints(latch, hints);
     }
   }
 
  private:
+  // Attaches hints (their first slot left for the loop ID itself) as the loop's metadata.
+  void set_loop_hints(llvm::BranchInst* latch, std::vector<llvm::Metadata*>& hints) {
+    llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, hints);
+    id->replaceOperandWith(0, id);
+    latch->setMetadata(llvm::LLVMContext::MD_loop, id);
+  }
+
   int64_t body_ops() const {
     int64_t ops = 0;
     for (const PlanNode& n : plan_.nodes) ops += n.kind == PlanNode::Kind::Op;

@@ -595,16 +595,20 @@ void define_outlined_math(llvm::Module& module, std::string_view symbol) {
   b.CreateRet(emit_inline_math(b, fn, dtype, f->getArg(0)));
 }
 
-void drop_uncalled_outlined_math(llvm::Module& module) {
+std::vector<std::string> drop_uncalled_outlined_math(llvm::Module& module) {
   std::vector<llvm::Function*> declared;
   for (llvm::Function& f : module)
     if (f.isDeclaration() && is_outlined_math_symbol(f.getName().str())) declared.push_back(&f);
-  if (declared.empty()) return;
+  std::vector<std::string> called;
+  if (declared.empty()) return called;
   llvm::removeFromUsedLists(module, [&](llvm::Constant* c) {
     return std::find(declared.begin(), declared.end(), c) != declared.end();
   });
-  for (llvm::Function* f : declared)
+  for (llvm::Function* f : declared) {
     if (f->use_empty()) f->eraseFromParent();
+    else called.push_back(f->getName().str());
+  }
+  return called;
 }
 
 // ---- types, memory, constants ----

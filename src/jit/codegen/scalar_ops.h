@@ -95,8 +95,9 @@ bool is_outlined_math_symbol(std::string_view symbol);
 // Raises jx::InternalError for a name no module calls.
 void define_outlined_math(llvm::Module& module, std::string_view symbol);
 // Removes the outlined variants the optimizer left uncalled (declared for the vectorizer
-// and kept in llvm.compiler.used until it ran), so objects name only what they call.
-void drop_uncalled_outlined_math(llvm::Module& module);
+// and kept in llvm.compiler.used until it ran), so objects name only what they call;
+// returns the names of those the module still calls.
+std::vector<std::string> drop_uncalled_outlined_math(llvm::Module& module);
 
 // The runtime helpers emitted code calls by name (jx_rt_erf_inv_f64, ...) with their
 // addresses, for a JIT that does not search the process's symbols.
