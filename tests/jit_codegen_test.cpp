@@ -867,6 +867,46 @@ TEST(RowsKernel, SoftmaxMatchesEager) {
   check(softmax_text("f64", 70, 300), "rows", 1e-12, 1e-14);
 }
 
+TEST(RowsKernel, LargeRowsPrefetchAndPipelineTheirOutputs) {
+  // Outputs of 16 MiB and more: the last pass prefetches the next block's rows and stores
+  // the previous row's outputs in its loop (loop_emitter.cpp, pipelines_outputs), with
+  // the block's first row's pass and its last row's outputs alone. 1031 rows (blocks of
+  // 8 with a remainder of 7), rows of 4099 (a vector remainder), a second (per-row)
+  // output, float64, and rows of one per block (65 of 65536 floats), whose pipelined
+  // loop never runs.
+  check(softmax_text("f32", 1031, 4099), "rows", 1e-5, 1e-10);
+  check(jx::testing::logsumexp_text(1031, 4099, /*with_log_softmax=*/true), "rows", 1e-5, 1e-5);
+  check(softmax_text("f64", 520, 4099), "rows", 1e-12, 1e-16);
+  check(softmax_text("f32", 65, 65536), "rows", 1e-5, 1e-11);
+}
+
+TEST(Dumps, LargeRowsKernelPrefetchesAndPipelines) {
+  auto ir_of = [](const std::string& text) {
+    const fs::path dir = fs::temp_directory_path() / ("jx_codegen_dump_rows_" + std::to_string(::getpid()));
+    KernelOptions o;
+    o.name = "rows";
+    o.dump_dir = dir.string();
+    o.disk_cache = false;
+    compile_kernel(parse_jaxpr(text), "rows", o);
+    const std::string ir = read_file(dir / "rows.ll");
+    fs::remove_all(dir);
+    return ir;
+  };
+  auto count = [](const std::string& ir, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = ir.find(what); at != std::string::npos; at = ir.find(what, at + 1)) ++n;
+    return n;
+  };
+  // 1031 x 4099 floats: prefetches, and streams its output from two loops (the pipelined
+  // last pass and the block's last row); 100 x 1024 (400 KiB) does neither.
+  const std::string large = ir_of(softmax_text("f32", 1031, 4099));
+  EXPECT_NE(large.find("call void @llvm.prefetch"), std::string::npos) << large;
+  EXPECT_GE(count(large, "!nontemporal"), 2u) << large;
+  const std::string small = ir_of(softmax_text("f32", 100, 1024));
+  EXPECT_EQ(small.find("@llvm.prefetch"), std::string::npos) << small;
+  EXPECT_EQ(small.find("!nontemporal"), std::string::npos) << small;
+}
+
 TEST(RowsKernel, LogsumexpAndLogSoftmax) {
   // A per-row output (logsumexp) beside a full-shape one (log_softmax = x - lse).
   check(jx::testing::logsumexp_text(130, 77, /*with_log_softmax=*/true), "rows", 1e-5, 1e-6);
@@ -991,6 +1031,33 @@ void expect_accurate_f32_sum(const Shape& shape, const std::vector<int64_t>& axe
   std::printf("[sum accuracy] %s over (%s): worst %.2f ulp\n", type(shape).c_str(), dims(axes).c_str(), worst);
 }
 
+// The same for a sum of exp(a) (terms costing a transcendental: summed in float32 chunk
+// partials, loop_emitter.cpp's sums_narrow): within 4 ulp of the float64 sum of the
+// float32 exp values eager computes.
+void expect_accurate_f32_exp_sum(const Shape& shape, const std::vector<int64_t>& axes, const Array& x) {
+  const std::string type = detail::cat("f32[", shape[0], ",", shape[1], "]");
+  const std::string out = axes.size() == 2 ? "f32[]" : detail::cat("f32[", shape[axes[0] == 0 ? 1 : 0], "]");
+  const std::string text = "{ lambda ; a:" + type + ". let\n    b:" + type + " = exp a\n    c:" + out +
+                           " = reduce_sum[axes=(" + (axes.size() == 2 ? std::string("0, 1") : std::to_string(axes[0]) + ",") +
+                           ")] b\n  in (c) }";
+  SCOPED_TRACE(text);
+  Jaxpr j = parse_jaxpr(text);
+  auto kernel = compile_kernel(j, "reduction", no_cache("exp_sum_accuracy"));
+  const std::vector<float> got = run_kernel(*kernel, j, {x})[0].to_vector<float>();
+  const std::vector<double> ref = lax::reduce_sum(lax::exp(x).astype(DType::Float64), axes).to_vector<double>();
+  ASSERT_EQ(got.size(), ref.size());
+  double worst = 0;
+  int bad = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const float r = static_cast<float>(ref[i]);
+    const double ulp = std::nextafter(r, INFINITY) - r;
+    worst = std::max(worst, std::abs(got[i] - ref[i]) / ulp);
+    if (std::abs(got[i] - ref[i]) > 4 * ulp && ++bad <= 3)
+      ADD_FAILURE() << "output " << i << ": got " << got[i] << ", float64 sum " << ref[i];
+  }
+  std::printf("[exp sum accuracy] %s over %zu axes: worst %.2f ulp\n", type.c_str(), axes.size(), worst);
+}
+
 Array uniform_f32(const Shape& shape, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> u(0.f, 1.f);
@@ -1013,6 +1080,18 @@ TEST(ReductionAccuracy, Float32SumsOfAMillionTermsStayWithinAFewUlps) {
     expect_accurate_f32_sum({4, n / 20, 5}, {1}, x->reshape({4, n / 20, 5}));      // a middle axis
     expect_accurate_f32_sum({2, 500, 1000}, {1, 2}, x->reshape({2, 500, 1000}));   // rows of a short inner dim
     expect_accurate_f32_sum({50, 2000, 10}, {0, 2}, x->reshape({50, 2000, 10}));  // outer and inner axes
+  }
+}
+
+TEST(ReductionAccuracy, Float32SumsOfExpStayWithinAFewUlps) {
+  const int64_t n = 1000000;
+  // exp(log 0.1) = 0.1 (about) 10^6 times: every chunk partial errs the same way.
+  const Array tenths(std::vector<float>(n, std::log(0.1f)), Shape{n});
+  const Array random = uniform_f32({n}, 7);
+  for (const Array* x : {&tenths, &random}) {
+    expect_accurate_f32_exp_sum({4, n / 4}, {1}, x->reshape({4, n / 4}));        // rows (blocks of 4096)
+    expect_accurate_f32_exp_sum({250, 4000}, {1}, x->reshape({250, 4000}));      // rows of one block
+    expect_accurate_f32_exp_sum({1000, 1000}, {0, 1}, x->reshape({1000, 1000}));  // full
   }
 }
 
@@ -1265,9 +1344,10 @@ TEST(Dumps, SumAccumulatesInVectorRegisters) {
   EXPECT_NE(assembly.find("vaddpd\t%zmm"), std::string::npos);
 }
 
-// A float32 row sum of exp accumulates in double, but the exp runs at a full register
-// of floats (loop_emitter.cpp's width hint): LLVM, left alone, sized the vectors for the
-// double accumulator and ran the exp at half width.
+// A float32 row sum of exp runs the exp at a full register of floats (loop_emitter.cpp's
+// width hint: LLVM, left alone, sized the vectors for a double accumulator and ran the exp
+// at half width), and sums its terms in float32 vector partials per chunk, each widened
+// to the double accumulator once (loop_emitter.cpp's sums_narrow).
 TEST(Dumps, FloatMathReductionRunsAtFullFloatWidth) {
   const std::string& features = codegen::host_target().features;
   const bool avx512 = features.find("+avx512f") != std::string::npos;
@@ -1285,7 +1365,9 @@ TEST(Dumps, FloatMathReductionRunsAtFullFloatWidth) {
   const std::string ir = read_file(dir / "sum_exp.ll");
   fs::remove_all(dir);
   const std::string width = avx512 ? "16" : "8";
-  EXPECT_TRUE(std::regex_search(ir, std::regex("fpext <" + width + " x float>"))) << ir;
+  EXPECT_TRUE(std::regex_search(ir, std::regex("fadd reassoc <" + width + " x float> %vec.phi"))) << ir;
+  EXPECT_TRUE(std::regex_search(ir, std::regex("fpext float %[0-9a-z.]+ to double"))) << ir;
+  EXPECT_FALSE(std::regex_search(ir, std::regex("fpext <[0-9]+ x float>"))) << ir;
   EXPECT_TRUE(std::regex_search(ir, std::regex("fmul <" + width + " x float>"))) << ir;
 }
 

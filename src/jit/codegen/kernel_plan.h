@@ -84,6 +84,9 @@ struct PlanOutput {
 //                 cache between passes (a softmax reads x once from memory and writes
 //                 once), and its rows' reductions are independent, so one row's serial
 //                 tail (a horizontal max, then a sum) overlaps the next row's loads.
+//                 Over large operands the last pass prefetches the next block's rows
+//                 and stores the previous row's outputs in its own loop, so memory
+//                 and arithmetic overlap (loop_emitter.cpp's pipelines_outputs).
 struct LoopSchedule {
   enum class Mode { Elementwise, RowReduce, ColumnReduce, FullReduce, Rows };
   Mode mode = Mode::Elementwise;

@@ -27,6 +27,10 @@ using Mode = LoopSchedule::Mode;
 constexpr int64_t kReduceBlock = 4096;  // innermost reduced elements per partial accumulator
 constexpr int64_t kColumnRows = 256;    // reduced rows per partial row of a column reduction
 constexpr int64_t kWideColumnRows = 8;  // the same for float32 sums (column_reduce)
+constexpr int64_t kCacheLine = 64;
+constexpr int64_t kChunkBytes = 1024;  // chunks of an innermost reduction loop (reduce_innermost)
+constexpr int64_t kNarrowSumCost = 8;   // op_cost of the terms of a float32 sum summed narrow (sums_narrow)
+constexpr int64_t kPrefetchMinBytes = int64_t{8} << 20;  // inputs that prefetch (prefetching_pass)
 
 // Which loops of a function call a vector math function (jx_vm_*), and which combine a
 // float max or min reduction (llvm.maximum / llvm.minimum, reductions.cpp's max_step),
@@ -80,6 +84,8 @@ class LoopCalls {
 // conversions and double adds per 16 floats (about 1.6x). Column reductions keep float
 // partial rows over 8 reduced rows (column_reduce). Other reductions and dtypes
 // accumulate in their own dtype (float64 sums in blocks, as before).
+// Sums of terms that cost a transcendental each are compute-bound instead: they add
+// float32 chunk partials into the double accumulators (Emitter::sums_narrow).
 DType accumulator_dtype(const PlanOutput& o) {
   if (o.dtype == DType::Float32 && o.reduce && o.reduce->rules().lowering.reducer.widen_float32) return DType::Float64;
   return o.dtype;
@@ -435,7 +441,8 @@ class Emitter {
     return emit_reduce_combine(b_, *o.reduce, acc, emit_convert(b_, x, o.dtype, a), a);
   }
   Value* final_value(const PlanOutput& o, Value* acc) { return emit_convert(b_, acc, accumulator_dtype(o), o.dtype); }
-  void accumulate(const std::vector<llvm::AllocaInst*>& accs, const std::vector<Value*>& idx) {
+  // narrow: accs hold the outputs' own dtype (reduce_innermost's float32 partials).
+  void accumulate(const std::vector<llvm::AllocaInst*>& accs, const std::vector<Value*>& idx, bool narrow = false) {
     std::vector<Value*> v = eval(idx);
     for (int phase : stores_)  // rows kernels: operands later passes load
       store_element(b_, v[static_cast<size_t>(plan_.phases[static_cast<size_t>(phase)].node)], stash_ptr(phase, idx),
@@ -443,7 +450,8 @@ class Emitter {
     for (size_t m = 0; m < accs.size(); ++m) {
       const PlanOutput& o = reducers()[m];
       Value* acc = b_.CreateLoad(accs[m]->getAllocatedType(), accs[m]);
-      b_.CreateStore(combine_element(o, acc, v[static_cast<size_t>(o.node)]), accs[m]);
+      Value* x = v[static_cast<size_t>(o.node)];
+      b_.CreateStore(narrow ? emit_reduce_combine(b_, *o.reduce, acc, x, o.dtype) : combine_element(o, acc, x), accs[m]);
     }
   }
 
@@ -484,25 +492,78 @@ class Emitter {
     const size_t nd = plan_.dims.size();
     if (d == nd) return accumulate(accs, idx);
     const int64_t n = plan_.dims[d];
-    if (d + 1 < nd || n <= kReduceBlock)
+    if (d + 1 < nd)
       return loop(c64(0), c64(n), [&](Value* i) {
         idx[d] = i;
         reduce_nest(d + 1, idx, accs);
       });
+    if (n <= kReduceBlock) return reduce_innermost(d, c64(0), c64(n), idx, accs);
     auto parts = accumulators();
     loop(c64(0), c64((n + kReduceBlock - 1) / kReduceBlock), [&](Value* block) {
       reset(parts);
       Value* lo = b_.CreateMul(block, c64(kReduceBlock), "", true, true);
       Value* hi = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(lo, c64(kReduceBlock)), c64(n));
-      loop(lo, hi, [&](Value* i) {
-        idx[d] = i;
-        accumulate(parts, idx);
-      });
+      reduce_innermost(d, lo, hi, idx, parts);
       fold(accs, parts);
     });
   }
 
+  // The loop over the innermost reduced dim [lo, hi), accumulating into accs. It runs in
+  // chunks of kChunkBytes when this pass prefetches (prefetch_: each chunk first prefetches
+  // the same span of the next block's rows, so their first pass finds them in cache while
+  // this one computes) or sums narrow (narrow_sums_: each chunk sums float32 terms in
+  // float32 partials, added to the float64 accumulators once per chunk).
+  void reduce_innermost(size_t d, Value* lo, Value* hi, std::vector<Value*>& idx,
+                        const std::vector<llvm::AllocaInst*>& accs) {
+    if (prefetch_.empty() && !narrow_sums_)
+      return loop(lo, hi, [&](Value* i) {
+        idx[d] = i;
+        accumulate(accs, idx);
+        if (companion_) companion_(i);
+      });
+    int64_t widest = 1;
+    for (const PlanNode& n : plan_.nodes) widest = std::max<int64_t>(widest, itemsize(n.dtype));
+    const int64_t chunk = kChunkBytes / widest;
+    std::vector<llvm::AllocaInst*> parts;
+    if (narrow_sums_)
+      for (const PlanOutput& o : reducers()) parts.push_back(entry_alloca(value_type(ctx_, o.dtype)));
+    Value* chunks = b_.CreateUDiv(b_.CreateAdd(b_.CreateSub(hi, lo, "", true, true), c64(chunk - 1), "", true, true),
+                                  c64(chunk));
+    loop(c64(0), chunks, [&](Value* c) {
+      Value* clo = b_.CreateAdd(lo, b_.CreateMul(c, c64(chunk), "", true, true), "", true, true);
+      Value* chi = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(clo, c64(chunk), "", true, true), hi);
+      for (const PrefetchStream& s : prefetch_) {
+        // Prefetches never fault, so the last chunk's lines past the row are harmless.
+        Value* first = b_.CreateGEP(storage_type(ctx_, s.dtype), s.next_row, clo);
+        for (int64_t line = 0; line * kCacheLine < chunk * itemsize(s.dtype); ++line)
+          b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {ptr_},
+                             {b_.CreateConstGEP1_64(b_.getInt8Ty(), first, line * kCacheLine), b_.getInt32(0),
+                              b_.getInt32(3), b_.getInt32(1)});
+      }
+      if (!narrow_sums_)
+        return loop(clo, chi, [&](Value* i) {
+          idx[d] = i;
+          accumulate(accs, idx);
+          if (companion_) companion_(i);
+        });
+      for (size_t m = 0; m < parts.size(); ++m)
+        b_.CreateStore(reduction_identity(b_, *reducers()[m].reduce, reducers()[m].dtype), parts[m]);
+      loop(clo, chi, [&](Value* i) {
+        idx[d] = i;
+        accumulate(parts, idx, /*narrow=*/true);
+        if (companion_) companion_(i);
+      });
+      for (size_t m = 0; m < parts.size(); ++m) {
+        const PlanOutput& o = reducers()[m];
+        Value* acc = b_.CreateLoad(accs[m]->getAllocatedType(), accs[m]);
+        Value* part = b_.CreateLoad(parts[m]->getAllocatedType(), parts[m]);
+        b_.CreateStore(combine_element(o, acc, part), accs[m]);
+      }
+    });
+  }
+
   void row_reduce(Value* begin, Value* end) {
+    narrow_sums_ = sums_narrow();
     const size_t nd = plan_.dims.size(), nk = static_cast<size_t>(plan_.num_kept);
     std::vector<Value*> idx(nd, nullptr);
     auto accs = accumulators();
@@ -660,6 +721,84 @@ class Emitter {
         for (int o : plan_.nodes[i].operands) needed_[static_cast<size_t>(o)] = 1;
   }
 
+  // Whether the reductions being emitted (reducers(), over the nodes needed_ selects) sum
+  // float32 terms that cost a transcendental or more each. Those are compute-bound, and
+  // widening every term to double (accumulator_dtype) was a fifth of their time: the
+  // conversions, double adds and twice the accumulator registers, which spilled around
+  // an inline exp (a row sum of exp over 4096 x 4096 floats: 11.7 ms in double, 9.1 in
+  // float partials). They sum each 256-float chunk in float32 vector partials (16 terms
+  // per lane in sequence, then a tree), added to the double accumulators once per chunk:
+  // within a few ulp, as NumPy's pairwise sum (tests/jit_codegen_test.cpp,
+  // ReductionAccuracy). Plain sums are memory-bound and keep double terms.
+  bool sums_narrow() const {
+    bool widened = false;
+    for (const PlanOutput& o : reducers()) widened = widened || accumulator_dtype(o) != o.dtype;
+    if (!widened) return false;
+    int64_t cost = 0;
+    for (size_t i = 0; i < plan_.nodes.size(); ++i) {
+      const PlanNode& n = plan_.nodes[i];
+      const bool evaluated = needed_.empty() || (needed_[i] && !loaded_[i]);
+      if (n.kind == PlanNode::Kind::Op && evaluated) cost += op_cost(*n.eqn->primitive);
+    }
+    return cost >= kNarrowSumCost;
+  }
+
+  // Whether a rows kernel's last pass of phases stores the previous row's full-shape
+  // outputs in its loop. Those outputs are large enough to stream (streamed()), and a loop
+  // of streaming stores alone runs at memory's write speed with the arithmetic units
+  // idle, while the last pass (a softmax's exp) computes with the memory bus idle; in
+  // one loop they overlap. Rows of one reduced dim.
+  bool pipelines_outputs() const {
+    if (plan_.ndim() - plan_.num_kept != 1) return false;
+    for (const PlanOutput& o : plan_.outputs)
+      if (!o.per_row && !streamed(o)) return false;
+    return true;
+  }
+
+  // The pass of a rows kernel that prefetches the next block's rows, or -1. A block's
+  // first pass reads its rows from memory, its later passes from cache: without
+  // prefetching, memory sits idle while the later passes compute (a softmax's exp) and
+  // the first pass waits on memory with the arithmetic units idle. The last pass of
+  // phases prefetches, when there are several, over rows of one reduced dim read along
+  // memory, from inputs larger than the last-level cache of a CPU of this class (smaller
+  // ones stay in cache between calls).
+  int prefetching_pass() const {
+    if (plan_.num_passes < 2 || plan_.ndim() - plan_.num_kept != 1) return -1;
+    double bytes = 0;
+    for (const PlanNode& n : plan_.nodes)
+      if (n.kind == PlanNode::Kind::Load) {
+        double elements = 1;
+        for (int64_t d : plan_.dims) elements *= static_cast<double>(d);
+        bytes = std::max(bytes, elements * static_cast<double>(itemsize(n.dtype)));
+      }
+    return bytes >= static_cast<double>(kPrefetchMinBytes) ? plan_.num_passes - 1 : -1;
+  }
+
+  // The streams of the current pass's loads at the row `block_rows` rows ahead of the
+  // current one (the same row in the last block): every load read along the reduced dim
+  // whose address moves with the row.
+  void prefetch_streams(Value* end, int64_t block_rows) {
+    const size_t nd = plan_.dims.size(), nk = static_cast<size_t>(plan_.num_kept);
+    std::vector<Value*> ahead(nd, nullptr);
+    Value* row = b_.CreateAdd(block_slot_row_, c64(block_rows), "", true, true);
+    row = b_.CreateSelect(b_.CreateICmpSLT(row, end), row, block_slot_row_);
+    decompose(row, 0, nk, ahead);
+    ahead[nd - 1] = c64(0);
+    std::vector<std::pair<int, const Affine*>> seen;
+    for (size_t i = 0; i < plan_.nodes.size(); ++i) {
+      const PlanNode& n = plan_.nodes[i];
+      if (n.kind != PlanNode::Kind::Load || !needed_[i] || loaded_[i] || n.index.coef[nd - 1] != 1) continue;
+      bool moves = false;
+      for (size_t d = 0; d < nk; ++d) moves = moves || n.index.coef[d] != 0;
+      bool repeated = false;
+      for (auto& [input, index] : seen) repeated = repeated || (input == n.input && *index == n.index);
+      if (!moves || repeated) continue;
+      seen.push_back({n.input, &n.index});
+      Value* base = b_.CreateGEP(storage_type(ctx_, n.dtype), ins_[static_cast<size_t>(n.input)], affine(n.index, ahead));
+      prefetch_.push_back({base, n.dtype});
+    }
+  }
+
   // Rows in blocks of chunk_rows (kernel_plan.h: LoopSchedule::Mode::Rows). Row values
   // and stashes are kept per row of the block; the per-row outputs run as one loop over
   // the block's rows, which vectorizes (the log of logsumexp called once per row cost a
@@ -696,15 +835,32 @@ class Emitter {
     std::vector<int> full, per_row;
     for (const PlanOutput& o : plan_.outputs) (o.per_row ? per_row : full).push_back(o.node);
     std::vector<Value*> idx(nd, nullptr);
-    // body(row) for every row of [lo, hi), block_slot_ naming its place in the block.
-    auto each_row = [&](Value* lo, Value* hi, const std::function<void()>& body) {
-      loop(lo, hi, [&](Value* u) {
+    // body() for every row u of [from, to), of the block starting at row lo: idx holds
+    // u's kept dims, block_slot_ its place in the block.
+    auto each_row = [&](Value* lo, Value* from, Value* to, const std::function<void()>& body) {
+      loop(from, to, [&](Value* u) {
         decompose(u, 0, nk, idx);
         block_slot_ = b_.CreateSub(u, lo, "", true, true);
+        block_slot_row_ = u;
         body();
         block_slot_ = nullptr;
       });
     };
+    // The full-shape outputs at the point idx (their nodes selected).
+    auto store_full = [&](const std::vector<Value*>& at) {
+      std::vector<Value*> v = eval(at);
+      for (size_t m = 0; m < plan_.outputs.size(); ++m)
+        if (!plan_.outputs[m].per_row)
+          store_element(b_, v[static_cast<size_t>(plan_.outputs[m].node)], out_ptr(m, at), plan_.outputs[m].dtype);
+    };
+    std::vector<char> full_needed, full_loaded;
+    if (!full.empty()) {
+      select(full, plan_.num_passes);
+      full_needed = needed_, full_loaded = loaded_;
+    }
+    const int prefetch_pass = prefetching_pass();
+    const bool pipelined = !full.empty() && pipelines_outputs();
+    const int last_pass = plan_.num_passes - 1;
     Value* count = b_.CreateSub(end, begin, "", true, true);
     Value* blocks = b_.CreateUDiv(b_.CreateAdd(count, c64(block_rows - 1), "", true, true), c64(block_rows));
     loop(c64(0), blocks, [&](Value* block) {
@@ -717,7 +873,10 @@ class Emitter {
         for (int k : pass_phases[q])
           if (plan_.phases[static_cast<size_t>(k)].stash) stores_.push_back(k);
         select(targets, static_cast<int>(q));
-        each_row(lo, hi, [&] {
+        const bool prefetching = static_cast<int>(q) == prefetch_pass;
+        narrow_sums_ = sums_narrow();
+        auto pass_row = [&] {
+          if (prefetching) prefetch_streams(end, block_rows);
           reset(pass_accs[q]);
           reduce_nest(nk, idx, pass_accs[q]);
           for (size_t m = 0; m < pass_phases[q].size(); ++m) {
@@ -726,24 +885,47 @@ class Emitter {
             Value* value = final_value(pass_reducers[q][m], acc);
             b_.CreateStore(value, b_.CreateInBoundsGEP(value->getType(), block_values_[k], block_slot_));
           }
-        });
+          prefetch_.clear();
+        };
+        if (pipelined && static_cast<int>(q) == last_pass) {
+          // The block's first row alone, then each later row's pass with the previous
+          // row's outputs in the same loop (pipelines_outputs).
+          Value* second = b_.CreateAdd(lo, c64(1), "", true, true);
+          each_row(lo, lo, second, pass_row);
+          each_row(lo, second, hi, [&] {
+            std::vector<Value*> prev(nd, nullptr);
+            decompose(b_.CreateSub(block_slot_row_, c64(1), "", true, true), 0, nk, prev);
+            Value* prev_slot = b_.CreateSub(block_slot_, c64(1), "", true, true);
+            companion_ = [&, prev, prev_slot](Value* j) mutable {
+              std::swap(needed_, full_needed);
+              std::swap(loaded_, full_loaded);
+              Value* slot = block_slot_;
+              block_slot_ = prev_slot;
+              prev[nd - 1] = j;
+              store_full(prev);
+              block_slot_ = slot;
+              std::swap(needed_, full_needed);
+              std::swap(loaded_, full_loaded);
+            };
+            pass_row();
+            companion_ = nullptr;
+          });
+        } else {
+          each_row(lo, lo, hi, pass_row);
+        }
         stores_.clear();
         reducers_ = nullptr;
+        narrow_sums_ = false;
       }
       if (!full.empty()) {
-        select(full, plan_.num_passes);
-        each_row(lo, hi, [&] {
-          nest(nk, idx, [&] {
-            std::vector<Value*> v = eval(idx);
-            for (size_t m = 0; m < plan_.outputs.size(); ++m)
-              if (!plan_.outputs[m].per_row)
-                store_element(b_, v[static_cast<size_t>(plan_.outputs[m].node)], out_ptr(m, idx), plan_.outputs[m].dtype);
-          });
-        });
+        needed_ = full_needed, loaded_ = full_loaded;
+        // Pipelined: only the block's last row is left.
+        Value* from = pipelined ? b_.CreateSub(hi, c64(1), "", true, true) : lo;
+        each_row(lo, from, hi, [&] { nest(nk, idx, [&] { store_full(idx); }); });
       }
       if (!per_row.empty()) {
         select(per_row, plan_.num_passes);
-        each_row(lo, hi, [&] {
+        each_row(lo, lo, hi, [&] {
           std::vector<Value*> at = idx;
           for (size_t d = nk; d < nd; ++d) at[d] = c64(0);  // per-row values do not read the reduced dims
           std::vector<Value*> v = eval(at);
@@ -758,6 +940,7 @@ class Emitter {
   }
 
   void full_reduce(Value* begin, Value* end) {
+    narrow_sums_ = sums_narrow();
     const size_t nd = plan_.dims.size();
     const int64_t rows = nd > 0 ? plan_.dims[0] : 1, chunk = plan_.schedule.chunk_rows;
     std::vector<Value*> idx(nd, nullptr);
@@ -798,6 +981,15 @@ class Emitter {
   std::vector<int> stores_;                             // phases whose operand this pass stashes
   std::vector<llvm::AllocaInst*> stashes_;              // per phase: its block's rows' buffer, or null
   std::vector<llvm::AllocaInst*> block_values_;         // per phase: its results for a block's rows
+  Value* block_slot_row_ = nullptr;                     // the current row (unit)
+  struct PrefetchStream {
+    Value* next_row;  // the load's element 0 of the row prefetched
+    DType dtype;
+  };
+  std::vector<PrefetchStream> prefetch_;  // the prefetching pass's streams (empty: none)
+  bool narrow_sums_ = false;              // reduce_innermost sums float32 in float32 chunks
+  // The pipelined last pass (pipelines_outputs): the previous row's outputs at reduced index j.
+  std::function<void(Value*)> companion_;
   Value* block_slot_ = nullptr;                         // the current row's place in its block
 };
 

@@ -20,7 +20,7 @@
 namespace jx::compiler::codegen {
 
 // Bump whenever generated code changes for the same plan, so stale entries are not used.
-inline constexpr int kCodegenVersion = 17;  // 2: jx_vm_* transcendentals, float32 sums in double; 3: inline exp/tanh/erf; 4: no interleaving around calls; 5: symbols named after the key; 6: emitters in the primitives' lowering (ScalarBuilder); 7: rows kernels, odd-rational tanh/erf; 8: inline sin/cos/tan/log/log1p/expm1 with rare paths; 9: no SLP vectorizer; 10: elementwise loops through a short pipeline; 11: long chains interleave two vectors; 12: exp scales once, a rare path for the rest; 13: inline float64 tanh (AVX2); 14: streaming stores for large rows outputs; 15: max/min reductions keep more accumulators; 16: streaming stores for plain elementwise kernels; 17: long bodies call their inline math outlined
+inline constexpr int kCodegenVersion = 18;  // 2: jx_vm_* transcendentals, float32 sums in double; 3: inline exp/tanh/erf; 4: no interleaving around calls; 5: symbols named after the key; 6: emitters in the primitives' lowering (ScalarBuilder); 7: rows kernels, odd-rational tanh/erf; 8: inline sin/cos/tan/log/log1p/expm1 with rare paths; 9: no SLP vectorizer; 10: elementwise loops through a short pipeline; 11: long chains interleave two vectors; 12: exp scales once, a rare path for the rest; 13: inline float64 tanh (AVX2); 14: streaming stores for large rows outputs; 15: max/min reductions keep more accumulators; 16: streaming stores for plain elementwise kernels; 17: long bodies call their inline math outlined; 18: rows kernels prefetch and pipeline, float32 sums of transcendentals in chunk partials
 
 struct ObjectCacheStats {
   int64_t hits = 0;      // valid entries loaded
