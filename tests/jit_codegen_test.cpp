@@ -994,10 +994,13 @@ TEST(RowsKernel, RefusesWhatItCannotPlan) {
 
 // ---- float32 sum accuracy (accumulated in float64, loop_emitter.cpp) ----
 
-// reduce_sum over `axes` of f32 `shape`, compiled, on x; every output within 4 ulp of the
-// float64 sum of the same float32 terms (eager's pairwise summation stays within that too,
-// tests/lax_reduction_test.cpp; float accumulators were 30 ulp off on 0.1f columns).
-void expect_accurate_f32_sum(const Shape& shape, const std::vector<int64_t>& axes, const Array& x) {
+// reduce_sum over `axes` of f32 `shape` (of exp(x) with exp_terms), compiled, on x; every
+// output within 4 ulp of the float64 sum of the same float32 terms (eager's pairwise
+// summation stays within that too, tests/lax_reduction_test.cpp; float accumulators were
+// 30 ulp off on 0.1f columns). Terms costing a transcendental are summed in float32 chunk
+// partials (loop_emitter.cpp's sums_narrow), plain terms widened one by one.
+void expect_accurate_f32_sum(const Shape& shape, const std::vector<int64_t>& axes, const Array& x,
+                             bool exp_terms = false) {
   auto dims = [](const std::vector<int64_t>& v) {
     std::string s;
     for (size_t i = 0; i < v.size(); ++i) s += detail::cat(i ? ", " : "", v[i]);
@@ -1011,13 +1014,15 @@ void expect_accurate_f32_sum(const Shape& shape, const std::vector<int64_t>& axe
     for (size_t i = 0; i < s.size(); ++i) t += detail::cat(i ? "," : "", s[i]);
     return t + "]";
   };
-  const std::string text = "{ lambda ; a:" + type(shape) + ". let\n    b:" + type(out_shape) + " = reduce_sum[axes=(" +
-                           dims(axes) + ")] a\n  in (b) }";
+  const std::string terms = exp_terms ? "t:" + type(shape) + " = exp a\n    " : "";
+  const std::string text = "{ lambda ; a:" + type(shape) + ". let\n    " + terms + "b:" + type(out_shape) +
+                           " = reduce_sum[axes=(" + dims(axes) + ")] " + (exp_terms ? "t" : "a") + "\n  in (b) }";
   SCOPED_TRACE(text);
   Jaxpr j = parse_jaxpr(text);
   auto kernel = compile_kernel(j, "reduction", no_cache("sum_accuracy"));
   const std::vector<float> got = run_kernel(*kernel, j, {x})[0].to_vector<float>();
-  const std::vector<double> ref = lax::reduce_sum(x.astype(DType::Float64), axes).to_vector<double>();
+  const Array term_values = exp_terms ? lax::exp(x) : x;
+  const std::vector<double> ref = lax::reduce_sum(term_values.astype(DType::Float64), axes).to_vector<double>();
   ASSERT_EQ(got.size(), ref.size());
   int bad = 0;
   double worst = 0;
@@ -1028,34 +1033,8 @@ void expect_accurate_f32_sum(const Shape& shape, const std::vector<int64_t>& axe
     if (std::abs(got[i] - ref[i]) > 4 * ulp && ++bad <= 3)
       ADD_FAILURE() << "output " << i << ": got " << got[i] << ", float64 sum " << ref[i];
   }
-  std::printf("[sum accuracy] %s over (%s): worst %.2f ulp\n", type(shape).c_str(), dims(axes).c_str(), worst);
-}
-
-// The same for a sum of exp(a) (terms costing a transcendental: summed in float32 chunk
-// partials, loop_emitter.cpp's sums_narrow): within 4 ulp of the float64 sum of the
-// float32 exp values eager computes.
-void expect_accurate_f32_exp_sum(const Shape& shape, const std::vector<int64_t>& axes, const Array& x) {
-  const std::string type = detail::cat("f32[", shape[0], ",", shape[1], "]");
-  const std::string out = axes.size() == 2 ? "f32[]" : detail::cat("f32[", shape[axes[0] == 0 ? 1 : 0], "]");
-  const std::string text = "{ lambda ; a:" + type + ". let\n    b:" + type + " = exp a\n    c:" + out +
-                           " = reduce_sum[axes=(" + (axes.size() == 2 ? std::string("0, 1") : std::to_string(axes[0]) + ",") +
-                           ")] b\n  in (c) }";
-  SCOPED_TRACE(text);
-  Jaxpr j = parse_jaxpr(text);
-  auto kernel = compile_kernel(j, "reduction", no_cache("exp_sum_accuracy"));
-  const std::vector<float> got = run_kernel(*kernel, j, {x})[0].to_vector<float>();
-  const std::vector<double> ref = lax::reduce_sum(lax::exp(x).astype(DType::Float64), axes).to_vector<double>();
-  ASSERT_EQ(got.size(), ref.size());
-  double worst = 0;
-  int bad = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const float r = static_cast<float>(ref[i]);
-    const double ulp = std::nextafter(r, INFINITY) - r;
-    worst = std::max(worst, std::abs(got[i] - ref[i]) / ulp);
-    if (std::abs(got[i] - ref[i]) > 4 * ulp && ++bad <= 3)
-      ADD_FAILURE() << "output " << i << ": got " << got[i] << ", float64 sum " << ref[i];
-  }
-  std::printf("[exp sum accuracy] %s over %zu axes: worst %.2f ulp\n", type.c_str(), axes.size(), worst);
+  std::printf("[sum accuracy] %s%s over (%s): worst %.2f ulp\n", exp_terms ? "exp of " : "", type(shape).c_str(),
+              dims(axes).c_str(), worst);
 }
 
 Array uniform_f32(const Shape& shape, uint32_t seed) {
@@ -1089,9 +1068,9 @@ TEST(ReductionAccuracy, Float32SumsOfExpStayWithinAFewUlps) {
   const Array tenths(std::vector<float>(n, std::log(0.1f)), Shape{n});
   const Array random = uniform_f32({n}, 7);
   for (const Array* x : {&tenths, &random}) {
-    expect_accurate_f32_exp_sum({4, n / 4}, {1}, x->reshape({4, n / 4}));        // rows (blocks of 4096)
-    expect_accurate_f32_exp_sum({250, 4000}, {1}, x->reshape({250, 4000}));      // rows of one block
-    expect_accurate_f32_exp_sum({1000, 1000}, {0, 1}, x->reshape({1000, 1000}));  // full
+    expect_accurate_f32_sum({4, n / 4}, {1}, x->reshape({4, n / 4}), true);          // rows (blocks of 4096)
+    expect_accurate_f32_sum({250, 4000}, {1}, x->reshape({250, 4000}), true);        // rows of one block
+    expect_accurate_f32_sum({1000, 1000}, {0, 1}, x->reshape({1000, 1000}), true);  // full
   }
 }
 

@@ -952,10 +952,14 @@ class Emitter {
       } else {
         Value* lo = b_.CreateMul(c, c64(chunk), "", true, true);
         Value* hi = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(lo, c64(chunk)), c64(rows));
-        loop(lo, hi, [&](Value* r) {
-          idx[0] = r;
-          reduce_nest(1, idx, accs);
-        });
+        if (nd == 1) {
+          reduce_innermost(0, lo, hi, idx, accs);  // the chunk is the innermost loop
+        } else {
+          loop(lo, hi, [&](Value* r) {
+            idx[0] = r;
+            reduce_nest(1, idx, accs);
+          });
+        }
       }
       for (size_t m = 0; m < accs.size(); ++m) {  // the partial in the accumulator's dtype
         const DType a = accumulator_dtype(plan_.outputs[m]);
