@@ -145,8 +145,7 @@ class Emitter {
   // threads, the row sum 1.5; single-threaded 4.0 against 2.6). See below.
   void annotate_loops() {
     const int64_t ops = body_ops();
-    int64_t widest = 1;
-    for (const PlanNode& n : plan_.nodes) widest = std::max<int64_t>(widest, itemsize(n.dtype));
+    const int64_t widest = widest_itemsize();
     const bool large = ops > kLargeBodyOps;
     const int64_t interleave = plan_.schedule.interleave;  // 1 but for elementwise loops (vector_blocks)
     bool wide_accumulator = false;
@@ -204,6 +203,13 @@ class Emitter {
     llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, hints);
     id->replaceOperandWith(0, id);
     latch->setMetadata(llvm::LLVMContext::MD_loop, id);
+  }
+
+  // Bytes of the plan's widest element type.
+  int64_t widest_itemsize() const {
+    int64_t widest = 1;
+    for (const PlanNode& n : plan_.nodes) widest = std::max<int64_t>(widest, itemsize(n.dtype));
+    return widest;
   }
 
   int64_t body_ops() const {
@@ -515,18 +521,20 @@ class Emitter {
   // float32 partials, added to the float64 accumulators once per chunk).
   void reduce_innermost(size_t d, Value* lo, Value* hi, std::vector<Value*>& idx,
                         const std::vector<llvm::AllocaInst*>& accs) {
-    if (prefetch_.empty() && !narrow_sums_)
-      return loop(lo, hi, [&](Value* i) {
-        idx[d] = i;
-        accumulate(accs, idx);
-        if (companion_) companion_(i);
-      });
-    int64_t widest = 1;
-    for (const PlanNode& n : plan_.nodes) widest = std::max<int64_t>(widest, itemsize(n.dtype));
-    const int64_t chunk = kChunkBytes / widest;
-    std::vector<llvm::AllocaInst*> parts;
-    if (narrow_sums_)
+    // One point of the loop: its terms into `into` (narrow: the chunk partials), and the
+    // pipelined outputs at that point.
+    auto step = [&](Value* i, const std::vector<llvm::AllocaInst*>& into) {
+      idx[d] = i;
+      accumulate(into, idx, narrow_sums_);
+      if (companion_) companion_(i);
+    };
+    if (prefetch_.empty() && !narrow_sums_) return loop(lo, hi, [&](Value* i) { step(i, accs); });
+    const int64_t chunk = kChunkBytes / widest_itemsize();
+    std::vector<llvm::AllocaInst*> parts = accs;  // narrow: float32 partials per chunk
+    if (narrow_sums_) {
+      parts.clear();
       for (const PlanOutput& o : reducers()) parts.push_back(entry_alloca(value_type(ctx_, o.dtype)));
+    }
     Value* chunks = b_.CreateUDiv(b_.CreateAdd(b_.CreateSub(hi, lo, "", true, true), c64(chunk - 1), "", true, true),
                                   c64(chunk));
     loop(c64(0), chunks, [&](Value* c) {
@@ -540,25 +548,16 @@ class Emitter {
                              {b_.CreateConstGEP1_64(b_.getInt8Ty(), first, line * kCacheLine), b_.getInt32(0),
                               b_.getInt32(3), b_.getInt32(1)});
       }
-      if (!narrow_sums_)
-        return loop(clo, chi, [&](Value* i) {
-          idx[d] = i;
-          accumulate(accs, idx);
-          if (companion_) companion_(i);
-        });
-      for (size_t m = 0; m < parts.size(); ++m)
-        b_.CreateStore(reduction_identity(b_, *reducers()[m].reduce, reducers()[m].dtype), parts[m]);
-      loop(clo, chi, [&](Value* i) {
-        idx[d] = i;
-        accumulate(parts, idx, /*narrow=*/true);
-        if (companion_) companion_(i);
-      });
-      for (size_t m = 0; m < parts.size(); ++m) {
-        const PlanOutput& o = reducers()[m];
-        Value* acc = b_.CreateLoad(accs[m]->getAllocatedType(), accs[m]);
-        Value* part = b_.CreateLoad(parts[m]->getAllocatedType(), parts[m]);
-        b_.CreateStore(combine_element(o, acc, part), accs[m]);
-      }
+      if (narrow_sums_)
+        for (size_t m = 0; m < parts.size(); ++m)
+          b_.CreateStore(reduction_identity(b_, *reducers()[m].reduce, reducers()[m].dtype), parts[m]);
+      loop(clo, chi, [&](Value* i) { step(i, parts); });
+      if (narrow_sums_)
+        for (size_t m = 0; m < parts.size(); ++m) {
+          Value* acc = b_.CreateLoad(accs[m]->getAllocatedType(), accs[m]);
+          Value* part = b_.CreateLoad(parts[m]->getAllocatedType(), parts[m]);
+          b_.CreateStore(combine_element(reducers()[m], acc, part), accs[m]);
+        }
     });
   }
 
@@ -749,7 +748,7 @@ class Emitter {
   // idle, while the last pass (a softmax's exp) computes with the memory bus idle; in
   // one loop they overlap. Rows of one reduced dim.
   bool pipelines_outputs() const {
-    if (plan_.ndim() - plan_.num_kept != 1) return false;
+    if (!one_reduced_dim()) return false;
     for (const PlanOutput& o : plan_.outputs)
       if (!o.per_row && !streamed(o)) return false;
     return true;
@@ -763,16 +762,15 @@ class Emitter {
   // memory, from inputs larger than the last-level cache of a CPU of this class (smaller
   // ones stay in cache between calls).
   int prefetching_pass() const {
-    if (plan_.num_passes < 2 || plan_.ndim() - plan_.num_kept != 1) return -1;
-    double bytes = 0;
+    if (plan_.num_passes < 2 || !one_reduced_dim()) return -1;
+    int64_t load_bytes = 0;  // the widest load's element
     for (const PlanNode& n : plan_.nodes)
-      if (n.kind == PlanNode::Kind::Load) {
-        double elements = 1;
-        for (int64_t d : plan_.dims) elements *= static_cast<double>(d);
-        bytes = std::max(bytes, elements * static_cast<double>(itemsize(n.dtype)));
-      }
+      if (n.kind == PlanNode::Kind::Load) load_bytes = std::max<int64_t>(load_bytes, itemsize(n.dtype));
+    double bytes = static_cast<double>(load_bytes);
+    for (int64_t d : plan_.dims) bytes *= static_cast<double>(d);
     return bytes >= static_cast<double>(kPrefetchMinBytes) ? plan_.num_passes - 1 : -1;
   }
+  bool one_reduced_dim() const { return plan_.ndim() - plan_.num_kept == 1; }
 
   // The streams of the current pass's loads at the row `block_rows` rows ahead of the
   // current one (the same row in the last block): every load read along the reduced dim
@@ -985,7 +983,6 @@ class Emitter {
   std::vector<int> stores_;                             // phases whose operand this pass stashes
   std::vector<llvm::AllocaInst*> stashes_;              // per phase: its block's rows' buffer, or null
   std::vector<llvm::AllocaInst*> block_values_;         // per phase: its results for a block's rows
-  Value* block_slot_row_ = nullptr;                     // the current row (unit)
   struct PrefetchStream {
     Value* next_row;  // the load's element 0 of the row prefetched
     DType dtype;
@@ -995,6 +992,7 @@ class Emitter {
   // The pipelined last pass (pipelines_outputs): the previous row's outputs at reduced index j.
   std::function<void(Value*)> companion_;
   Value* block_slot_ = nullptr;                         // the current row's place in its block
+  Value* block_slot_row_ = nullptr;                     // the current row (unit)
 };
 
 }  // namespace
