@@ -804,6 +804,75 @@ TEST(ReductionKernel, RowMaxAndMinAtEveryAccumulatorLane) {
   }
 }
 
+TEST(ReductionKernel, ExtremaFallBackToTheExactLoopWhereOrderMatters) {
+  // Float max and min loops reduce with x86's maxps / minps and a probe sum, rerunning
+  // IEEE maximum / minimum where the probe is NaN or the result a zero (loop_emitter.cpp,
+  // reduce_extrema_checked). Row r of each case puts its special values at columns r and
+  // (r * 7 + 3) % cols, so they meet every lane of every accumulator: +inf beside -inf
+  // (the probe's inf - inf), a -0 as the largest of negatives, and -0 beside +0 as the
+  // smallest of positives; plain rows check the usual path against std::max_element.
+  const float inf = std::numeric_limits<float>::infinity();
+  for (int64_t cols : {int64_t{128}, int64_t{4100}}) {
+    SCOPED_TRACE(cols);
+    const int64_t rows = 96;
+    auto fill = [&](float base, float sign) {
+      std::vector<float> v(static_cast<size_t>(rows * cols));
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c)
+          v[static_cast<size_t>(r * cols + c)] = sign * (base + static_cast<float>((r * 31 + c * 17) % 97));
+      return v;
+    };
+    std::vector<float> infinities = fill(0.5f, 1.f), negatives = fill(1.f, -1.f), positives = fill(1.f, 1.f),
+                       plain = fill(-48.f, 1.f);
+    for (int64_t r = 0; r < rows; ++r) {
+      const size_t a = static_cast<size_t>(r * cols + r % cols), b = static_cast<size_t>(r * cols + (r * 7 + 3) % cols);
+      infinities[a] = inf;
+      infinities[b] = -inf;
+      negatives[a] = -0.0f;
+      positives[a] = -0.0f;
+      positives[b] = 0.0f;
+    }
+    const std::string n = std::to_string(rows), m = std::to_string(cols);
+    const Jaxpr j = parse_jaxpr("{ lambda ; a:f32[" + n + "," + m + "]. let\n    b:f32[" + n +
+                                "] = reduce_max[axes=(1,)] a\n    c:f32[" + n + "] = reduce_min[axes=(1,)] a\n  in (b, c) }");
+    auto kernel = compile_kernel(j, "reduction", no_cache());
+    for (const std::vector<float>* data : {&infinities, &negatives, &positives, &plain}) {
+      const std::vector<Array> got = run_kernel(*kernel, j, {Array(*data, {rows, cols})});
+      const std::vector<float> mx = got[0].to_vector<float>(), mn = got[1].to_vector<float>();
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* row = data->data() + r * cols;
+        const size_t k = static_cast<size_t>(r);
+        if (data == &infinities) {
+          ASSERT_EQ(mx[k], inf) << "row " << r;
+          ASSERT_EQ(mn[k], -inf) << "row " << r;
+        } else if (data == &negatives) {
+          ASSERT_TRUE(mx[k] == 0.0f && std::signbit(mx[k])) << "the max of negatives and -0 is -0, row " << r;
+          ASSERT_EQ(mn[k], *std::min_element(row, row + cols)) << "row " << r;
+        } else if (data == &positives) {
+          ASSERT_TRUE(mn[k] == 0.0f && std::signbit(mn[k])) << "the min of positives, +0 and -0 is -0, row " << r;
+          ASSERT_EQ(mx[k], *std::max_element(row, row + cols)) << "row " << r;
+        } else {
+          ASSERT_EQ(mx[k], *std::max_element(row, row + cols)) << "row " << r;
+          ASSERT_EQ(mn[k], *std::min_element(row, row + cols)) << "row " << r;
+        }
+      }
+    }
+  }
+  // A full reduction's units and blocks take the same path.
+  std::vector<float> flat(100000);
+  for (size_t i = 0; i < flat.size(); ++i) flat[i] = -1.0f - static_cast<float>(i % 1000);
+  flat[77777] = -0.0f;
+  flat[99999] = -inf;
+  const Jaxpr full = parse_jaxpr(R"({ lambda ; a:f32[100000]. let
+    b:f32[] = reduce_max[axes=(0,)] a
+    c:f32[] = reduce_min[axes=(0,)] a
+  in (b, c) })");
+  auto kernel = compile_kernel(full, "reduction", no_cache());
+  const std::vector<Array> got = run_kernel(*kernel, full, {Array(flat, Shape{100000})});
+  EXPECT_TRUE(got[0].item<float>() == 0.0f && std::signbit(got[0].item<float>()));
+  EXPECT_EQ(got[1].item<float>(), -inf);
+}
+
 TEST(ReductionKernel, LargeRowAndColumnReductionsRunThreaded) {
   check(R"({ lambda ; a:f32[512,1024]. let
     b:f32[512,1024] = mul a a
@@ -1059,6 +1128,32 @@ TEST(ReductionAccuracy, Float32SumsOfAMillionTermsStayWithinAFewUlps) {
     expect_accurate_f32_sum({4, n / 20, 5}, {1}, x->reshape({4, n / 20, 5}));      // a middle axis
     expect_accurate_f32_sum({2, 500, 1000}, {1, 2}, x->reshape({2, 500, 1000}));   // rows of a short inner dim
     expect_accurate_f32_sum({50, 2000, 10}, {0, 2}, x->reshape({50, 2000, 10}));  // outer and inner axes
+  }
+}
+
+TEST(RowsKernel, RareExpLanesInInterleavedPassesMatchEager) {
+  // Float32 sums of exp run four vectors per iteration whose inline exps share one
+  // rare-path test (scalar_ops.cpp, share_rare_tests): a rare argument in any lane of any
+  // of them must send its vector down the full-range path. Row r holds one at column r:
+  // 88.5 (finite, past the single scaling's range: 2^128 there), -95 (a subnormal result)
+  // or NaN, in row sums of exp, logsumexp (max, then the shared test after subtracting
+  // it) and softmax, against eager.
+  for (int64_t cols : {int64_t{1024}, int64_t{4099}}) {
+    SCOPED_TRACE(cols);
+    const int64_t rows = 64;
+    for (float rare : {88.5f, -95.0f, std::numeric_limits<float>::quiet_NaN()}) {
+      SCOPED_TRACE(rare);
+      std::vector<float> v(static_cast<size_t>(rows * cols));
+      for (int64_t i = 0; i < rows * cols; ++i) v[static_cast<size_t>(i)] = static_cast<float>((i * 37) % 201) / 100.0f - 1.0f;
+      for (int64_t r = 0; r < rows; ++r) v[static_cast<size_t>(r * cols + r)] = rare;
+      const Array x(v, {rows, cols});
+      const std::string n = std::to_string(rows), m = std::to_string(cols);
+      check("{ lambda ; a:f32[" + n + "," + m + "]. let\n    b:f32[" + n + "," + m + "] = exp a\n    c:f32[" + n +
+                "] = reduce_sum[axes=(1,)] b\n  in (c) }",
+            "reduction", 2e-6, 0, {x});
+      check(jx::testing::logsumexp_text(rows, cols), "rows", 2e-6, 1e-6, {x});
+      check(softmax_text("f32", rows, cols), "rows", 2e-6, 1e-30, {x});
+    }
   }
 }
 

@@ -89,17 +89,19 @@ float lo_part(double v) { return static_cast<float>(v - static_cast<double>(stat
 constexpr double kLn2 = 0.693147180559945309417232121458176568;
 constexpr double kLog2e = 1.44269504088896340735992468100189214;
 
-// exp's reduction: z = 1.5 * 2^23 + round(x log2e), whose low mantissa bits are
-// n in two's complement, and exp(r) for r = x - n ln2 (|r| <= 0.3466) where |x| < 2^21
+// exp's reduction: z = 1.5 * 2^23 + offset + round(x log2e), whose low mantissa bits
+// are offset + n in two's complement (an integer offset moves no rounding: x log2e is
+// never halfway between integers for |x| < 2^21), and exp(r) for r = x - n ln2 (|r| <= 0.3466) where |x| < 2^21
 // (NaN flows through as NaN; larger arguments give garbage, never poison).
 struct ReducedExp {
   Value* z;  // the shifted n (a float; a double for reduced_exp_f64)
   Value* p;  // exp(r), in [0.707, 1.415]
 };
 constexpr double kShifter = 0x1.8p23;
-ReducedExp reduced_exp(llvm::IRBuilderBase& b, Value* x) {
-  Value* z = fma(b, x, f32(x, static_cast<float>(kLog2e)), f32(x, kShifter));
-  Value* n = b.CreateFSub(z, f32(x, kShifter));  // exact
+ReducedExp reduced_exp(llvm::IRBuilderBase& b, Value* x, int offset) {
+  const double shifter = kShifter + offset;
+  Value* z = fma(b, x, f32(x, static_cast<float>(kLog2e)), f32(x, shifter));
+  Value* n = b.CreateFSub(z, f32(x, shifter));  // exact
   Value* r = fma(b, n, f32(x, -hi_part(kLn2)), x);  // exact (Cody-Waite, fma form)
   r = fma(b, n, f32(x, -lo_part(kLn2)), r);
   // exp(r) = 1 + r (1 + r P(r)), P from scripts/fit_fast_math.py.
@@ -113,9 +115,10 @@ ReducedExp reduced_exp(llvm::IRBuilderBase& b, Value* x) {
 // ln2 in two exact-enough fma steps, exp(r) = 1 + r (1 + r P(r)) with P degree 9
 // (relative 0.15 * 2^-53, mpmath Chebyshev fit in scripts/fit_fast_math.py).
 constexpr double kShifterF64 = 0x1.8p52;
-ReducedExp reduced_exp_f64(llvm::IRBuilderBase& b, Value* x) {
-  Value* z = fma(b, x, f32(x, kLog2e), f32(x, kShifterF64));
-  Value* n = b.CreateFSub(z, f32(x, kShifterF64));
+ReducedExp reduced_exp_f64(llvm::IRBuilderBase& b, Value* x, int offset) {
+  const double shifter = kShifterF64 + offset;
+  Value* z = fma(b, x, f32(x, kLog2e), f32(x, shifter));
+  Value* n = b.CreateFSub(z, f32(x, shifter));
   const double ln2_hi = 0x1.62e42fefa39efp-1;  // ln2 rounded to double
   const double ln2_lo = 0x1.abc9e3b39803fp-56;  // ln2 - ln2_hi
   Value* r = fma(b, n, f32(x, -ln2_hi), x);
@@ -132,7 +135,7 @@ ReducedExp reduced_exp_f64(llvm::IRBuilderBase& b, Value* x) {
 // well inside the exponent range, exp(87) = 6.1e37 and exp(-87) = 1.6e-38 > FLT_MIN,
 // exp(708) = 3e307 and exp(-708) = 3.3e-308 > DBL_MIN), and the full range's clamp.
 struct ExpFormat {
-  ReducedExp (*reduce)(llvm::IRBuilderBase&, Value*);
+  ReducedExp (*reduce)(llvm::IRBuilderBase&, Value*, int offset);
   double shifter, usual_bound, clamp_low, clamp_high;
   int mantissa_bits, exponent_bias;
 };
@@ -146,14 +149,14 @@ llvm::Type* bits_type(Value* like) {
 Value* bits_constant(Value* like, int64_t v) { return llvm::ConstantInt::get(bits_type(like), static_cast<uint64_t>(v), true); }
 
 // The usual case, |x| <= usual_bound: 2^n is one normal number and p 2^n a normal result,
-// the same bits as the two factors below give. The shifted n's low bits are n (the
-// shifter's are zero), so 2^n's bits are (z's bits << mantissa) + (bias << mantissa).
+// the same bits as the two factors below give. The shifter is offset by the exponent
+// bias, so z's low bits are n + bias, above them only bits that a shift by the mantissa
+// width drops: 2^n's bits are z's shifted, one instruction.
 // Garbage (never poison) for other inputs, which the rare path replaces.
 Value* exp_usual(llvm::IRBuilderBase& b, Value* x) {
   const ExpFormat& f = exp_format(x);
-  auto [z, p] = f.reduce(b, x);
-  Value* scale = b.CreateAdd(b.CreateShl(b.CreateBitCast(z, bits_type(x)), bits_constant(x, f.mantissa_bits)),
-                             bits_constant(x, int64_t{f.exponent_bias} << f.mantissa_bits));
+  auto [z, p] = f.reduce(b, x, f.exponent_bias);
+  Value* scale = b.CreateShl(b.CreateBitCast(z, bits_type(x)), bits_constant(x, f.mantissa_bits));
   return b.CreateFMul(p, b.CreateBitCast(scale, x->getType()));
 }
 
@@ -179,7 +182,7 @@ llvm::Value* emit_exp_full_range(llvm::IRBuilderBase& b, llvm::Value* x) {
   const ExpFormat& f = exp_format(x);
   Value* xc = b.CreateSelect(b.CreateFCmpOGT(x, f32(x, f.clamp_high)), f32(x, f.clamp_high), x);
   xc = b.CreateSelect(b.CreateFCmpOLT(xc, f32(x, f.clamp_low)), f32(x, f.clamp_low), xc);
-  auto [z, p] = f.reduce(b, xc);
+  auto [z, p] = f.reduce(b, xc, 0);
   llvm::Type* it = bits_type(x);
   Value* ni = b.CreateSub(b.CreateBitCast(z, it), b.CreateBitCast(f32(x, f.shifter), it));
   Value* n1 = b.CreateAShr(ni, bits_constant(x, 1));

@@ -512,18 +512,161 @@ llvm::Value* emit_rare_math_call(llvm::IRBuilderBase& b, std::string_view base, 
   return call_with_vector_variants(b, math_family_name(kRarePrefix, base, dtype, isa), {x, usual}, widths);
 }
 
+namespace {
+
+bool is_rare_path_name(llvm::StringRef name) {
+  return name.starts_with(llvm::StringRef(kRarePrefix.data(), kRarePrefix.size()));
+}
+
+// What a rare-path function (jx_rare.<fn>.<f32|f64>.<isa>[.v<lanes>]) tests: exp's
+// full-range condition, or an inline function's (math::rare_condition).
+struct RarePathKind {
+  bool exp = false;
+  std::optional<math::FastFunction> function;
+};
+
+RarePathKind rare_path_kind(llvm::StringRef name) {
+  llvm::SmallVector<llvm::StringRef, 5> parts;
+  name.split(parts, '.');
+  const std::string_view base_name = parts.size() >= 4 ? std::string_view(parts[1].data(), parts[1].size()) : "";
+  RarePathKind kind{base_name == kExpRarePath, fast_function_named(base_name)};
+  if (!kind.function && !kind.exp) detail::internal_fail("jit", "malformed rare-path function name ", name.str());
+  return kind;
+}
+
+Value* emit_rare_path_condition(llvm::IRBuilderBase& b, const RarePathKind& kind, Value* x) {
+  return kind.exp ? emit_exp_rare_condition(b, x) : emit_rare_condition(b, *kind.function, x);
+}
+
+void sink_into(llvm::BasicBlock& from, llvm::BasicBlock& to);
+
+llvm::CallInst* vector_rare_call(llvm::Instruction& i) {
+  auto* call = llvm::dyn_cast<llvm::CallInst>(&i);
+  if (call == nullptr || !call->getType()->isVectorTy()) return nullptr;
+  const llvm::Function* callee = call->getCalledFunction();
+  return callee != nullptr && callee->isDeclaration() && is_rare_path_name(callee->getName()) ? call : nullptr;
+}
+
+// One test for a run of rare-path calls: the vectorizer widens an interleaved loop's
+// call into side-by-side calls (one per part), and each, inlined, would end its basic
+// block with its own branch; the code generator then schedules each part's usual code
+// alone in its block, one dependent chain at a time, which the out-of-order window
+// cannot overlap (Zen 1's floating-point scheduler holds about 18 vector instructions:
+// the float32 sum of exp ran at 21 cycles per vector against 10 of arithmetic). Here
+// the run's conditions are or-ed into one branch before its last call, whose rare side
+// sends every call of the run through its own rare path (each tests its own lanes
+// again), so the parts' usual code shares one block. A run: calls in one block with no
+// instruction between them (or a call of the run) using one of them, so each use
+// follows the last call, where the merged results are defined.
+void share_rare_tests(llvm::Function& f) {
+  std::vector<std::vector<llvm::CallInst*>> runs;
+  for (llvm::BasicBlock& bb : f) {
+    std::vector<llvm::CallInst*> run;
+    auto close = [&] {
+      if (run.size() >= 2) runs.push_back(run);
+      run.clear();
+    };
+    for (llvm::Instruction& i : bb) {
+      const bool uses_run = std::any_of(i.op_begin(), i.op_end(), [&](const llvm::Use& u) {
+        return std::find(run.begin(), run.end(), u.get()) != run.end();
+      });
+      if (uses_run) close();
+      if (llvm::CallInst* call = vector_rare_call(i)) run.push_back(call);
+    }
+    close();
+  }
+  llvm::LLVMContext& ctx = f.getContext();
+  for (const std::vector<llvm::CallInst*>& calls : runs) {
+    llvm::CallInst* last = calls.back();
+    llvm::BasicBlock* head = last->getParent();
+    llvm::IRBuilder<> b(last);
+    // Conditions of one vector type are or-ed lane-wise, then each type's reduced.
+    std::vector<std::pair<llvm::Type*, Value*>> any_by_type;
+    for (llvm::CallInst* call : calls) {
+      Value* where = emit_rare_path_condition(b, rare_path_kind(call->getCalledFunction()->getName()), call->getArgOperand(0));
+      auto it = std::find_if(any_by_type.begin(), any_by_type.end(), [&](const auto& p) { return p.first == where->getType(); });
+      if (it == any_by_type.end()) {
+        any_by_type.emplace_back(where->getType(), where);
+      } else {
+        it->second = b.CreateOr(it->second, where);
+      }
+    }
+    Value* any = nullptr;
+    for (const auto& [type, where] : any_by_type) {
+      Value* reduced = b.CreateOrReduce(where);
+      any = any == nullptr ? reduced : b.CreateOr(any, reduced);
+    }
+    llvm::BasicBlock* tail = head->splitBasicBlock(last, "rare.join");
+    auto* rare = llvm::BasicBlock::Create(ctx, "rare.any", &f, tail);
+    auto* usual = llvm::BasicBlock::Create(ctx, "rare.none", &f, tail);
+    head->getTerminator()->eraseFromParent();
+    b.SetInsertPoint(head);
+    b.CreateCondBr(any, rare, usual, llvm::MDBuilder(ctx).createUnlikelyBranchWeights());
+    b.SetInsertPoint(usual);
+    b.CreateBr(tail);
+    b.SetInsertPoint(rare);
+    std::vector<Value*> rare_results;
+    for (llvm::CallInst* call : calls) {
+      // exp's full-range code is right for every lane and reads no usual value, which
+      // can then be computed after the test; the others keep their usual lanes.
+      if (rare_path_kind(call->getCalledFunction()->getName()).exp) {
+        rare_results.push_back(emit_exp_full_range(b, call->getArgOperand(0)));
+      } else {
+        rare_results.push_back(b.CreateCall(call->getFunctionType(), call->getCalledOperand(),
+                                            {call->getArgOperand(0), call->getArgOperand(1)}));
+      }
+    }
+    b.CreateBr(tail);
+    b.SetInsertPoint(tail, tail->getFirstInsertionPt());
+    for (size_t k = 0; k < calls.size(); ++k) {
+      llvm::PHINode* merged = b.CreatePHI(calls[k]->getType(), 2);
+      merged->addIncoming(calls[k]->getArgOperand(1), usual);
+      merged->addIncoming(rare_results[k], rare);
+      calls[k]->replaceAllUsesWith(merged);
+      calls[k]->eraseFromParent();
+    }
+    sink_into(*head, *usual);
+  }
+}
+
+// Moves the pure instructions of `from` that only `to` uses (through its phis' incoming
+// values from `to`, or its own instructions) to the start of `to`, in their order: the
+// usual values of a shared rare test, computed after its branch, where they need no
+// register across the test (a run of four exp chains computed before the test spilled
+// their arguments to the stack for it).
+void sink_into(llvm::BasicBlock& from, llvm::BasicBlock& to) {
+  auto used_only_in_to = [&](llvm::Instruction& inst) {
+    for (const llvm::Use& use : inst.uses()) {
+      const auto* user = llvm::cast<llvm::Instruction>(use.getUser());
+      if (const auto* phi = llvm::dyn_cast<llvm::PHINode>(user)) {
+        if (phi->getIncomingBlock(use) != &to) return false;
+      } else if (user->getParent() != &to) {
+        return false;
+      }
+    }
+    return !inst.use_empty();
+  };
+  llvm::Instruction* front = &*to.getFirstInsertionPt();
+  for (auto it = from.rbegin(); it != from.rend();) {
+    llvm::Instruction& inst = *it++;
+    if (inst.isTerminator() || llvm::isa<llvm::PHINode>(inst) || inst.mayHaveSideEffects() || inst.mayReadFromMemory())
+      continue;
+    if (!used_only_in_to(inst)) continue;
+    inst.moveBefore(front);
+    front = &inst;
+  }
+}
+
+}  // namespace
+
 bool define_rare_math_variants(llvm::Module& module) {
+  for (llvm::Function& f : module)
+    if (!f.isDeclaration()) share_rare_tests(f);
   std::vector<llvm::Function*> defined;
   for (llvm::Function& f : module) {
     const llvm::StringRef name = f.getName();
-    if (!f.isDeclaration() || !name.starts_with(llvm::StringRef(kRarePrefix.data(), kRarePrefix.size()))) continue;
-    // jx_rare.<fn>.<f32|f64>.<isa>[.v<lanes>], for the module's ISA and the type's dtype.
-    llvm::SmallVector<llvm::StringRef, 5> parts;
-    name.split(parts, '.');
-    const std::string_view base_name = parts.size() >= 4 ? std::string_view(parts[1].data(), parts[1].size()) : "";
-    const bool exp = base_name == kExpRarePath;
-    const auto fn = fast_function_named(base_name);
-    if (!fn && !exp) detail::internal_fail("jit", "malformed rare-path function name ", name.str());
+    if (!f.isDeclaration() || !is_rare_path_name(name)) continue;
+    const RarePathKind kind = rare_path_kind(name);
     const bool vector = f.getReturnType()->isVectorTy();
     llvm::LLVMContext& ctx = module.getContext();
     auto* entry = llvm::BasicBlock::Create(ctx, "entry", &f);
@@ -532,16 +675,16 @@ bool define_rare_math_variants(llvm::Module& module) {
     llvm::IRBuilder<> b(entry);
     Value* x = f.getArg(0);
     Value* usual = f.getArg(1);
-    Value* where = exp ? emit_exp_rare_condition(b, x) : emit_rare_condition(b, *fn, x);
+    Value* where = emit_rare_path_condition(b, kind, x);
     b.CreateCondBr(vector ? b.CreateOrReduce(where) : where, slow, none,
                    llvm::MDBuilder(ctx).createUnlikelyBranchWeights());
     b.SetInsertPoint(slow);
-    if (exp) {
+    if (kind.exp) {
       b.CreateRet(emit_exp_full_range(b, x));  // right for every element, rare or not
     } else {
       const cpu::VectorIsa isa = module_vector_isa(module);
       const DType dtype = f.getReturnType()->getScalarType()->isFloatTy() ? DType::Float32 : DType::Float64;
-      const std::string_view base = math::fast_function_name(*fn);
+      const std::string_view base = math::fast_function_name(*kind.function);
       llvm::Type* t = f.getReturnType();
       const std::string callee = vector ? libmvec_variant(base, dtype, isa).name : vector_math_name(base, dtype, isa);
       llvm::FunctionCallee accurate = module.getOrInsertFunction(callee, llvm::FunctionType::get(t, {t}, false));
