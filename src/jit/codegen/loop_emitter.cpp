@@ -32,6 +32,7 @@ constexpr int64_t kChunkBytes = 1024;  // chunks of an innermost reduction loop 
 constexpr int64_t kNarrowSumCost = 8;   // op_cost of the terms of a float32 sum summed narrow (sums_narrow)
 constexpr int64_t kPrefetchMinBytes = int64_t{8} << 20;  // inputs that prefetch (prefetching_pass)
 constexpr int64_t kRarePathInterleave = 4;  // float32 reduction loops of inline math (annotate_loops)
+constexpr int64_t kShortExtremaRow = 1024;  // max/min rows that map NaN instead of probing (reduce_extrema_checked)
 
 // Which loops of a function call a vector math function (jx_vm_*), which combine a
 // float max or min reduction (llvm.maximum / llvm.minimum, reductions.cpp's max_step),
@@ -594,60 +595,77 @@ class Emitter {
     return !reducers().empty();
   }
 
-  // A float max or min loop over [lo, hi) in one vector instruction per vector. IEEE
+  // A float max or min loop over [lo, hi) in two vector instructions per vector. IEEE
   // maximum (llvm.maximum: NaN wins, +0 over -0), which the reduction means, is three
   // blends, a compare and a max per vector on AVX2, and a row max ran at about 6 cycles
   // per vector of 8 floats where the loads alone take one (softmax's first pass: 3.1 ms
-  // of 4096 x 4096 floats on the 2-core Zen 1). This loop first reduces with maxnum
-  // marked nnan nsz (x86 maxps) beside a probe summing the terms (a NaN term makes it
-  // NaN whatever the order), then reruns the exact reduction over the range when the
-  // probe is NaN or the fast result is a zero, whose sign maxps picks by operand order.
-  // Otherwise the fast result is the exact one (without NaN, the maximum of a set is one
-  // value, and only the zeros have two encodings), combined into accs exactly. The
-  // probe's sum may overflow to inf, or meet inf - inf, which only sends the range to
-  // the exact loop.
+  // of 4096 x 4096 floats on the 2-core Zen 1). This loop reduces with maxnum (minnum)
+  // marked nnan nsz, x86's maxps, and keeps NaN from it in one of two ways:
+  //  - a row of up to kShortExtremaRow elements maps NaN to +inf (min: -inf) first, by
+  //    x86's minps (maxps), whose semantics (the second operand where the compare is
+  //    unordered) the select below spells exactly; a +inf result then reruns;
+  //  - a longer range sums its terms in a probe beside the max (a NaN term makes it NaN
+  //    whatever the order; inf - inf only reruns), which runs on the adders, where the
+  //    mapping competes with the max (4096-float rows 2.5% faster), but costs a
+  //    horizontal sum per range (65536 x 128 floats: the mapping 3% faster).
+  // Where NaN was met, or the result is a zero (whose sign maxps picks by operand
+  // order), the exact reduction reruns over the range; otherwise the fast result is the
+  // exact one (without NaN, the maximum of a set is one value, and only zeros have two
+  // encodings), combined into accs exactly.
   void reduce_extrema_checked(size_t d, Value* lo, Value* hi, std::vector<Value*>& idx,
                               const std::vector<llvm::AllocaInst*>& accs) {
     const std::vector<PlanOutput>& rs = reducers();
+    const bool probe = plan_.dims[d] > kShortExtremaRow;
+    auto is_max = [&](const PlanOutput& o) { return o.reduce->rules().lowering.reducer.monoid == lowering::Monoid::kMax; };
+    auto infinity = [&](const PlanOutput& o, llvm::Type* t) { return llvm::ConstantFP::getInfinity(t, !is_max(o)); };
     std::vector<llvm::AllocaInst*> fast, probes;
-    llvm::FastMathFlags loose;
-    loose.setNoNaNs();
-    loose.setNoSignedZeros();
-    llvm::FastMathFlags reorder;
+    llvm::FastMathFlags no_nans, reorder;
+    no_nans.setNoNaNs();
+    no_nans.setNoSignedZeros();
     reorder.setAllowReassoc();
     for (const PlanOutput& o : rs) {
       llvm::Type* t = value_type(ctx_, o.dtype);
       fast.push_back(entry_alloca(t));
-      probes.push_back(entry_alloca(t));
       b_.CreateStore(reduction_identity(b_, *o.reduce, o.dtype), fast.back());
+      if (!probe) continue;
+      probes.push_back(entry_alloca(t));
       b_.CreateStore(llvm::ConstantFP::get(t, 0.0), probes.back());
     }
     loop(lo, hi, [&](Value* i) {
       idx[d] = i;
       std::vector<Value*> v = eval(idx);
       for (size_t m = 0; m < rs.size(); ++m) {
+        const bool max = is_max(rs[m]);
         Value* x = v[static_cast<size_t>(rs[m].node)];
-        const bool max = rs[m].reduce->rules().lowering.reducer.monoid == lowering::Monoid::kMax;
+        if (probe) {
+          Value* sum = b_.CreateFAdd(b_.CreateLoad(probes[m]->getAllocatedType(), probes[m]), x);
+          llvm::cast<llvm::Instruction>(sum)->setFastMathFlags(reorder);
+          b_.CreateStore(sum, probes[m]);
+        } else {
+          Value* bound = infinity(rs[m], x->getType());
+          x = b_.CreateSelect(max ? b_.CreateFCmpOLT(x, bound) : b_.CreateFCmpOGT(x, bound), x, bound);
+        }
         Value* acc = b_.CreateLoad(fast[m]->getAllocatedType(), fast[m]);
         Value* next = b_.CreateBinaryIntrinsic(max ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum, acc, x);
-        llvm::cast<llvm::Instruction>(next)->setFastMathFlags(loose);
+        llvm::cast<llvm::Instruction>(next)->setFastMathFlags(no_nans);
         b_.CreateStore(next, fast[m]);
-        Value* probe = b_.CreateLoad(probes[m]->getAllocatedType(), probes[m]);
-        Value* sum = b_.CreateFAdd(probe, x);
-        llvm::cast<llvm::Instruction>(sum)->setFastMathFlags(reorder);
-        b_.CreateStore(sum, probes[m]);
       }
     });
-    // The zero test reads a fast result only where the probe says it is defined (no NaN:
-    // maxnum nnan is poison on NaN), as a select, which does not spread the other arm's
-    // poison.
+    // With the probe, a NaN term makes the fast result poison (maxnum nnan): the zero test
+    // reads it only where the probe is not NaN, through a select, which does not spread
+    // the other arm's poison.
     Value* redo = b_.getFalse();
     std::vector<Value*> results;
     for (size_t m = 0; m < rs.size(); ++m) {
-      Value* probe = b_.CreateLoad(probes[m]->getAllocatedType(), probes[m]);
       Value* result = b_.CreateLoad(fast[m]->getAllocatedType(), fast[m]);
-      Value* zero = b_.CreateFCmpOEQ(result, llvm::ConstantFP::get(result->getType(), 0.0));
-      redo = b_.CreateSelect(redo, b_.getTrue(), b_.CreateSelect(b_.CreateFCmpUNO(probe, probe), b_.getTrue(), zero));
+      Value* odd = b_.CreateFCmpOEQ(result, llvm::ConstantFP::get(result->getType(), 0.0));
+      if (probe) {
+        Value* p = b_.CreateLoad(probes[m]->getAllocatedType(), probes[m]);
+        odd = b_.CreateSelect(b_.CreateFCmpUNO(p, p), b_.getTrue(), odd);
+      } else {
+        odd = b_.CreateOr(odd, b_.CreateFCmpOEQ(result, infinity(rs[m], result->getType())));
+      }
+      redo = b_.CreateSelect(redo, b_.getTrue(), odd);
       results.push_back(result);
     }
     auto* exact = llvm::BasicBlock::Create(ctx_, "extrema.exact", function_);
