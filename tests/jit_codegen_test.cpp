@@ -462,8 +462,9 @@ TEST(KernelPlan, FlatLoopRunsInVectorBlocks) {
   // A length that is not a multiple of the lanes, or no longer than one vector: one loop.
   EXPECT_EQ(first_line(plan(unary("f32", "100", "exp"), cpu::VectorIsa::Avx2)), "loop dims (100,) kept 1");
   EXPECT_EQ(first_line(plan(unary("f32", "8", "exp"), cpu::VectorIsa::Avx2)), "loop dims (8,) kept 1");
-  // A long dependent chain (exp, then sin: op costs 16 deep) interleaves two vectors, in
-  // blocks of both where the length allows, else in blocks of one without interleaving.
+  // A long dependent chain (exp, then sin: op costs 16 deep) interleaves four vectors, in
+  // blocks of four where the length allows, else of two, else in blocks of one without
+  // interleaving.
   auto two_deep = [](const std::string& shape, const std::string& row = "") {
     const std::string t = "f32[" + shape + "]";
     if (row.empty())
@@ -472,21 +473,25 @@ TEST(KernelPlan, FlatLoopRunsInVectorBlocks) {
                        " = broadcast_in_dim[broadcast_dimensions=(1,) shape=(" + shape + ")] r\n    d:" + t +
                        " = mul b c\n    e:" + t + " = sin d\n  in (e) }");
   };
-  EXPECT_EQ(first_line(plan(two_deep("1024"), cpu::VectorIsa::Avx2)), "loop dims (64, 16) kept 2");
-  EXPECT_EQ(lanes(two_deep("1024")), "lanes 8 interleave 2");
-  EXPECT_EQ(first_line(plan(two_deep("1024"), cpu::VectorIsa::Avx512)), "loop dims (32, 32) kept 2");
-  EXPECT_EQ(lanes(two_deep("1024"), cpu::VectorIsa::Avx512), "lanes 16 interleave 2");
+  EXPECT_EQ(first_line(plan(two_deep("1024"), cpu::VectorIsa::Avx2)), "loop dims (32, 32) kept 2");
+  EXPECT_EQ(lanes(two_deep("1024")), "lanes 8 interleave 4");
+  EXPECT_EQ(first_line(plan(two_deep("1024"), cpu::VectorIsa::Avx512)), "loop dims (16, 64) kept 2");
+  EXPECT_EQ(lanes(two_deep("1024"), cpu::VectorIsa::Avx512), "lanes 16 interleave 4");
+  EXPECT_EQ(first_line(plan(two_deep("1040"), cpu::VectorIsa::Avx2)), "loop dims (65, 16) kept 2");
+  EXPECT_EQ(lanes(two_deep("1040")), "lanes 8 interleave 2");
   EXPECT_EQ(first_line(plan(two_deep("1032"), cpu::VectorIsa::Avx2)), "loop dims (129, 8) kept 2");
   EXPECT_EQ(lanes(two_deep("1032")), "lanes 8 interleave 1");
   // Not split: a flat loop interleaves past 64 vector iterations (its one remainder is
   // negligible), a loop nest only where its rows leave no more to the remainder.
   EXPECT_EQ(first_line(plan(two_deep("4001"), cpu::VectorIsa::Avx2)), "loop dims (4001,) kept 1");
-  EXPECT_EQ(lanes(two_deep("4001")), "lanes 8 interleave 2");
+  EXPECT_EQ(lanes(two_deep("4001")), "lanes 8 interleave 4");
+  EXPECT_EQ(lanes(two_deep("1501")), "lanes 8 interleave 2");
   EXPECT_EQ(lanes(two_deep("1001")), "lanes 8 interleave 1");
   EXPECT_EQ(first_line(plan(two_deep("3,1024", "1024"), cpu::VectorIsa::Avx2)), "loop dims (3, 1024) kept 2");
-  EXPECT_EQ(lanes(two_deep("3,1024", "1024")), "lanes 8 interleave 2");
+  EXPECT_EQ(lanes(two_deep("3,1024", "1024")), "lanes 8 interleave 4");
   EXPECT_EQ(lanes(two_deep("3,1000", "1000")), "lanes 8 interleave 1");
-  EXPECT_EQ(lanes(two_deep("3,1027", "1027")), "lanes 8 interleave 2");
+  EXPECT_EQ(lanes(two_deep("3,1027", "1027")), "lanes 8 interleave 4");
+  EXPECT_EQ(lanes(two_deep("3,1043", "1043")), "lanes 8 interleave 2");
   // A large body (more than kLargeBodyOps ops) is not interleaved: compile time first.
   std::string chain = "{ lambda ; a:f32[1024]. let\n";
   std::string prev = "a";
@@ -1353,12 +1358,13 @@ TEST(Dumps, SinLoopIsVectorized) {
   EXPECT_EQ(ir.find("@sinf("), std::string::npos);
 }
 
-TEST(Dumps, LongChainInterleavesTwoVectors) {
+TEST(Dumps, LongChainInterleavesFourVectorsSharingOneRareTest) {
   if (codegen::host_target().features.find("+avx2") == std::string::npos) GTEST_SKIP() << "no AVX2 on this host";
   const fs::path dir = fs::temp_directory_path() / ("jx_codegen_dump_chain_" + std::to_string(::getpid()));
   // sin(exp(a)) is long enough to interleave (KernelPlan, FlatLoopRunsInVectorBlocks): each
-  // block of 16 floats is one iteration computing two independent vectors, so the loop
-  // calls libmvec's 8-lane sinf twice, with no scalar remainder beside it.
+  // block of 32 floats is one iteration computing four independent vectors, so the loop
+  // calls libmvec's 8-lane sinf four times, with no scalar remainder beside it, and the
+  // four inline exps test their rare path once (scalar_ops.cpp, share_rare_tests).
   Jaxpr j = parse_jaxpr(R"({ lambda ; a:f32[1024]. let
     b:f32[1024] = exp a
     c:f32[1024] = sin b
@@ -1370,12 +1376,15 @@ TEST(Dumps, LongChainInterleavesTwoVectors) {
   const std::string assembly = read_file(dir / "chain.s"), plan = read_file(dir / "chain.plan");
   const std::string ir = read_file(dir / "chain.ll");
   fs::remove_all(dir);
-  EXPECT_NE(plan.find("lanes 8 interleave 2"), std::string::npos) << plan;
+  EXPECT_NE(plan.find("lanes 8 interleave 4"), std::string::npos) << plan;
   EXPECT_NE(ir.find("_ZGVdN8v_sinf"), std::string::npos);
   EXPECT_EQ(ir.find("call float @jx_vm_sin_f32_avx2("), std::string::npos);  // no scalar remainder
   size_t calls = 0;  // the kernel's calls, through a register holding the variant's address
   for (size_t at = assembly.find("\tcall"); at != std::string::npos; at = assembly.find("\tcall", at + 1)) ++calls;
-  EXPECT_EQ(calls, 2u) << assembly.substr(0, 6000);
+  EXPECT_EQ(calls, 4u) << assembly.substr(0, 6000);
+  size_t shared_tests = 0;  // blocks of the shared rare path: one, for the four exps
+  for (size_t at = ir.find("\nrare.any"); at != std::string::npos; at = ir.find("\nrare.any", at + 1)) ++shared_tests;
+  EXPECT_EQ(shared_tests, 1u) << ir;
 }
 
 // A kernel over fewer elements than a vector holds is left scalar (loop_emitter.cpp):

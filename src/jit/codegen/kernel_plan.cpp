@@ -372,9 +372,17 @@ void collapse(KernelPlan& plan, std::vector<int64_t> dims, std::vector<bool> kep
 // the next iteration to overlap it. Two independent vectors per iteration double the
 // work in flight: measured on Zen 1 (AVX2, 2 threads, 65536 float32), ns per element
 // and round of a 20-op chain of mul/add/sin/sub/tanh 2.44 -> 1.56, sin chains 1.18 ->
-// 0.85, tanh 0.97 -> 0.65, plain arithmetic 0.19 -> 0.16. Four were no faster than two
-// with AVX2's 16 vector registers (tanh's constants and four chains spill: 0.65 -> 1.29)
-// and cost twice the code. A chain is long when the op costs on one path add up to 10
+// 0.85, tanh 0.97 -> 0.65, plain arithmetic 0.19 -> 0.16. Four vectors measured no
+// faster than two while each inline function's rare-path test ended its vector's basic
+// block (each chain then scheduled alone); with the tests of the parts shared
+// (scalar_ops.cpp, share_rare_tests) four are faster on every long chain measured (Zen 1,
+// 2 threads, 4M elements, f32 / f64 ms): selu 2.90 -> 2.46 / 8.4 -> 6.1, softplus 6.68
+// -> 5.78 / 18.7 -> 15.3, sigmoid 2.78 -> 2.54 / 8.1 -> 6.4, gelu's tanh form 3.14 ->
+// 2.87, tanh(tanh(x)) 4.66 -> 4.22 / 18.2 -> 15.5, a degree-11 polynomial 2.62 -> 1.99,
+// exp(0.1 exp(x)) 4.66 -> 3.54 / 14.7 -> 9.9, tanh(x) 2 + 1 unchanged; selu over 1.6e7
+// floats 11.45 -> 9.62 ms. The code doubles: exp(0.1 exp(x))'s first call 20 -> 24 ms,
+// the others within noise. A length that is a multiple of two vectors but not of four
+// gets two. A chain is long when the op costs on one path add up to 10
 // (lowering.cost: a transcendental 8, plain arithmetic 1): softplus log1p(exp(x)) ran
 // 0.76-0.81x the time, gelu's tanh form 0.83x, selu 0.94-0.99x (1M float32). Shorter
 // bodies gain nothing: one libmvec call, or two side by side (sin(x) + cos(y)), already
@@ -397,7 +405,7 @@ struct VectorBlocks {
 };
 
 VectorBlocks vector_blocks(KernelPlan& plan, cpu::VectorIsa isa) {
-  constexpr int64_t kInterleavedVectors = 2;
+  constexpr int64_t kInterleavedVectors = 4;
   constexpr int64_t kMinInterleavedDepth = 10;  // op costs (lowering.cost, 1 for plain arithmetic)
   const int64_t vector_bytes = isa == cpu::VectorIsa::Avx512 ? 64 : isa == cpu::VectorIsa::Avx2 ? 32 : 0;
   int64_t widest = 1, ops = 0, depth = 0;  // LLVM widens a loop to the lanes of its widest element type
@@ -416,8 +424,11 @@ VectorBlocks vector_blocks(KernelPlan& plan, cpu::VectorIsa isa) {
   if (lanes < 2 || plan.dims.empty()) return {};
   const bool long_chain = depth >= kMinInterleavedDepth && ops <= kLargeBodyOps;
   const int64_t interleave = long_chain ? kInterleavedVectors : 1;
+  // The interleaves tried, most first: kInterleavedVectors, halved down to 1.
+  std::vector<int64_t> interleaves;
+  for (int64_t k = interleave; k >= 1; k /= 2) interleaves.push_back(k);
   if (plan.dims.size() == 1)
-    for (int64_t k : {interleave, int64_t{1}}) {
+    for (int64_t k : interleaves) {
       const int64_t block = lanes * k, n = plan.dims[0];
       if (n <= block || n % block != 0) continue;
       for (Affine* a : affine_indices(plan)) a->coef = {a->coef[0] * block, a->coef[0]};
@@ -429,9 +440,12 @@ VectorBlocks vector_blocks(KernelPlan& plan, cpu::VectorIsa isa) {
   // remainder, each ~30x a vector lane's cost (a math call per element). A flat loop has
   // one remainder per thread's range, negligible past 64 vector iterations; a loop nest
   // has one per row, so its rows may leave no more to it than without interleaving.
-  const int64_t inner = plan.dims.back(), block = lanes * interleave;
-  const bool cheap_remainder = plan.dims.size() == 1 ? inner >= 64 * block : inner % block == inner % lanes;
-  return {lanes, cheap_remainder ? interleave : 1};
+  const int64_t inner = plan.dims.back();
+  for (int64_t k : interleaves) {
+    const int64_t block = lanes * k;
+    if (plan.dims.size() == 1 ? inner >= 64 * block : inner % block == inner % lanes) return {lanes, k};
+  }
+  return {lanes, 1};
 }
 
 constexpr int64_t kFullReduceChunk = 1 << 14;  // elements per partial of a full reduction
