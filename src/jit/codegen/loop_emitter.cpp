@@ -120,7 +120,7 @@ class Emitter {
   }
 
   // Loop hints for the vectorizer. An elementwise loop's lanes and interleaving are the
-  // plan's (kernel_plan.cpp, vector_blocks: two independent vectors per iteration hide
+  // plan's (kernel_plan.cpp, vector_blocks: four independent vectors per iteration hide
   // the latency of a fused body's dependent chain, calls included). Otherwise a loop
   // whose body calls a vector math function gets no interleaving: every vector register
   // is caller-saved, so results of interleaved iterations are spilled around each call
