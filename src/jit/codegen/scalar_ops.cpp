@@ -538,7 +538,33 @@ Value* emit_rare_path_condition(llvm::IRBuilderBase& b, const RarePathKind& kind
   return kind.exp ? emit_exp_rare_condition(b, x) : emit_rare_condition(b, *kind.function, x);
 }
 
-void sink_into(llvm::BasicBlock& from, llvm::BasicBlock& to);
+// Moves the pure instructions of `from` that only `to` uses (through its phis' incoming
+// values from `to`, or its own instructions) to the start of `to`, in their order: the
+// usual values of a shared rare test, computed after its branch, where they need no
+// register across the test (a run of four exp chains computed before the test spilled
+// their arguments to the stack for it).
+void sink_into(llvm::BasicBlock& from, llvm::BasicBlock& to) {
+  auto used_only_in_to = [&](llvm::Instruction& inst) {
+    for (const llvm::Use& use : inst.uses()) {
+      const auto* user = llvm::cast<llvm::Instruction>(use.getUser());
+      if (const auto* phi = llvm::dyn_cast<llvm::PHINode>(user)) {
+        if (phi->getIncomingBlock(use) != &to) return false;
+      } else if (user->getParent() != &to) {
+        return false;
+      }
+    }
+    return !inst.use_empty();
+  };
+  llvm::Instruction* front = &*to.getFirstInsertionPt();
+  for (auto it = from.rbegin(); it != from.rend();) {
+    llvm::Instruction& inst = *it++;
+    if (inst.isTerminator() || llvm::isa<llvm::PHINode>(inst) || inst.mayHaveSideEffects() || inst.mayReadFromMemory())
+      continue;
+    if (!used_only_in_to(inst)) continue;
+    inst.moveBefore(front);
+    front = &inst;
+  }
+}
 
 llvm::CallInst* vector_rare_call(llvm::Instruction& i) {
   auto* call = llvm::dyn_cast<llvm::CallInst>(&i);
@@ -551,13 +577,14 @@ llvm::CallInst* vector_rare_call(llvm::Instruction& i) {
 // call into side-by-side calls (one per part), and each, inlined, would end its basic
 // block with its own branch; the code generator then schedules each part's usual code
 // alone in its block, one dependent chain at a time, which the out-of-order window
-// cannot overlap (Zen 1's floating-point scheduler holds about 18 vector instructions:
-// the float32 sum of exp ran at 21 cycles per vector against 10 of arithmetic). Here
-// the run's conditions are or-ed into one branch before its last call, whose rare side
-// sends every call of the run through its own rare path (each tests its own lanes
-// again), so the parts' usual code shares one block. A run: calls in one block with no
-// instruction between them (or a call of the run) using one of them, so each use
-// follows the last call, where the merged results are defined.
+// does not overlap (on Zen 1 a float32 sum of exp ran at 21 cycles per vector against
+// about 10 of arithmetic). Here the run's conditions are or-ed into one branch before
+// its last call, whose rare side gives every call of the run its rare result: exp's
+// full-range code for every lane, the others their own rare path (which tests its lanes
+// again), so the parts' usual code shares one block, and exp's, read by no rare side,
+// is sunk after the branch. A run: calls in one block with no instruction between them
+// (or a call of the run) using one of them, so each use follows the last call, where
+// the merged results are defined.
 void share_rare_tests(llvm::Function& f) {
   std::vector<std::vector<llvm::CallInst*>> runs;
   for (llvm::BasicBlock& bb : f) {
@@ -626,34 +653,6 @@ void share_rare_tests(llvm::Function& f) {
       calls[k]->eraseFromParent();
     }
     sink_into(*head, *usual);
-  }
-}
-
-// Moves the pure instructions of `from` that only `to` uses (through its phis' incoming
-// values from `to`, or its own instructions) to the start of `to`, in their order: the
-// usual values of a shared rare test, computed after its branch, where they need no
-// register across the test (a run of four exp chains computed before the test spilled
-// their arguments to the stack for it).
-void sink_into(llvm::BasicBlock& from, llvm::BasicBlock& to) {
-  auto used_only_in_to = [&](llvm::Instruction& inst) {
-    for (const llvm::Use& use : inst.uses()) {
-      const auto* user = llvm::cast<llvm::Instruction>(use.getUser());
-      if (const auto* phi = llvm::dyn_cast<llvm::PHINode>(user)) {
-        if (phi->getIncomingBlock(use) != &to) return false;
-      } else if (user->getParent() != &to) {
-        return false;
-      }
-    }
-    return !inst.use_empty();
-  };
-  llvm::Instruction* front = &*to.getFirstInsertionPt();
-  for (auto it = from.rbegin(); it != from.rend();) {
-    llvm::Instruction& inst = *it++;
-    if (inst.isTerminator() || llvm::isa<llvm::PHINode>(inst) || inst.mayHaveSideEffects() || inst.mayReadFromMemory())
-      continue;
-    if (!used_only_in_to(inst)) continue;
-    inst.moveBefore(front);
-    front = &inst;
   }
 }
 

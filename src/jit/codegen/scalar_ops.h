@@ -79,7 +79,9 @@ inline constexpr std::string_view kExpRarePath = "exp";
 llvm::Value* emit_rare_math_call(llvm::IRBuilderBase& b, std::string_view base, DType dtype, llvm::Value* x,
                                  llvm::Value* usual);
 // Gives the rare-path functions the module calls their bodies (always-inline, for the
-// inliner compile_module runs after the pipeline). Returns whether it defined any.
+// inliner compile_module runs after the pipeline), after merging the tests of calls side
+// by side (a vectorized loop's interleaved parts) into one branch. Returns whether it
+// defined any.
 bool define_rare_math_variants(llvm::Module& module);
 
 // Inline math outlined. A module marked module_outlines_math (a long fused body) calls
