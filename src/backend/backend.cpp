@@ -10,6 +10,7 @@
 #include "backend/gpu/gpu_backend.h"
 #include "core/array_internal.h"
 #include "distributed/mpi.h"
+#include "core/hot_tls.h"
 
 namespace jx {
 namespace detail {
@@ -41,8 +42,8 @@ std::string platform_list(const Registry& r) {
   return names;
 }
 
-thread_local Placement t_current;                            // innermost DeviceScope
-thread_local const DeviceState* t_default_device = nullptr;  // DefaultDeviceScope
+JX_INITIAL_EXEC_TLS thread_local Placement t_current;                          // innermost DeviceScope
+JX_INITIAL_EXEC_TLS thread_local const DeviceState* t_default_device = nullptr;  // DefaultDeviceScope
 
 }  // namespace
 

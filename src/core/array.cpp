@@ -10,6 +10,7 @@
 #include "core/convert.h"
 #include "backend/cpu/strided.h"
 #include "jx/primitive.h"
+#include "core/hot_tls.h"
 
 namespace jx {
 
@@ -83,7 +84,7 @@ int64_t machine_memory_bytes() {
        dtype_name(dtype), ": out of memory (this machine has ", machine_memory_bytes(), " bytes of RAM + swap)");
 }
 
-thread_local std::string_view t_alloc_op = "alloc";
+JX_INITIAL_EXEC_TLS thread_local std::string_view t_alloc_op = "alloc";
 
 }  // namespace
 

@@ -1,9 +1,10 @@
 #include "core/axis_env.h"
+#include "core/hot_tls.h"
 
 namespace jx::detail {
 namespace {
-thread_local std::vector<AxisFrame> traced;
-thread_local std::vector<DeviceAxis> device_axes;
+JX_INITIAL_EXEC_TLS thread_local std::vector<AxisFrame> traced;
+JX_INITIAL_EXEC_TLS thread_local std::vector<DeviceAxis> device_axes;
 }  // namespace
 
 std::optional<int64_t> traced_axis_size(std::string_view name) {

@@ -11,6 +11,7 @@
 #include "core/config_internal.h"
 #include "core/eager_hook.h"
 #include "jx/jaxpr.h"
+#include "core/hot_tls.h"
 
 namespace jx {
 
@@ -189,7 +190,7 @@ std::vector<Array> Primitive::run_impl(std::span<const Array> in, const Params& 
 
 namespace detail {
 namespace {
-thread_local Trace* t_current_trace = nullptr;
+JX_INITIAL_EXEC_TLS thread_local Trace* t_current_trace = nullptr;
 }
 
 Trace::Trace()
@@ -209,7 +210,7 @@ namespace detail {
 namespace {
 // Atomic: the configuration installs it while other threads may be binding.
 std::atomic<EagerHook> g_eager_hook{nullptr};
-thread_local bool t_in_eager_hook = false;
+JX_INITIAL_EXEC_TLS thread_local bool t_in_eager_hook = false;
 }  // namespace
 void set_eager_hook(EagerHook hook) { g_eager_hook.store(hook, std::memory_order_release); }
 }  // namespace detail

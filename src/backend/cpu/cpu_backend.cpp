@@ -11,6 +11,7 @@
 #include "backend/cpu/kernels/kernels.h"
 #include "core/config_internal.h"
 #include "distributed/mpi.h"
+#include "core/hot_tls.h"
 
 namespace jx::detail {
 namespace {
@@ -133,7 +134,7 @@ class SmallBlockCache {
     size_t count = 0;
   };
   List lists_[kMaxBytes / 64];
-  static inline thread_local bool t_gone = false;
+  JX_INITIAL_EXEC_TLS static inline thread_local bool t_gone = false;
 };
 
 // Blocks from 4 MiB are 2 MiB aligned and sized (for transparent huge pages), cached
