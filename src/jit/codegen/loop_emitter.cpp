@@ -48,7 +48,7 @@ class LoopCalls {
           llvm::Function* callee = call->getCalledFunction();
           if (!callee) continue;
           if (callee->getName().starts_with("jx_vm_")) calling_.insert(&block);
-          if (callee->getName().starts_with("jx_rare.")) testing_rare_.insert(&block);
+          if (is_rare_path(*callee)) testing_rare_.insert(&block);
           const llvm::Intrinsic::ID id = callee->getIntrinsicID();
           if (id == llvm::Intrinsic::maximum || id == llvm::Intrinsic::minimum) extremum_.insert(&block);
         }
@@ -91,6 +91,8 @@ class LoopCalls {
 // accumulate in their own dtype (float64 sums in blocks, as before).
 // Sums of terms that cost a transcendental each are compute-bound instead: they add
 // float32 chunk partials into the double accumulators (Emitter::sums_narrow).
+lowering::Monoid monoid_of(const PlanOutput& o) { return o.reduce->rules().lowering.reducer.monoid; }
+
 DType accumulator_dtype(const PlanOutput& o) {
   if (o.dtype == DType::Float32 && o.reduce && o.reduce->rules().lowering.reducer.widen_float32) return DType::Float64;
   return o.dtype;
@@ -587,7 +589,7 @@ class Emitter {
   bool extrema_alone() const {
     if (!stores_.empty() || companion_) return false;
     for (const PlanOutput& o : reducers()) {
-      const lowering::Monoid monoid = o.reduce->rules().lowering.reducer.monoid;
+      const lowering::Monoid monoid = monoid_of(o);
       if ((monoid != lowering::Monoid::kMax && monoid != lowering::Monoid::kMin) || !is_floating(o.dtype) ||
           itemsize(o.dtype) < 4 || accumulator_dtype(o) != o.dtype)
         return false;
@@ -616,7 +618,7 @@ class Emitter {
                               const std::vector<llvm::AllocaInst*>& accs) {
     const std::vector<PlanOutput>& rs = reducers();
     const bool probe = plan_.dims[d] > kShortExtremaRow;
-    auto is_max = [&](const PlanOutput& o) { return o.reduce->rules().lowering.reducer.monoid == lowering::Monoid::kMax; };
+    auto is_max = [](const PlanOutput& o) { return monoid_of(o) == lowering::Monoid::kMax; };
     auto infinity = [&](const PlanOutput& o, llvm::Type* t) { return llvm::ConstantFP::getInfinity(t, !is_max(o)); };
     std::vector<llvm::AllocaInst*> fast, probes;
     llvm::FastMathFlags no_nans, reorder;

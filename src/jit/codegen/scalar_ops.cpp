@@ -512,11 +512,11 @@ llvm::Value* emit_rare_math_call(llvm::IRBuilderBase& b, std::string_view base, 
   return call_with_vector_variants(b, math_family_name(kRarePrefix, base, dtype, isa), {x, usual}, widths);
 }
 
-namespace {
-
-bool is_rare_path_name(llvm::StringRef name) {
-  return name.starts_with(llvm::StringRef(kRarePrefix.data(), kRarePrefix.size()));
+bool is_rare_path(const llvm::Function& callee) {
+  return callee.getName().starts_with(llvm::StringRef(kRarePrefix.data(), kRarePrefix.size()));
 }
+
+namespace {
 
 // What a rare-path function (jx_rare.<fn>.<f32|f64>.<isa>[.v<lanes>]) tests: exp's
 // full-range condition, or an inline function's (math::rare_condition).
@@ -570,7 +570,7 @@ llvm::CallInst* vector_rare_call(llvm::Instruction& i) {
   auto* call = llvm::dyn_cast<llvm::CallInst>(&i);
   if (call == nullptr || !call->getType()->isVectorTy()) return nullptr;
   const llvm::Function* callee = call->getCalledFunction();
-  return callee != nullptr && callee->isDeclaration() && is_rare_path_name(callee->getName()) ? call : nullptr;
+  return callee != nullptr && callee->isDeclaration() && is_rare_path(*callee) ? call : nullptr;
 }
 
 // One test for a run of rare-path calls: the vectorizer widens an interleaved loop's
@@ -664,7 +664,7 @@ bool define_rare_math_variants(llvm::Module& module) {
   std::vector<llvm::Function*> defined;
   for (llvm::Function& f : module) {
     const llvm::StringRef name = f.getName();
-    if (!f.isDeclaration() || !is_rare_path_name(name)) continue;
+    if (!f.isDeclaration() || !is_rare_path(f)) continue;
     const RarePathKind kind = rare_path_kind(name);
     const bool vector = f.getReturnType()->isVectorTy();
     llvm::LLVMContext& ctx = module.getContext();

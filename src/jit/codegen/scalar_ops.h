@@ -78,6 +78,8 @@ std::vector<llvm::VecDesc> vector_math_library();
 inline constexpr std::string_view kExpRarePath = "exp";
 llvm::Value* emit_rare_math_call(llvm::IRBuilderBase& b, std::string_view base, DType dtype, llvm::Value* x,
                                  llvm::Value* usual);
+// Whether `callee` is a rare-path function emit_rare_math_call declares (scalar or vector).
+bool is_rare_path(const llvm::Function& callee);
 // Gives the rare-path functions the module calls their bodies (always-inline, for the
 // inliner compile_module runs after the pipeline), after merging the tests of calls side
 // by side (a vectorized loop's interleaved parts) into one branch. Returns whether it
