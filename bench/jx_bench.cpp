@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/blas_kernels.h"
 #include "bench_common.h"
 #include "bench_limits.h"
 
@@ -170,19 +171,19 @@ void bench_sort() {
 
 }  // namespace
 
-// OpenBLAS only; null with another BLAS.
-extern "C" char* openblas_get_corename(void) __attribute__((weak));
-
 int main(int argc, char** argv) {
   BenchArgs args = parse_bench_args(argc, argv);
   quick = args.quick;
   reps = quick ? 2 : 5;
   double bandwidth = measure_bandwidth(quick);
-  // OpenBLAS's kernel set (its choice from the CPU, or OPENBLAS_CORETYPE's): the matmul
-  // rows depend on it more than on anything jx does.
-  const char* blas_kernels = openblas_get_corename ? openblas_get_corename() : nullptr;
-  std::printf("{\"threads\": %d, \"stream_GBps\": %.2f, \"read_GBps\": %.2f, \"blas_kernels\": \"%s\"}\n",
-              jx::cpu::num_threads(), bandwidth / 1e9, g_read_bandwidth / 1e9, blas_kernels ? blas_kernels : "not OpenBLAS");
+  // OpenBLAS's kernel set (OPENBLAS_CORETYPE's, OpenBLAS's choice from the CPU, or jx's
+  // where OpenBLAS did not know the CPU: blas_kernels.h): the matmul rows depend on it
+  // more than on anything jx does.
+  const jx::cpu::BlasKernels blas = jx::cpu::blas_kernels();
+  std::printf("{\"threads\": %d, \"stream_GBps\": %.2f, \"read_GBps\": %.2f, \"blas_kernels\": \"%s\", "
+              "\"blas_kernels_openblas_chose\": \"%s\"}\n",
+              jx::cpu::num_threads(), bandwidth / 1e9, g_read_bandwidth / 1e9,
+              blas.running.empty() ? "not OpenBLAS" : blas.running.c_str(), blas.chosen_by_openblas.c_str());
   const std::pair<const char*, void (*)()> sections[] = {
       {"dispatch", bench_dispatch}, {"grad", bench_grad},           {"tutorial", bench_tutorial},
       {"selu", bench_selu},         {"reduction", bench_reduction}, {"softmax", bench_softmax},

@@ -746,8 +746,11 @@ def main():
           f"{load_at_start:.2f}, at end {os.getloadavg()[0]:.2f}, on {os.cpu_count()} CPUs")
     if meta.get("blas_kernels"):
         forced = os.environ.get("OPENBLAS_CORETYPE")
+        chose = meta.get("blas_kernels_openblas_chose")
         print(f"OpenBLAS kernels: {meta['blas_kernels']}" +
-              (f" (OPENBLAS_CORETYPE={forced} in the environment)" if forced else " (OpenBLAS's choice for this CPU)"))
+              (f" (OPENBLAS_CORETYPE={forced} in the environment)" if forced is not None else
+               f" (jx's choice by the CPU's features: OpenBLAS, not knowing this CPU, chose {chose})"
+               if chose and chose != meta["blas_kernels"] else " (OpenBLAS's choice for this CPU)"))
     costs = [f"{w[len('libmvec_'):]} {r['limit']['ns_per_element_per_thread']:.3f}" for w, r in limits.items()
              if w.startswith("libmvec_")]
     if costs:

@@ -2,7 +2,8 @@
 // routine (one row or one column) and a general one: every combination of transposed
 // operands, leading dimensions wider than the rows, and an output that starts as NaN
 // (beta = 0 must overwrite it, as a recycled buffer's old contents). And OpenBLAS's
-// workers, restarted by jx with a short spin, sleep after a product (blas_threads.h).
+// workers, restarted by jx with a short spin, sleep after a product (blas_threads.h), and
+// its kernel set uses the CPU's vectors where OpenBLAS did not know the CPU (blas_kernels.h).
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "backend/cpu/blas.h"
+#include "backend/cpu/blas_kernels.h"
 #include "backend/cpu/blas_threads.h"
 #include "backend/cpu/onednn.h"
 #include "backend/cpu/thread_pool.h"
@@ -132,6 +134,42 @@ TEST(CpuBlas, OpenBlasWorkersSleepSoonAfterAProduct) {
     const double before = process_cpu_seconds();
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     EXPECT_LT(process_cpu_seconds() - before, 0.03) << "OpenBLAS's workers still spin after the product";
+  }
+}
+
+using jx::cpu::CpuFeatures;
+
+TEST(CpuBlas, KernelSetFollowsTheCpusFeaturesWhereOpenBlasFellBack) {
+  const CpuFeatures avx2{.avx2_fma = true}, avx512{.avx2_fma = true, .avx512 = true},
+      avx512_bf16{.avx2_fma = true, .avx512 = true, .avx512_bf16 = true}, sse{};
+  // OpenBLAS's fallback for a CPU it does not know, and other pre-AVX2 sets.
+  EXPECT_EQ(jx::cpu::blas_kernels_instead_of("Prescott", avx512_bf16), "Cooperlake");
+  EXPECT_EQ(jx::cpu::blas_kernels_instead_of("Prescott", avx512), "SkylakeX");
+  EXPECT_EQ(jx::cpu::blas_kernels_instead_of("Nehalem", avx2), "Haswell");
+  EXPECT_EQ(jx::cpu::blas_kernels_instead_of("Sandybridge", avx2), "Haswell");
+  EXPECT_EQ(jx::cpu::blas_kernels_instead_of("Core2", sse), "");  // nothing better to run
+  // A set that uses AVX2 is OpenBLAS's deliberate choice (Zen's on an AVX-512 Zen 4).
+  for (const char* kept : {"Haswell", "Zen", "SkylakeX", "Cooperlake", "SAPPHIRERAPIDS"})
+    EXPECT_EQ(jx::cpu::blas_kernels_instead_of(kept, avx512_bf16), "") << kept;
+}
+
+TEST(CpuBlas, OpenBlasRunsKernelsThatUseTheCpusVectors) {
+  const jx::cpu::BlasKernels kernels = jx::cpu::blas_kernels();
+  if (kernels.running.empty()) GTEST_SKIP() << "the BLAS is not OpenBLAS";
+  if (const char* user = std::getenv("OPENBLAS_CORETYPE")) {
+    GTEST_SKIP() << "OPENBLAS_CORETYPE=" << user << " is the user's to keep";
+  }
+  const CpuFeatures cpu = jx::cpu::cpu_features();
+  EXPECT_EQ(jx::cpu::blas_kernels_instead_of(kernels.running, cpu), "")
+      << "OpenBLAS runs its " << kernels.running << " kernels on a CPU with AVX2 (it chose "
+      << kernels.chosen_by_openblas << ")";
+  if (kernels.running != kernels.chosen_by_openblas) {
+    // Replaced: the replacement's products are right, in both precisions and both
+    // routines (the level-3 kernels and the matrix-vector ones).
+    for (auto [m, n, k] : {std::tuple{96, 80, 72}, std::tuple{300, 1, 100}, std::tuple{1, 200, 130}}) {
+      check_gemm<float>(Op::None, Op::Transpose, m, n, k);
+      check_gemm<double>(Op::Transpose, Op::None, m, n, k);
+    }
   }
 }
 
