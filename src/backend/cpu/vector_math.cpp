@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <numbers>
+#include <optional>
 #include <string>
 
 #if defined(JX_HAVE_LIBMVEC) && defined(__x86_64__) && defined(__GNUC__)
@@ -15,6 +16,7 @@
 #include <immintrin.h>
 #endif
 
+#include "backend/cpu/inline_math.h"
 #include "core/config_internal.h"
 #include "math/odd_rational.h"
 
@@ -274,12 +276,8 @@ VectorIsa set_vector_isa(VectorIsa isa) {
   return current_isa().exchange(std::min(isa, best_vector_isa()), std::memory_order_relaxed);
 }
 
-void vec_unary(VecOp op, const float* x, float* y, int64_t n) {
-  if (n > 0) kUnaryF32[static_cast<int>(op)][isa_index()](x, y, n);
-}
-void vec_unary(VecOp op, const double* x, double* y, int64_t n) {
-  if (n > 0) kUnaryF64[static_cast<int>(op)][isa_index()](x, y, n);
-}
+void vec_unary(VecOp op, const float* x, float* y, int64_t n) { vec_unary(op, vector_isa(), x, y, n); }
+void vec_unary(VecOp op, const double* x, double* y, int64_t n) { vec_unary(op, vector_isa(), x, y, n); }
 void vec_binary(VecOp2 op, const float* a, const float* b, float* y, int64_t n) {
   if (n > 0) kBinaryF32[static_cast<int>(op)][isa_index()](a, b, y, n);
 }
@@ -287,12 +285,31 @@ void vec_binary(VecOp2 op, const double* a, const double* b, double* y, int64_t 
   if (n > 0) kBinaryF64[static_cast<int>(op)][isa_index()](a, b, y, n);
 }
 
-void vec_unary(VecOp op, VectorIsa isa, const float* x, float* y, int64_t n) {
-  if (n > 0) kUnaryF32[static_cast<int>(op)][static_cast<int>(std::min(isa, best_vector_isa()))](x, y, n);
+// The function of src/math/fast_functions.h an op is, if any.
+std::optional<math::FastFunction> fast_function_of(VecOp op) {
+  switch (op) {
+    case VecOp::Sin: return math::FastFunction::Sin;
+    case VecOp::Cos: return math::FastFunction::Cos;
+    case VecOp::Tan: return math::FastFunction::Tan;
+    case VecOp::Log: return math::FastFunction::Log;
+    case VecOp::Log1p: return math::FastFunction::Log1p;
+    case VecOp::Expm1: return math::FastFunction::Expm1;
+    case VecOp::Tanh: return math::FastFunction::Tanh;
+    default: return std::nullopt;
+  }
 }
-void vec_unary(VecOp op, VectorIsa isa, const double* x, double* y, int64_t n) {
-  if (n > 0) kUnaryF64[static_cast<int>(op)][static_cast<int>(std::min(isa, best_vector_isa()))](x, y, n);
+
+// Where kernels compute op with inline code (inline_math.h), eager runs that code too.
+template <class T, class Table>
+void unary_at(VecOp op, VectorIsa isa, const T* x, T* y, int64_t n, const Table& table) {
+  if (n <= 0) return;
+  isa = std::min(isa, best_vector_isa());
+  if (const auto f = fast_function_of(op); f && runs_inline(*f, dtype_of<T>, isa)) return inline_unary(*f, isa, x, y, n);
+  table[static_cast<int>(op)][static_cast<int>(isa)](x, y, n);
 }
+
+void vec_unary(VecOp op, VectorIsa isa, const float* x, float* y, int64_t n) { unary_at(op, isa, x, y, n, kUnaryF32); }
+void vec_unary(VecOp op, VectorIsa isa, const double* x, double* y, int64_t n) { unary_at(op, isa, x, y, n, kUnaryF64); }
 void vec_binary(VecOp2 op, VectorIsa isa, const float* a, const float* b, float* y, int64_t n) {
   if (n > 0) kBinaryF32[static_cast<int>(op)][static_cast<int>(std::min(isa, best_vector_isa()))](a, b, y, n);
 }

@@ -43,6 +43,8 @@
 // a call nor leaves remainders scalar calls).
 #include "jit/codegen/fast_math.h"
 
+#include "backend/cpu/inline_math.h"
+
 #include <array>
 #include <bit>
 #include <cmath>
@@ -286,26 +288,8 @@ class IrArithmetic {
 
 }  // namespace
 
-// The choice: only where the inline code measured clearly faster than eager's libmvec
-// variant in fused kernels (bench/fast_math_bench re-measures on any CPU), and where
-// eager and jit need not agree bit for bit. AMD EPYC Zen 1, AVX2, 2 threads,
-// 64K-element kernels, ns per element inline / libmvec: float32 expm1 0.56 / 0.74
-// (expm1(x) x: 0.60 / 0.79) is inline, and so is float64 tanh (expm1's form, measured
-// later on a slower day of the same machine with bench/fast_math_bench: 3.7-4.2 / 5.3,
-// and the GELU of a 256 x 256 float64 matrix as a jit kernel 0.26 -> 0.18 ms; float32
-// tanh keeps the odd rational). Within noise and so left on libmvec: float32 sin
-// 0.500 / 0.507 and log1p 0.73 / 0.80 (log1p also keeps jit's random.normal and
-// truncated_normal, through erf_inv's log1p, bit-identical to eager). libmvec ahead:
-// float32 cos 0.59 / 0.50, tan 0.84 / 0.71, log 0.61 / 0.49 and every float64 function
-// (sin 1.42 / 1.27, log 1.88 / 1.51, expm1 1.62 / 1.32): on two 128-bit FMA pipes
-// SVML's table-free kernels cost what these do, and the call keeps its constants out of
-// a fused kernel's registers. Not measured with AVX-512: libmvec there, as before. The
-// scalar ISA is eager's exact libm path, kept bit for bit.
-bool inline_fast_function(math::FastFunction f, DType dtype, cpu::VectorIsa isa) {
-  if (isa != cpu::VectorIsa::Avx2) return false;
-  if (f == math::FastFunction::Expm1) return dtype == DType::Float32;
-  return f == math::FastFunction::Tanh && dtype == DType::Float64;  // float32: the odd rational
-}
+// The choice is the CPU backend's table, which eager follows too (backend/cpu/inline_math.h).
+bool inline_fast_function(math::FastFunction f, DType dtype, cpu::VectorIsa isa) { return cpu::runs_inline(f, dtype, isa); }
 
 llvm::Value* emit_rare_condition(llvm::IRBuilderBase& b, math::FastFunction f, llvm::Value* x) {
   IrArithmetic a(b, x->getType());

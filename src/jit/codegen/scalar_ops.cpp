@@ -8,13 +8,14 @@
 // (vector_math_library()), while elements left scalar (remainders) go through that same
 // variant one lane at a time: kernels give eager's bits at every position. Except exp
 // (f32, f64), tanh (f32), erf (f32) and logistic (f32, f64, 1 / (1 + exp(-x)) with the
-// inline exp), and with AVX2 expm1 (f32) and tanh (f64) (inline_fast_function's table in
-// fast_math.cpp):
-// those are inline polynomials (fast_math.h), measured faster than libmvec's variants,
-// so they are no longer eager's bits but within 4 ULP of them (logistic 6); expm1 hands
-// its rare inputs to the libmvec variant. The table below was measured before expm1's
-// inline code (AVX-512 keeps libmvec for it); tests/jit_fast_functions_test.cpp measures
-// the inline code of all six functions of src/math/fast_functions.h.
+// inline exp), and per ISA the functions of inline_fast_function's table in
+// fast_math.cpp (AVX2: expm1 f32, tanh f64; AVX-512: sin, cos, tan, expm1, and log and
+// tanh f64): those are inline polynomials (fast_math.h), measured faster than libmvec's
+// variants, so they are no longer eager's bits but within 4 ULP of them (logistic 6);
+// the fast_functions.h ones hand their rare inputs to the libmvec variant. The table
+// below was measured before those functions' inline code (it gives libmvec's errors for
+// them); tests/jit_fast_functions_test.cpp measures the inline code of all seven
+// functions of src/math/fast_functions.h.
 //
 // Accuracy of the transcendentals in native kernels, measured by
 // tests/jit_vector_math_test.cpp: max error in ULP over 2^18 random inputs spread over
