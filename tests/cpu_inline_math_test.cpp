@@ -113,5 +113,15 @@ TEST(InlineMath, KernelsAndEagerReadOneTable) {
   EXPECT_FALSE(cpu::runs_inline(FastFunction::Log1p, DType::Float32, cpu::VectorIsa::Avx512));
 }
 
+TEST(InlineMath, NoInlineCodeForTheScalarIsa) {
+  float x = 1, y = 0;
+  try {
+    cpu::inline_unary(FastFunction::Sin, cpu::VectorIsa::Scalar, &x, &y, 1);
+    FAIL() << "expected an InternalError";
+  } catch (const InternalError& e) {
+    EXPECT_STREQ(e.what(), "[inline_unary] internal error: no inline code for scalar");
+  }
+}
+
 }  // namespace
 }  // namespace jx

@@ -49,7 +49,10 @@ bool runs_inline(math::FastFunction f, DType dtype, VectorIsa isa) {
   return false;
 }
 
-void inline_unary(math::FastFunction f, VectorIsa isa, const float* x, float* y, int64_t n) {
+namespace {
+
+template <class T>
+void inline_unary_at(math::FastFunction f, VectorIsa isa, const T* x, T* y, int64_t n) {
 #ifdef JX_INLINE_MATH
   if (isa == VectorIsa::Avx512) return inline_unary_avx512(f, x, y, n);
   if (isa == VectorIsa::Avx2) return inline_unary_avx2(f, x, y, n);
@@ -57,13 +60,14 @@ void inline_unary(math::FastFunction f, VectorIsa isa, const float* x, float* y,
   (void)f, (void)x, (void)y, (void)n;
   detail::internal_fail("inline_unary", "no inline code for ", vector_isa_name(isa));
 }
+
+}  // namespace
+
+void inline_unary(math::FastFunction f, VectorIsa isa, const float* x, float* y, int64_t n) {
+  inline_unary_at(f, isa, x, y, n);
+}
 void inline_unary(math::FastFunction f, VectorIsa isa, const double* x, double* y, int64_t n) {
-#ifdef JX_INLINE_MATH
-  if (isa == VectorIsa::Avx512) return inline_unary_avx512(f, x, y, n);
-  if (isa == VectorIsa::Avx2) return inline_unary_avx2(f, x, y, n);
-#endif
-  (void)f, (void)x, (void)y, (void)n;
-  detail::internal_fail("inline_unary", "no inline code for ", vector_isa_name(isa));
+  inline_unary_at(f, isa, x, y, n);
 }
 
 }  // namespace jx::cpu
