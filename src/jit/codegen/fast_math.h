@@ -49,8 +49,8 @@ llvm::Value* emit_tanh_f32(llvm::IRBuilderBase& b, llvm::Value* x);
 llvm::Value* emit_erf_f32(llvm::IRBuilderBase& b, llvm::Value* x);
 
 // Whether native kernels compute `f` for `dtype` with the inline code below rather than
-// eager's libmvec variant for `isa` (scalar_ops.cpp's math()): where it measured faster
-// (the table in fast_math.cpp).
+// libmvec's variant for `isa` (scalar_ops.cpp's math()): where it measured faster; the CPU
+// backend's table (cpu::runs_inline, backend/cpu/inline_math.cpp), which eager follows too.
 bool inline_fast_function(math::FastFunction f, DType dtype, cpu::VectorIsa isa);
 // sin, cos, tan, log, log1p and expm1 (float32 or float64 by x's element type) as the
 // inline code of src/math/fast_functions.h, whose ScalarArithmetic twin computes the same

@@ -8,11 +8,12 @@
 // (vector_math_library()), while elements left scalar (remainders) go through that same
 // variant one lane at a time: kernels give eager's bits at every position. Except exp
 // (f32, f64), tanh (f32), erf (f32) and logistic (f32, f64, 1 / (1 + exp(-x)) with the
-// inline exp), and per ISA the functions of inline_fast_function's table in
-// fast_math.cpp (AVX2: expm1 f32, tanh f64; AVX-512: sin, cos, tan, expm1, and log and
-// tanh f64): those are inline polynomials (fast_math.h), measured faster than libmvec's
-// variants, so they are no longer eager's bits but within 4 ULP of them (logistic 6);
-// the fast_functions.h ones hand their rare inputs to the libmvec variant. The table
+// inline exp): those are inline polynomials (fast_math.h), measured faster than
+// libmvec's variants, so they are no longer eager's bits but within 4 ULP of them
+// (logistic 6). And per ISA the functions of the CPU backend's table
+// (backend/cpu/inline_math.cpp, cpu::runs_inline; AVX2: expm1 f32, tanh f64; AVX-512:
+// sin, cos, tan, expm1, and log and tanh f64): inline too, but eager runs the same code
+// there, so they keep eager's bits; they hand their rare inputs to the libmvec variant. The table
 // below was measured before those functions' inline code (it gives libmvec's errors for
 // them); tests/jit_fast_functions_test.cpp measures the inline code of all seven
 // functions of src/math/fast_functions.h.
