@@ -3,9 +3,13 @@
 // std::stable_sort for every part count up to more than the pool's threads (odd counts
 // leave a run unmerged for a round), with many ties (stability: keys compared alone,
 // their original positions kept beside them) and lines shorter than the part count.
+// sort_by_splitters (the same header): a line cut by value into a bucket per part, checked
+// the same way, and its refusals (few distinct values, a chunk its inspector refuses)
+// leave the output untouched.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <random>
 #include <utility>
@@ -48,6 +52,43 @@ TEST(ParallelSort, EveryPartCountMatchesAStableSort) {
       }
     }
   }
+}
+
+TEST(ParallelSort, SplittersMatchAStableSortOrRefuseWritingNothing) {
+  auto by_key = [](const Keyed& a, const Keyed& b) { return a.key < b.key; };
+  const Keyed untouched{-1, -1};
+  for (size_t n : {0, 1, 100, 1000, 100003}) {
+    for (int distinct : {1, 3, 1000, 1 << 30}) {
+      std::vector<Keyed> want = random_line(n, distinct, static_cast<uint32_t>(n * 17 + distinct));
+      const std::vector<Keyed> input = want;
+      std::stable_sort(want.begin(), want.end(), by_key);
+      for (int parts : {2, 3, 4, 5, 8}) {
+        SCOPED_TRACE("n " + std::to_string(n) + " distinct " + std::to_string(distinct) + " parts " +
+                     std::to_string(parts));
+        std::vector<Keyed> got(n, untouched);
+        std::vector<int> sorted_count(static_cast<size_t>(parts), 0);
+        std::atomic<size_t> inspected = 0;
+        const bool sorted = sort_by_splitters(
+            n, parts, [&](size_t k) { return input[k]; }, got.data(), by_key,
+            [&](size_t lo, size_t hi) { return inspected += hi - lo, true; },
+            [&](Keyed* first, size_t count) { std::stable_sort(first, first + count, by_key); });
+        if (!sorted) {
+          ASSERT_EQ(got, std::vector<Keyed>(n, untouched));
+          // Refused only where a bucket would be too full or the line too short to cut.
+          ASSERT_TRUE(distinct <= 3 || n < 64 * static_cast<size_t>(parts));
+          continue;
+        }
+        ASSERT_EQ(inspected.load(), n);  // every chunk seen once
+        ASSERT_EQ(got, want);
+      }
+    }
+  }
+  // A chunk the inspector refuses: nothing written.
+  std::vector<Keyed> input = random_line(100000, 1 << 30, 5), got(input.size(), untouched);
+  EXPECT_FALSE(sort_by_splitters(
+      input.size(), 2, [&](size_t k) { return input[k]; }, got.data(), by_key,
+      [](size_t lo, size_t) { return lo > 0; }, [](Keyed*, size_t) {}));
+  EXPECT_EQ(got, std::vector<Keyed>(input.size(), untouched));
 }
 
 TEST(ParallelSort, PartsFollowTheLineLengthAndThePool) {

@@ -151,10 +151,45 @@ void vqsort_line(const Vqsorter& sorter, const T* p, int64_t step, A* buf, int64
     // reads the same bytes as integers. NaNs flip to integers outside those of -inf and
     // +inf; they are partitioned to the end (in input order for a stable sort).
     using I = std::conditional_t<sizeof(A) == 4, int32_t, int64_t>;
-    auto flip = [](A v) {
-      const I i = std::bit_cast<I>(v);
-      return std::bit_cast<A>(static_cast<I>(i ^ ((i >> (sizeof(I) * 8 - 1)) & std::numeric_limits<I>::max())));
+    auto flip_bits = [](I i) { return static_cast<I>(i ^ ((i >> (sizeof(I) * 8 - 1)) & std::numeric_limits<I>::max())); };
+    auto flip = [&](A v) { return std::bit_cast<A>(flip_bits(std::bit_cast<I>(v))); };
+    // A stable sort's zeros in input order, over the finished line's run of zeros.
+    auto restore_zero_signs = [&](int64_t m) {
+      A* zeros = std::lower_bound(buf, buf + m, A(0));
+      for (bool negative : signs) *zeros++ = negative ? -A(0) : A(0);
     };
+    // A long line sorted alone: split by value into a bucket per thread on the way into
+    // buf (as integers), each bucket sorted and turned back into floats on its thread
+    // while in cache (parallel_sort.h's sort_by_splitters). Lines with NaNs, and lines
+    // of few distinct values, go the way below.
+    if (const int parts = sort_parts(static_cast<size_t>(n)); parts > 1) {
+      std::atomic<int64_t> zeros = 0;
+      auto load = [&](size_t k) { return flip_bits(std::bit_cast<I>(static_cast<A>(p[static_cast<int64_t>(k) * step]))); };
+      auto no_nans = [&](size_t lo, size_t hi) {
+        int64_t chunk_nans = 0, chunk_zeros = 0;
+        for (size_t k = lo; k < hi; ++k) {  // branch-free: vectorizes
+          const A v = static_cast<A>(p[static_cast<int64_t>(k) * step]);
+          chunk_nans += std::isnan(v);
+          chunk_zeros += v == A(0);
+        }
+        zeros += chunk_zeros;
+        return chunk_nans == 0;
+      };
+      auto sort_bucket = [&](I* first, size_t count) {
+        Vqsorter()(first, count);
+        for (I* e = first; e != first + count; ++e) *e = flip_bits(*e);
+      };
+      if (sort_by_splitters(static_cast<size_t>(n), parts, load, reinterpret_cast<I*>(buf), std::less<I>(), no_nans,
+                            sort_bucket)) {
+        signs.clear();
+        if (stable && zeros) {
+          for (int64_t k = 0; k < n; ++k)
+            if (const A v = static_cast<A>(p[k * step]); v == A(0)) signs.push_back(std::signbit(v));
+          restore_zero_signs(n);
+        }
+        return;
+      }
+    }
     std::atomic<int64_t> nans = 0, zeros = 0;
     each_part(n, [&](int64_t begin, int64_t end) {
       int64_t part_nans = 0, part_zeros = 0;
@@ -186,11 +221,14 @@ void vqsort_line(const Vqsorter& sorter, const T* p, int64_t step, A* buf, int64
     each_part(n, [&](int64_t begin, int64_t end) {
       for (int64_t k = begin; k < end; ++k) buf[k] = flip(buf[k]);
     });
-    if (!signs.empty()) {  // the zeros' run, with their signs in input order
-      A* zeros = std::lower_bound(buf, buf + m, A(0));
-      for (bool negative : signs) *zeros++ = negative ? -A(0) : A(0);
-    }
+    if (!signs.empty()) restore_zero_signs(m);  // the zeros' run, with their signs in input order
   } else {
+    if (const int parts = sort_parts(static_cast<size_t>(n)); parts > 1) {
+      auto load = [&](size_t k) { return static_cast<A>(p[static_cast<int64_t>(k) * step]); };
+      auto any = [](size_t, size_t) { return true; };
+      auto sort_bucket = [](A* first, size_t count) { Vqsorter()(first, count); };
+      if (sort_by_splitters(static_cast<size_t>(n), parts, load, buf, std::less<A>(), any, sort_bucket)) return;
+    }
     each_part(n, [&](int64_t begin, int64_t end) {
       for (int64_t k = begin; k < end; ++k) buf[k] = static_cast<A>(p[k * step]);
     });
