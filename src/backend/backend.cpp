@@ -81,9 +81,13 @@ const ImplRule* KernelTable::find(const Primitive& primitive) const {
 }
 
 void Backend::ensure_loaded() {
+  // The flag first: libstdc++'s call_once sets two thread-locals (a __tls_get_addr call
+  // each) on every call, done or not, and every eager op looks its kernel up here.
+  if (loaded_flag_.load(std::memory_order_acquire)) return;
   std::call_once(loaded_, [&] {
     kernels_.platform_ = late_.platform_ = platform();
     load_kernels(kernels_);
+    loaded_flag_.store(true, std::memory_order_release);
   });
 }
 

@@ -98,6 +98,7 @@ class Backend {
  private:
   void ensure_loaded();
   std::once_flag loaded_;
+  std::atomic<bool> loaded_flag_{false};  // set once loaded_'s call has run
   // The table load_kernels filled, read without a lock (it never changes after); kernels
   // registered later (register_impl, while other threads may be running) go to `late_`.
   KernelTable kernels_;

@@ -62,6 +62,14 @@ std::string_view alloc_op();
 // representable or memory that is not there raises jx::Error naming alloc_op(), the
 // shape and the bytes requested.
 Array alloc_array(const Aval& aval);
+// An impl's one result, moved into its vector: std::vector<Array>{out} copies `out` out
+// of the initializer list (an atomic increment and decrement of its count).
+inline std::vector<Array> one_result(Array a) {
+  std::vector<Array> out;
+  out.reserve(1);
+  out.push_back(std::move(a));
+  return out;
+}
 // A fresh contiguous array over `storage` (at least aval's size in bytes), for buffers
 // the jit runtime recycles.
 Array adopt_storage(std::shared_ptr<Storage> storage, const Aval& aval);
