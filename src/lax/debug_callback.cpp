@@ -14,6 +14,7 @@
 #include <unordered_set>
 
 #include "core/config_internal.h"
+#include "core/hot_tls.h"
 #include "jx/debug.h"
 #include "jx/error.h"
 #include "jx/jaxpr.h"
@@ -62,8 +63,11 @@ std::shared_ptr<const detail::HostCallback> lookup(const Params& params) {
 thread_local bool t_rerunning = false;
 
 // ---- jx::check's deferral (DeferredChecks) ----
-thread_local bool t_defer_checks = false;
-thread_local std::optional<std::string> t_pending_check;
+// The innermost DeferredChecks' slot for the first failing check's message; null outside
+// any (a failing check raises at once). A plain pointer with the initial-exec model:
+// every jitted call opens a scope, and a thread-local std::optional<std::string> (its
+// destructor registered on first use) cost a __tls_get_addr call per access, 9 a call.
+JX_INITIAL_EXEC_TLS thread_local std::optional<std::string>* t_deferred_check = nullptr;
 
 // vmap: once per lane, in lane order, on the lane's values (JAX's sequential rule).
 BatchResult debug_callback_batch(std::span<const Array> args, std::span<const int64_t> dims, const Params& params,
@@ -248,26 +252,20 @@ void check_flat(const Array& pred, std::string fmt, std::vector<Array> args) {
         for (size_t i = 0; i < axes.size(); ++i) axes[i] = static_cast<int64_t>(i);
         if (lax::reduce_and(p, axes).item<bool>()) return;
         std::string message = format_checked(fmt, xs.subspan(1));
-        if (!t_defer_checks) fail("check", message);
-        if (!t_pending_check) t_pending_check = std::move(message);
+        if (!t_deferred_check) fail("check", message);
+        if (!*t_deferred_check) *t_deferred_check = std::move(message);
       },
       std::move(args));
 }
 
-DeferredChecks::DeferredChecks() : saved_(std::move(t_pending_check)), saved_active_(t_defer_checks) {
-  t_pending_check.reset();
-  t_defer_checks = true;
-}
+DeferredChecks::DeferredChecks() : outer_(t_deferred_check) { t_deferred_check = &pending_; }
 
-DeferredChecks::~DeferredChecks() {
-  t_pending_check = std::move(saved_);
-  t_defer_checks = saved_active_;
-}
+DeferredChecks::~DeferredChecks() { t_deferred_check = outer_; }
 
 void DeferredChecks::raise_pending() {
-  if (!t_pending_check) return;
-  std::string message = std::move(*t_pending_check);
-  t_pending_check.reset();
+  if (!pending_) return;
+  std::string message = std::move(*pending_);
+  pending_.reset();
   fail("check", message);
 }
 

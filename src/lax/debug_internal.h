@@ -21,8 +21,8 @@ class DeferredChecks {
   void raise_pending();
 
  private:
-  std::optional<std::string> saved_;
-  bool saved_active_;
+  std::optional<std::string> pending_;    // this scope's first failing check
+  std::optional<std::string>* outer_;     // the enclosing scope's slot (null: none)
 };
 
 // debug_nans for a jitted call: when a float output of `program` run on `args` holds a
