@@ -267,8 +267,12 @@ class Jitted {
   std::pair<std::shared_ptr<const detail::JitEntry>, std::vector<Array>> prepare_all(const All& all,
                                                                                       std::index_sequence<I...>) const {
     using Dynamic = std::tuple<decltype(dynamic_part<I>(all))...>;
-    Dynamic dyn{dynamic_part<I>(all)...};
-    auto [leaves, joint] = tree::flatten(dyn);
+    // Without static arguments every argument is dynamic (Dynamic is All): flattened
+    // where it is, not copied first (each Array copy updates its count atomically).
+    auto [leaves, joint] = [&] {
+      if constexpr (sizeof...(S) == 0) return tree::flatten(all);
+      else return tree::flatten(Dynamic{dynamic_part<I>(all)...});
+    }();
     // The argument each leaf belongs to (to name the one whose change caused a retrace);
     // computed only when tracing.
     auto positions = [&] {

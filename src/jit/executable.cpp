@@ -356,6 +356,7 @@ class ProgramExecutable final : public Executable {
   std::vector<std::vector<int>> args_last_read_;
   std::vector<bool> arg_unread_, arg_is_output_;
   std::vector<Operand> outputs_;
+  std::vector<bool> output_moves_;  // output k is its slot's last use among the outputs: moved out
   std::vector<bool> kernel_owned_;  // slot holds a buffer a kernel step allocated
   bool recycles_ = false;           // some kernel-owned slot is released before the end
   int num_kernels_ = 0;
@@ -434,6 +435,12 @@ ProgramExecutable::ProgramExecutable(ClosedJaxpr program, const CompileOptions& 
   for (const Atom& a : j.outvars) {
     outputs_.push_back(operand_of(a));
     if (a.is_var()) pinned[outputs_.back().slot] = true;
+  }
+  output_moves_.assign(outputs_.size(), false);
+  for (size_t k = 0; k < outputs_.size(); ++k) {
+    const int sl = outputs_[k].slot;
+    output_moves_[k] = sl >= 0 && std::none_of(outputs_.begin() + static_cast<std::ptrdiff_t>(k) + 1, outputs_.end(),
+                                               [sl](const Operand& o) { return o.slot == sl; });
   }
   for (auto [slot, step] : last_use)
     if (!pinned[slot]) {
@@ -680,30 +687,34 @@ std::vector<Array> ProgramExecutable::run(std::span<const Array> args, const std
     for (size_t i = 0; i < donated_buffer.size(); ++i)
       if (donated_buffer[i] && arg_unread_[i]) pool.put(std::move(donated_buffer[i]));
   // Per step, reused across steps; inline storage keeps a small program's call off the
-  // heap for these.
-  llvm::SmallVector<Array, 8> ins;
+  // heap for these. A step's inputs are read where they are (values never grows, so the
+  // pointers hold): copying each Array cost two atomic count updates.
+  llvm::SmallVector<const Array*, 8> ins;
+  llvm::SmallVector<Array, 2> copies;  // contiguous copies of inputs a kernel cannot read in place
   llvm::SmallVector<const void*, 16> in_ptrs;
   llvm::SmallVector<void*, 8> out_ptrs;
   for (size_t step = 0; step < steps_.size(); ++step) {
     const Step& s = steps_[step];
     ins.clear();
-    for (const Operand& o : s.inputs) ins.push_back(o.slot >= 0 ? values[o.slot] : o.constant);
+    for (const Operand& o : s.inputs) ins.push_back(o.slot >= 0 ? &values[o.slot] : &o.constant);
     if (s.kernel) {
       detail::AllocScope scope(s.eqn->primitive->name());  // out-of-memory errors name the fusion
       const bool in_place = layout && layout->kernels[step];
       const Kernel* kernel = in_place ? layout->kernels[step].get() : &s.kernel->get();
       in_ptrs.clear();
       out_ptrs.clear();
+      copies.clear();
       for (size_t i = 0; i < ins.size(); ++i) {
-        Array& x = ins[i];
+        const Array* x = ins[i];
         // The layout's kernel reads the arguments as they are; any other view (one a
         // runtime step returned, or an argument this step cannot read in place) is
         // copied (a broadcast scalar, like jnp::ones, by a fill).
-        if (!(in_place && s.arg_of_input[i] >= 0) && !detail::is_contiguous(x)) {
-          x = contiguous_input(x);
+        if (!(in_place && s.arg_of_input[i] >= 0) && !detail::is_contiguous(*x)) {
+          copies.push_back(contiguous_input(*x));
+          x = &copies.back();  // (its data pointer, taken next, outlives copies' growth)
           g_kernel_input_copies.fetch_add(1, std::memory_order_relaxed);
         }
-        in_ptrs.push_back(detail::raw_data(x));
+        in_ptrs.push_back(detail::raw_data(*x));
       }
       for (size_t k = 0; k < s.outputs.size(); ++k) {
         std::shared_ptr<detail::Storage> over = donating ? take_donated(s, step, static_cast<int>(k), *kernel, donated_buffer) : nullptr;
@@ -713,7 +724,9 @@ std::vector<Array> ProgramExecutable::run(std::span<const Array> args, const std
       kernel->run(in_ptrs.data(), out_ptrs.data());
     } else {
       detail::SubprogramScope compiled_bodies(s.runs_subprograms ? &subprograms_ : nullptr);
-      std::vector<Array> outs = s.eqn->primitive->run_impl(ins, s.eqn->params, s.out_avals);
+      llvm::SmallVector<Array, 8> operands;
+      for (const Array* x : ins) operands.push_back(*x);
+      std::vector<Array> outs = s.eqn->primitive->run_impl(operands, s.eqn->params, s.out_avals);
       for (size_t k = 0; k < s.outputs.size(); ++k) values[s.outputs[k]] = std::move(outs[k]);
     }
     ins.clear();
@@ -727,7 +740,12 @@ std::vector<Array> ProgramExecutable::run(std::span<const Array> args, const std
   }
   std::vector<Array> outs;
   outs.reserve(outputs_.size());
-  for (const Operand& o : outputs_) outs.push_back(o.slot >= 0 ? values[o.slot] : o.constant);
+  for (size_t k = 0; k < outputs_.size(); ++k) {
+    const Operand& o = outputs_[k];
+    if (o.slot < 0) outs.push_back(o.constant);
+    else if (output_moves_[k]) outs.push_back(std::move(values[o.slot]));
+    else outs.push_back(values[o.slot]);
+  }
   if (share_pool) {
     std::unique_lock lock(pool_mu_, std::try_to_lock);
     if (lock.owns_lock()) std::swap(pool, pool_);
