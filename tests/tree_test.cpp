@@ -74,6 +74,27 @@ TEST(Tree, SingleArrayIsOneLeaf) {
   EXPECT_TRUE(same_array(tree::unflatten<Array>(def, leaves), x));
 }
 
+// Tuples and pairs of leaves have one structure per type: flatten shares one definition
+// (jit flattens its arguments on every call); containers of varying shape build theirs.
+TEST(Tree, FixedStructuresShareOneDefinition) {
+  static_assert(tree::detail::kFixedStructure<std::tuple<Array, Array>>);
+  static_assert(tree::detail::kFixedStructure<std::pair<Array, std::tuple<double, Array>>>);
+  static_assert(!tree::detail::kFixedStructure<std::tuple<Array, std::vector<Array>>>);
+  static_assert(!tree::detail::kFixedStructure<Mlp>);
+  Array a = val(1), b = val(2);
+  auto [l1, d1] = tree::flatten(std::make_tuple(a, b));
+  auto [l2, d2] = tree::flatten(std::make_tuple(b, a));
+  EXPECT_EQ(&d1.root(), &d2.root());
+  EXPECT_EQ(d1.str(), "PyTreeDef((*, *))");
+  ASSERT_EQ(l2.size(), 2u);
+  EXPECT_TRUE(same_array(l2[0], b) && same_array(l2[1], a));
+  auto back = tree::unflatten<std::tuple<Array, Array>>(d2, l2);
+  EXPECT_TRUE(same_array(std::get<0>(back), b));
+  auto [l3, d3] = tree::flatten(std::vector<Array>{a});
+  auto [l4, d4] = tree::flatten(std::vector<Array>{a, b});
+  EXPECT_NE(d3, d4);
+}
+
 TEST(Tree, LeafOrderFollowsTupleVectorMapAndFieldOrder) {
   std::tuple<Array, std::vector<Array>, std::map<std::string, Array>> t{
       val(1), {val(2), val(3)}, {{"zeta", val(5)}, {"alpha", val(4)}}};

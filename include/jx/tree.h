@@ -375,6 +375,19 @@ struct Node<T> {
   }
 };
 
+// Types every value of which has one structure: leaves, and tuples and pairs of such
+// (jit's argument packs). flatten builds their TreeDef once per type; lists, dicts,
+// optionals and registered structs (names, keys) are built per call.
+template <class T>
+inline constexpr bool kFixedStructure = false;
+template <class T>
+  requires(Node<T>::kind == Kind::Leaf)
+inline constexpr bool kFixedStructure<T> = true;
+template <class... Ts>
+inline constexpr bool kFixedStructure<std::tuple<Ts...>> = (kFixedStructure<Ts> && ...);
+template <class A, class B>
+inline constexpr bool kFixedStructure<std::pair<A, B>> = kFixedStructure<A> && kFixedStructure<B>;
+
 template <Tree T>
 size_t count_leaves(const T& x) {
   using N = Node<T>;
@@ -436,8 +449,19 @@ std::pair<std::vector<Array>, TreeDef> flatten(const T& tree) {
   static_assert(detail::Tree<T>, "jx::tree: not a pytree type (register structs with JX_TREE_NODE)");
   std::vector<Array> out;
   out.reserve(detail::count_leaves(tree));
-  TreeDef def(detail::flatten_into(tree, out));
-  return {std::move(out), std::move(def)};
+  if constexpr (detail::kFixedStructure<T>) {
+    // One definition for the type, shared: no nodes allocated per call (a jitted call
+    // flattens its arguments each time), and structures compare by address.
+    detail::collect_leaves(tree, out);
+    static const TreeDef def = [&] {
+      std::vector<Array> unused;
+      return TreeDef(detail::flatten_into(tree, unused));
+    }();
+    return {std::move(out), def};
+  } else {
+    TreeDef def(detail::flatten_into(tree, out));
+    return {std::move(out), std::move(def)};
+  }
 }
 
 template <class T>
