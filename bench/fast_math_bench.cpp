@@ -69,8 +69,9 @@ __attribute__((target("avx512f"))) void libmvec_avx512(void* fn, const void* x, 
 
 // Inputs where each function does its ordinary work (none take the rare path); for log
 // also a wide range, log-uniform over [1e-30, 1e30] (probabilities, likelihoods, scales),
-// where glibc 2.36's variants cost 2-4x their time on [0.01, 10] (measured on an Intel
-// Xeon model 207: AVX-512 float32 0.54 -> 2.32 ns per element).
+// to show whether a variant's cost depends on the exponent (on an Intel Xeon model 207
+// neither glibc 2.36's nor the inline float32 log did: 0.30 and 0.31 ns per element in
+// both rows; a 20 ms vecmath_log row in one bench run was the machine, not the range).
 double input(FastFunction f, double u, bool wide) {
   if (wide) return std::exp(std::log(1e-30) + u * (std::log(1e30) - std::log(1e-30)));
   switch (f) {

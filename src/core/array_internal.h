@@ -62,12 +62,14 @@ std::string_view alloc_op();
 // representable or memory that is not there raises jx::Error naming alloc_op(), the
 // shape and the bytes requested.
 Array alloc_array(const Aval& aval);
-// An impl's one result, moved into its vector: std::vector<Array>{out} copies `out` out
-// of the initializer list (an atomic increment and decrement of its count).
-inline std::vector<Array> one_result(Array a) {
-  std::vector<Array> out;
+// A rule's or impl's one result, moved into its vector: std::vector<T>{x} copies `x`
+// once more out of the initializer list (an Aval's shape storage; an Array's count,
+// atomically, up and down).
+template <class T>
+std::vector<T> single(T x) {
+  std::vector<T> out;
   out.reserve(1);
-  out.push_back(std::move(a));
+  out.push_back(std::move(x));
   return out;
 }
 // A fresh contiguous array over `storage` (at least aval's size in bytes), for buffers

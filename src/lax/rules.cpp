@@ -80,7 +80,7 @@ AbstractEvalRule unary(std::string_view op, uint32_t dtypes) {
   return [op = std::string(op), dtypes](std::span<const Aval> in, const Params&) {
     check_arity(op, in, 1);
     check_dtype(op, in[0], dtypes);
-    return one_aval(in[0]);
+    return jx::detail::single(in[0]);
   };
 }
 
@@ -88,7 +88,7 @@ AbstractEvalRule unary_to(std::string_view op, uint32_t dtypes, DType out_dtype)
   return [op = std::string(op), dtypes, out_dtype](std::span<const Aval> in, const Params&) {
     check_arity(op, in, 1);
     check_dtype(op, in[0], dtypes);
-    return one_aval(Aval{in[0].shape, out_dtype, false});
+    return jx::detail::single(Aval{in[0].shape, out_dtype, false});
   };
 }
 
@@ -96,7 +96,7 @@ AbstractEvalRule unary_to_real(std::string_view op, uint32_t dtypes) {
   return [op = std::string(op), dtypes](std::span<const Aval> in, const Params&) {
     check_arity(op, in, 1);
     check_dtype(op, in[0], dtypes);
-    return one_aval(Aval{in[0].shape, real_dtype(in[0].dtype), in[0].weak_type});
+    return jx::detail::single(Aval{in[0].shape, real_dtype(in[0].dtype), in[0].weak_type});
   };
 }
 
@@ -105,7 +105,7 @@ AbstractEvalRule binary(std::string_view op, uint32_t dtypes) {
     check_arity(op, in, 2);
     check_same_shape_dtype(op, in);
     check_dtype(op, in[0], dtypes, "operands");
-    return one_aval(Aval{in[0].shape, in[0].dtype, all_weak(in)});
+    return jx::detail::single(Aval{in[0].shape, in[0].dtype, all_weak(in)});
   };
 }
 
@@ -114,7 +114,7 @@ AbstractEvalRule binary_to(std::string_view op, uint32_t dtypes, DType out_dtype
     check_arity(op, in, 2);
     check_same_shape_dtype(op, in);
     check_dtype(op, in[0], dtypes, "operands");
-    return one_aval(Aval{in[0].shape, out_dtype, false});
+    return jx::detail::single(Aval{in[0].shape, out_dtype, false});
   };
 }
 

@@ -29,15 +29,6 @@ enum DTypeSet : uint32_t {
 bool dtype_in(DType d, uint32_t set);
 std::string describe(uint32_t set);  // "floating or complex"
 
-// A rule's one result, moved into its vector: std::vector<Aval>{a} copies `a`, and with
-// it its shape's storage, once more out of the initializer list.
-inline std::vector<Aval> one_aval(Aval a) {
-  std::vector<Aval> out;
-  out.reserve(1);
-  out.push_back(std::move(a));
-  return out;
-}
-
 // "f32[3,4], i32[4]" for error messages.
 std::string avals_str(std::span<const Aval> in);
 // Raises "[op] expected N operands, got M".

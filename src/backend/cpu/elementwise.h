@@ -458,7 +458,7 @@ ImplRule unary_impl(std::string_view name, Op op = {}) {
   return [name = std::string(name), op](std::span<const Array> in, const Params&, std::span<const Aval> out_avals) {
     Array out = detail::alloc_array(out_avals[0]);
     apply_unary(name, op, in[0], out);
-    return detail::one_result(std::move(out));
+    return detail::single(std::move(out));
   };
 }
 template <class Op>
@@ -466,7 +466,7 @@ ImplRule binary_impl(std::string_view name, Op op = {}) {
   return [name = std::string(name), op](std::span<const Array> in, const Params&, std::span<const Aval> out_avals) {
     Array out = detail::alloc_array(out_avals[0]);
     apply_binary(name, op, in[0], in[1], out);
-    return detail::one_result(std::move(out));
+    return detail::single(std::move(out));
   };
 }
 
