@@ -1,5 +1,6 @@
 // The hardware limit of a workload, measured in the same run (../shared/BENCHMARKS.md):
 //   T_min = max(bytes / stream_bandwidth, sum(elements * cost_per_element) / threads)
+// and, for matrix products, their multiply-adds at the FMA units' peak (fma_peak_flops).
 // stream_bandwidth: bench_common.h's STREAM triad on all threads (a read kernel for the
 // read-mostly reductions); cost_per_element: glibc's libmvec routine for the widest
 // vectors the CPU has (AVX-512 _ZGVeN16v_sinf, else AVX2 _ZGVdN8v_sinf, ...) called
@@ -195,14 +196,82 @@ inline void limit_logsumexp(const std::string& workload, double rows, double col
   limit("softmax", workload, 4 * (rows * cols + rows),
         {{rows * cols, mvec_cost("exp", jx::float32, -8, 0)}, {rows, mvec_cost("log", jx::float32, 1, cols)}});
 }
-// Matmul: the BLAS called directly; the GELU layer: that plus its epilogue's tanh (which
-// cannot overlap the GEMM on the same cores).
+// ---- the compute term of a product: the FMA units' peak ----
+
+// 12 independent multiply-adds per round (past the FMA latency times the ports), so the
+// loop runs at the units' throughput; the sum is returned so nothing is dropped.
+#pragma GCC push_options
+#pragma GCC target("avx512f,fma")
+inline double fma_rounds_512(int64_t rounds, double seed) {
+  __m512d acc[12];
+  const __m512d x = _mm512_set1_pd(1.0 - 1e-12), y = _mm512_set1_pd(seed * 1e-15);
+#pragma GCC unroll 12
+  for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_pd(seed + i);
+  for (int64_t r = 0; r < rounds; ++r)
+#pragma GCC unroll 12
+    for (int i = 0; i < 12; ++i) acc[i] = _mm512_fmadd_pd(acc[i], x, y);
+  double sum = 0;
+  for (int i = 0; i < 12; ++i) sum += _mm512_reduce_add_pd(acc[i]);
+  return sum;
+}
+#pragma GCC pop_options
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+inline double fma_rounds_256(int64_t rounds, double seed) {
+  __m256d acc[12];
+  const __m256d x = _mm256_set1_pd(1.0 - 1e-12), y = _mm256_set1_pd(seed * 1e-15);
+#pragma GCC unroll 12
+  for (int i = 0; i < 12; ++i) acc[i] = _mm256_set1_pd(seed + i);
+  for (int64_t r = 0; r < rounds; ++r)
+#pragma GCC unroll 12
+    for (int i = 0; i < 12; ++i) acc[i] = _mm256_fmadd_pd(acc[i], x, y);
+  __m256d total = acc[0];
+  for (int i = 1; i < 12; ++i) total = _mm256_add_pd(total, acc[i]);
+  alignas(32) double lanes[4];
+  _mm256_store_pd(lanes, total);
+  return lanes[0] + lanes[1] + lanes[2] + lanes[3];
+}
+#pragma GCC pop_options
+
+// Floating-point operations per second of `dtype` multiply-adds (2 per lane) at the CPU's
+// widest FMA vectors, every jx thread running them at once; NaN without FMA (the matmul
+// limit is then the library called directly). float32 has twice float64's lanes.
+inline double fma_peak_flops(jx::DType dtype) {
+  static const double float64_peak = [] {
+    if (!g_mvec_avx512 && !g_mvec_avx2) return std::nan("");
+    const int64_t rounds = g_limit_quick ? 2'000'000 : 10'000'000;
+    const int threads = jx::cpu::num_threads();
+    std::vector<double> sink(static_cast<size_t>(threads));
+    const double seconds = best_seconds([&] {
+      std::vector<std::thread> pool;
+      for (int t = 0; t < threads; ++t)
+        pool.emplace_back([&, t] {
+          sink[t] = g_mvec_avx512 ? fma_rounds_512(rounds, t) : fma_rounds_256(rounds, t);
+        });
+      for (auto& th : pool) th.join();
+    }, 3);
+    const double lanes = g_mvec_avx512 ? 8 : 4;
+    const double flops = 2.0 * 12 * lanes * static_cast<double>(rounds) * threads / seconds;
+    emit("limit", "fma_peak_float64", "limit", 1.0 / flops,
+         Extra().num("gflops", flops * 1e-9).num("threads", threads).num("checksum", sink[0]));
+    return flops;
+  }();
+  return dtype == jx::float32 ? 2 * float64_peak : float64_peak;
+}
+
+// Matmul: its 2 n^3 operations at the FMA peak (a bound no library reaches; the faster of
+// OpenBLAS and oneDNN called directly is the fallback without FMA, and the bench's
+// "within 1.1x of the library" line); the GELU layer: that plus its epilogue's tanh
+// (which cannot overlap the GEMM on the same cores).
 inline void limit_matmul(const std::string& n_dtype, jx::DType dtype, double n, double blas_seconds) {
-  Extra flops = Extra().num("flops", 2.0 * n * n * n);
-  emit("matmul", "matmul_" + n_dtype, "limit", blas_seconds, flops);
+  const double flops = 2.0 * n * n * n, peak = fma_peak_flops(dtype);
+  const double compute = std::isnan(peak) ? blas_seconds : flops / peak;
+  Extra extra = Extra().num("flops", flops).num("memory_s", 0.0).num("compute_s", compute);
+  emit("matmul", "matmul_" + n_dtype, "limit", compute, extra);
   double tanh_cost = mvec_cost("tanh", dtype, -3, 3);
-  emit("matmul", "gelu_matmul_" + n_dtype, "limit",
-       blas_seconds + n * n * (std::isnan(tanh_cost) ? 0.0 : tanh_cost) / jx::cpu::num_threads(), flops);
+  const double gelu = compute + n * n * (std::isnan(tanh_cost) ? 0.0 : tanh_cost) / jx::cpu::num_threads();
+  emit("matmul", "gelu_matmul_" + n_dtype, "limit", gelu,
+       Extra().num("flops", flops).num("memory_s", 0.0).num("compute_s", gelu));
 }
 inline void limit_vecmath(const std::string& workload, const VecMathCase& c) {
   double lo = c.lo, hi = c.hi;

@@ -22,6 +22,7 @@
 #include "backend/cpu/blas_kernels.h"
 #include "backend/cpu/blas_threads.h"
 #include "backend/cpu/onednn.h"
+#include "backend/cpu/packed_dgemm.h"
 #include "backend/cpu/thread_pool.h"
 
 namespace {
@@ -104,6 +105,66 @@ TEST(CpuBlas, SmallAndMiddleFloat32ProductsRunOnOneDnnAndMatchALoop) {
         ASSERT_TRUE(onednn_takes(m, n, k));
         check_gemm<float>(oa, ob, m, n, k);
       }
+}
+
+// jx's float64 kernel (packed_dgemm.h) at every edge of its tiling: rows past the last
+// 12-row tile (every count 1 to 11), columns past the last 16-column panel, depth past a
+// 256-deep block, more threads than panels (rows split), all four transposes, leading
+// dimensions wider than the rows and a NaN-filled C. Each element is held to the float64
+// rounding bound of its sum (k eps times the sum of the products' magnitudes).
+TEST(CpuBlas, PackedFloat64KernelMatchesALoopAtEveryEdge) {
+  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "the CPU has no AVX-512: float64 products stay on the BLAS";
+  for (Op oa : {Op::None, Op::Transpose})
+    for (Op ob : {Op::None, Op::Transpose})
+      for (auto [m, n, k] : {std::tuple{1, 1, 1}, std::tuple{5, 7, 3}, std::tuple{12, 16, 256}, std::tuple{13, 17, 257},
+                             std::tuple{23, 40, 513}, std::tuple{100, 70, 300}, std::tuple{64, 64, 64},
+                             std::tuple{130, 5, 40}, std::tuple{35, 530, 20}}) {
+        SCOPED_TRACE("m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k) + " op_a=" +
+                     std::to_string(static_cast<int>(oa)) + " op_b=" + std::to_string(static_cast<int>(ob)));
+        std::mt19937 rng(static_cast<uint32_t>(m * 131 + n * 17 + k));
+        std::normal_distribution<double> normal;
+        const int64_t a_rows = oa == Op::None ? m : k, a_cols = oa == Op::None ? k : m;
+        const int64_t b_rows = ob == Op::None ? k : n, b_cols = ob == Op::None ? n : k;
+        const int64_t lda = a_cols + 3, ldb = b_cols + 5, ldc = n + 2;
+        std::vector<double> a(static_cast<size_t>(a_rows * lda)), b(static_cast<size_t>(b_rows * ldb));
+        for (double& v : a) v = normal(rng);
+        for (double& v : b) v = normal(rng);
+        std::vector<double> c(static_cast<size_t>(m * ldc), std::numeric_limits<double>::quiet_NaN());
+        ASSERT_TRUE(jx::cpu::packed_dgemm_any_size(oa, ob, m, n, k, a.data(), lda, b.data(), ldb, c.data(), ldc));
+        for (int64_t i = 0; i < m; ++i) {
+          for (int64_t j = 0; j < n; ++j) {
+            long double want = 0, magnitude = 0;
+            for (int64_t p = 0; p < k; ++p) {
+              const long double term = static_cast<long double>(at(a, oa, lda, i, p)) * at(b, ob, ldb, p, j);
+              want += term;
+              magnitude += std::abs(term);
+            }
+            const double bound = 2.0 * static_cast<double>(k) * std::numeric_limits<double>::epsilon() *
+                                 static_cast<double>(magnitude);
+            ASSERT_NEAR(c[static_cast<size_t>(i * ldc + j)], static_cast<double>(want), bound)
+                << "element (" << i << ", " << j << ")";
+          }
+          for (int64_t j = n; j < ldc; ++j)
+            ASSERT_TRUE(std::isnan(c[static_cast<size_t>(i * ldc + j)])) << "wrote past column " << n << " of row " << i;
+        }
+      }
+}
+
+// The sizes jx's kernel takes (measured in packed_dgemm.h), and products there through
+// gemm<double> against the loop.
+TEST(CpuBlas, MiddleFloat64ProductsRunOnJxsKernelOnAvx512) {
+  using jx::cpu::packed_dgemm_takes;
+  const bool avx512 = __builtin_cpu_supports("avx512f");
+  EXPECT_EQ(packed_dgemm_takes(256, 256, 256), avx512);
+  EXPECT_EQ(packed_dgemm_takes(64, 1024, 64), avx512);
+  EXPECT_FALSE(packed_dgemm_takes(63, 256, 256));    // too few rows for the 12 x 16 tile
+  EXPECT_FALSE(packed_dgemm_takes(256, 256, 2048));  // OpenBLAS leads past 1024
+  EXPECT_FALSE(packed_dgemm_takes(int64_t{1} << 40, int64_t{1} << 40, 128));
+  for (Op oa : {Op::None, Op::Transpose})
+    for (Op ob : {Op::None, Op::Transpose}) {
+      check_gemm<double>(oa, ob, 64, 64, 64);
+      check_gemm<double>(oa, ob, 100, 129, 300);
+    }
 }
 
 // The process's CPU time (user + system) in seconds.
