@@ -4,6 +4,8 @@
 // on the same inputs (same shapes, same jx::random keys).
 #pragma once
 
+#include <immintrin.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -44,15 +46,20 @@ double per_call_seconds(F&& f, int inner = 20000, int reps = 7) {
 // Best per-call time of each of `fs`, measured in alternation: a warm-up call of each,
 // then `reps` rounds timing `inner` calls of each in turn, so that load from other
 // processes on a shared machine falls on all of them alike (ratios stay meaningful).
-inline std::vector<double> best_interleaved(const std::vector<std::function<void()>>& fs, int reps, int inner = 1) {
+// With `consecutive` > 1 each function is timed that many calls in a row per round (the
+// best call kept), as the peers (bench/run.py) are timed over runs of consecutive calls:
+// see bench_reduction in jit_bench.cpp for the workload that needs it.
+inline std::vector<double> best_interleaved(const std::vector<std::function<void()>>& fs, int reps, int inner = 1,
+                                            int consecutive = 1) {
   std::vector<double> best(fs.size(), 1e30);
   for (const auto& f : fs) f();
   for (int r = 0; r < reps; ++r)
-    for (size_t i = 0; i < fs.size(); ++i) {
-      auto t0 = Clock::now();
-      for (int k = 0; k < inner; ++k) fs[i]();
-      best[i] = std::min(best[i], seconds_since(t0) / inner);
-    }
+    for (size_t i = 0; i < fs.size(); ++i)
+      for (int c = 0; c < consecutive; ++c) {
+        auto t0 = Clock::now();
+        for (int k = 0; k < inner; ++k) fs[i]();
+        best[i] = std::min(best[i], seconds_since(t0) / inner);
+      }
   return best;
 }
 
@@ -102,25 +109,62 @@ inline double stream_bandwidth(bool quick) {
   return 3.0 * 8.0 * n / t;
 }
 
-// Read bandwidth: a sum over n doubles on all jx threads (eight independent partial sums
-// per thread, so the adds keep up with memory): bytes/second. The limit of read-mostly
-// workloads (a reduction writes next to nothing), which the triad, whose writes also
-// cost a read for ownership, underestimates.
-inline double read_bandwidth(bool quick) {
-  const int64_t n = quick ? (int64_t{1} << 25) : (int64_t{1} << 26);  // 256/512 MiB: far beyond cache
-  std::vector<double> b(n, 1.0);
+// The sum of x[0, 8 n): AVX2 vectors where the CPU has them (four independent 4-double
+// sums, so the adds keep up with any cache), else eight scalar sums.
+#pragma GCC push_options
+#pragma GCC target("avx2")
+inline double read_sum_avx2(const double* x, int64_t n) {
+  __m256d s0 = _mm256_setzero_pd(), s1 = s0, s2 = s0, s3 = s0;
+  for (int64_t i = 0; i < 8 * n; i += 16) {
+    s0 = _mm256_add_pd(s0, _mm256_loadu_pd(x + i));
+    s1 = _mm256_add_pd(s1, _mm256_loadu_pd(x + i + 4));
+    s2 = _mm256_add_pd(s2, _mm256_loadu_pd(x + i + 8));
+    s3 = _mm256_add_pd(s3, _mm256_loadu_pd(x + i + 12));
+  }
+  alignas(32) double lanes[4];
+  _mm256_store_pd(lanes, _mm256_add_pd(_mm256_add_pd(s0, s1), _mm256_add_pd(s2, s3)));
+  return lanes[0] + lanes[1] + lanes[2] + lanes[3];
+}
+#pragma GCC pop_options
+inline double read_sum(const double* x, int64_t n) {
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx2 && n % 2 == 0) return read_sum_avx2(x, n);
+  double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (int64_t i = 0; i < 8 * n; i += 8)
+    for (int k = 0; k < 8; ++k) s[k] += x[i + k];
+  return s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
+}
+
+// Seconds of the best of `passes` sums over b's doubles (a multiple of 16) on all jx
+// threads.
+inline double best_read_pass(const std::vector<double>& b, int passes) {
+  const int64_t n = static_cast<int64_t>(b.size());
   std::vector<double> sums(256, 0.0);
   double t = best_seconds([&] {
-    jx::cpu::parallel_for(n / 8, 1 << 13, [&](int64_t lo, int64_t hi) {
-      double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-      for (int64_t i = lo * 8; i < hi * 8; i += 8)
-        for (int k = 0; k < 8; ++k) s[k] += b[i + k];
-      sums[static_cast<size_t>(lo) % sums.size()] += s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
+    jx::cpu::parallel_for(n / 16, 1 << 12, [&](int64_t lo, int64_t hi) {
+      sums[static_cast<size_t>(lo) % sums.size()] += read_sum(b.data() + lo * 16, (hi - lo) * 2);
     });
-  }, 5);
+  }, passes);
   volatile double sink = sums[0];
   (void)sink;
-  return 8.0 * n / t;
+  return t;
+}
+
+// Read bandwidth from memory: bytes/second of a sum over 256/512 MiB. The limit of
+// read-mostly workloads (a reduction writes next to nothing), which the triad, whose
+// writes also cost a read for ownership, underestimates.
+inline double read_bandwidth(bool quick) {
+  const int64_t n = quick ? (int64_t{1} << 25) : (int64_t{1} << 26);  // 256/512 MiB: far beyond cache
+  return 8.0 * static_cast<double>(n) / best_read_pass(std::vector<double>(static_cast<size_t>(n), 1.0), 5);
+}
+
+// Read bandwidth over `bytes` read again and again (best of 8 consecutive passes): what
+// a workload whose inputs fit a cache reads at in a run of consecutive calls (the fused
+// sum's 192 MB of float32 fit the 300 MB L3 of the Intel Xeon in the README). The
+// reductions' limit takes the faster of this and memory's.
+inline double read_bandwidth_over(double bytes) {
+  const int64_t n = std::max<int64_t>(int64_t{1} << 17, static_cast<int64_t>(bytes / 8) / 16 * 16);
+  return 8.0 * static_cast<double>(n) / best_read_pass(std::vector<double>(static_cast<size_t>(n), 1.0), 8);
 }
 
 // Command line shared by both binaries: --quick, --only a,b (section names).

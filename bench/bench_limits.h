@@ -185,8 +185,12 @@ inline void limit_sin_cos(const std::string& workload, jx::DType dtype, double e
 inline void limit_selu(const std::string& workload, double n) {
   limit("selu", workload, 2.0 * 4 * n, {{n, mvec_cost("exp", jx::float32, -4, 4)}});
 }
+// The fused sum reads its three inputs: at memory's read bandwidth, or, where they fit a
+// cache, at that cache's (read_bandwidth_over their size), whichever is faster.
 inline void limit_fused_sum(const std::string& workload, jx::DType dtype, double n) {
-  limit("reduction", workload, 3.0 * n * jx::itemsize(dtype), {}, g_read_bandwidth);
+  const double bytes = 3.0 * n * jx::itemsize(dtype), in_place = read_bandwidth_over(bytes);
+  emit("limit", "stream_read_over_" + workload, "limit", 1.0 / in_place, Extra().num("bytes", bytes));
+  limit("reduction", workload, bytes, {}, std::max(g_read_bandwidth, in_place));
 }
 // Softmax reads x once and writes the result; logsumexp reads x and writes one per row.
 inline void limit_softmax(const std::string& workload, double rows, double cols) {

@@ -589,7 +589,7 @@ def print_section(title, table, peers):
     for n in notes:
         print(f"  * {n}")
     if any(i.get("limit", {}).get("compute_s", 0) > i.get("limit", {}).get("memory_s", 0) for i in table.values()):
-        print("  (limit marked c: compute-bound, libmvec's per-element cost; otherwise memory-bound)")
+        print("  (limit marked c: compute-bound: libmvec's per-element cost, for matmul the FMA peak; otherwise memory-bound)")
     print("  (torch/jit: the faster of torch eager and torch.compile; target: jit within "
           "1.25x of the limit (softmax 1.5x, size sweep 1.3x from 10^4 elements, below that no slower than eager) and no slower than any peer)")
 
