@@ -202,40 +202,34 @@ inline void limit_logsumexp(const std::string& workload, double rows, double col
 }
 // ---- the compute term of a product: the FMA units' peak ----
 
-// 12 independent multiply-adds per round (past the FMA latency times the ports), so the
-// loop runs at the units' throughput; the sum is returned so nothing is dropped.
-#pragma GCC push_options
-#pragma GCC target("avx512f,fma")
-inline double fma_rounds_512(int64_t rounds, double seed) {
-  __m512d acc[12];
-  const __m512d x = _mm512_set1_pd(1.0 - 1e-12), y = _mm512_set1_pd(seed * 1e-15);
+// 12 independent multiply-adds of vectors of doubles (GCC's vector types) per round (past the
+// FMA latency times the ports), so the loop runs at the units' throughput; the sum is
+// returned so nothing is dropped. Inlined into a caller compiled for the ISA, where the
+// multiply-add contracts to one FMA instruction.
+typedef double DoublesOf32Bytes __attribute__((vector_size(32)));
+typedef double DoublesOf64Bytes __attribute__((vector_size(64)));
+template <class Vec, int Bytes = sizeof(Vec)>
+__attribute__((always_inline)) inline double fma_rounds(int64_t rounds, double seed) {
+  Vec acc[12];
+  Vec x, y;
+  for (int l = 0; l < Bytes / 8; ++l) x[l] = 1.0 - 1e-12, y[l] = seed * 1e-15;
 #pragma GCC unroll 12
-  for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_pd(seed + i);
+  for (int i = 0; i < 12; ++i)
+    for (int l = 0; l < Bytes / 8; ++l) acc[i][l] = seed + i;
   for (int64_t r = 0; r < rounds; ++r)
 #pragma GCC unroll 12
-    for (int i = 0; i < 12; ++i) acc[i] = _mm512_fmadd_pd(acc[i], x, y);
+    for (int i = 0; i < 12; ++i) acc[i] = acc[i] * x + y;
   double sum = 0;
-  for (int i = 0; i < 12; ++i) sum += _mm512_reduce_add_pd(acc[i]);
+  for (int i = 0; i < 12; ++i)
+    for (int l = 0; l < Bytes / 8; ++l) sum += acc[i][l];
   return sum;
 }
-#pragma GCC pop_options
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
-inline double fma_rounds_256(int64_t rounds, double seed) {
-  __m256d acc[12];
-  const __m256d x = _mm256_set1_pd(1.0 - 1e-12), y = _mm256_set1_pd(seed * 1e-15);
-#pragma GCC unroll 12
-  for (int i = 0; i < 12; ++i) acc[i] = _mm256_set1_pd(seed + i);
-  for (int64_t r = 0; r < rounds; ++r)
-#pragma GCC unroll 12
-    for (int i = 0; i < 12; ++i) acc[i] = _mm256_fmadd_pd(acc[i], x, y);
-  __m256d total = acc[0];
-  for (int i = 1; i < 12; ++i) total = _mm256_add_pd(total, acc[i]);
-  alignas(32) double lanes[4];
-  _mm256_store_pd(lanes, total);
-  return lanes[0] + lanes[1] + lanes[2] + lanes[3];
+__attribute__((target("avx512f,fma"))) inline double fma_rounds_512(int64_t rounds, double seed) {
+  return fma_rounds<DoublesOf64Bytes>(rounds, seed);
 }
-#pragma GCC pop_options
+__attribute__((target("avx2,fma"))) inline double fma_rounds_256(int64_t rounds, double seed) {
+  return fma_rounds<DoublesOf32Bytes>(rounds, seed);
+}
 
 // Floating-point operations per second of `dtype` multiply-adds (2 per lane) at the CPU's
 // widest FMA vectors, every jx thread running them at once; NaN without FMA (the matmul

@@ -35,27 +35,42 @@ T at(const std::vector<T>& x, Op op, int64_t ld, int64_t i, int64_t j) {
   return op == Op::None ? x[static_cast<size_t>(i * ld + j)] : x[static_cast<size_t>(j * ld + i)];
 }
 
+// A product's operands: op(A) m x k and op(B) k x n stored row-major with spare columns
+// (A is k x m when transposed, B n x k), normal values, and a NaN-filled C.
+template <class T>
+struct GemmCase {
+  Op oa, ob;
+  int64_t m, n, k, lda, ldb, ldc;
+  std::vector<T> a, b, c;
+  GemmCase(Op oa_, Op ob_, int64_t m_, int64_t n_, int64_t k_) : oa(oa_), ob(ob_), m(m_), n(n_), k(k_) {
+    std::mt19937 rng(static_cast<uint32_t>(m * 131 + n * 17 + k));
+    std::normal_distribution<double> normal;
+    const int64_t a_rows = oa == Op::None ? m : k, a_cols = oa == Op::None ? k : m;
+    const int64_t b_rows = ob == Op::None ? k : n, b_cols = ob == Op::None ? n : k;
+    lda = a_cols + 3, ldb = b_cols + 5, ldc = n + 2;
+    a.resize(static_cast<size_t>(a_rows * lda));
+    b.resize(static_cast<size_t>(b_rows * ldb));
+    for (T& v : a) v = static_cast<T>(normal(rng));
+    for (T& v : b) v = static_cast<T>(normal(rng));
+    c.assign(static_cast<size_t>(m * ldc), std::numeric_limits<T>::quiet_NaN());
+  }
+  std::string trace() const {
+    return "m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k) +
+           " op_a=" + std::to_string(static_cast<int>(oa)) + " op_b=" + std::to_string(static_cast<int>(ob));
+  }
+  T got(int64_t i, int64_t j) const { return c[static_cast<size_t>(i * ldc + j)]; }
+};
+
 template <class T>
 void check_gemm(Op oa, Op ob, int64_t m, int64_t n, int64_t k) {
-  SCOPED_TRACE("m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k) + " op_a=" +
-               std::to_string(static_cast<int>(oa)) + " op_b=" + std::to_string(static_cast<int>(ob)));
-  std::mt19937 rng(static_cast<uint32_t>(m * 131 + n * 17 + k));
-  std::normal_distribution<double> normal;
-  // Stored shapes: A is m x k (k x m transposed), B is k x n (n x k); 3 spare columns.
-  const int64_t a_rows = oa == Op::None ? m : k, a_cols = oa == Op::None ? k : m;
-  const int64_t b_rows = ob == Op::None ? k : n, b_cols = ob == Op::None ? n : k;
-  const int64_t lda = a_cols + 3, ldb = b_cols + 3, ldc = n + 2;
-  std::vector<T> a(static_cast<size_t>(a_rows * lda)), b(static_cast<size_t>(b_rows * ldb));
-  for (T& v : a) v = static_cast<T>(normal(rng));
-  for (T& v : b) v = static_cast<T>(normal(rng));
-  std::vector<T> c(static_cast<size_t>(m * ldc), std::numeric_limits<T>::quiet_NaN());
-  jx::cpu::gemm<T>(oa, ob, m, n, k, a.data(), lda, b.data(), ldb, c.data(), ldc);
+  GemmCase<T> g(oa, ob, m, n, k);
+  SCOPED_TRACE(g.trace());
+  jx::cpu::gemm<T>(oa, ob, m, n, k, g.a.data(), g.lda, g.b.data(), g.ldb, g.c.data(), g.ldc);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
       double want = 0;
-      for (int64_t p = 0; p < k; ++p) want += double(at(a, oa, lda, i, p)) * double(at(b, ob, ldb, p, j));
-      const double got = c[static_cast<size_t>(i * ldc + j)];
-      ASSERT_NEAR(got, want, 1e-4 * (1 + std::abs(want))) << "element (" << i << ", " << j << ")";
+      for (int64_t p = 0; p < k; ++p) want += double(at(g.a, oa, g.lda, i, p)) * double(at(g.b, ob, g.ldb, p, j));
+      ASSERT_NEAR(g.got(i, j), want, 1e-4 * (1 + std::abs(want))) << "element (" << i << ", " << j << ")";
     }
 }
 
@@ -119,33 +134,24 @@ TEST(CpuBlas, PackedFloat64KernelMatchesALoopAtEveryEdge) {
       for (auto [m, n, k] : {std::tuple{1, 1, 1}, std::tuple{5, 7, 3}, std::tuple{12, 16, 256}, std::tuple{13, 17, 257},
                              std::tuple{23, 40, 513}, std::tuple{100, 70, 300}, std::tuple{64, 64, 64},
                              std::tuple{130, 5, 40}, std::tuple{35, 530, 20}}) {
-        SCOPED_TRACE("m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k) + " op_a=" +
-                     std::to_string(static_cast<int>(oa)) + " op_b=" + std::to_string(static_cast<int>(ob)));
-        std::mt19937 rng(static_cast<uint32_t>(m * 131 + n * 17 + k));
-        std::normal_distribution<double> normal;
-        const int64_t a_rows = oa == Op::None ? m : k, a_cols = oa == Op::None ? k : m;
-        const int64_t b_rows = ob == Op::None ? k : n, b_cols = ob == Op::None ? n : k;
-        const int64_t lda = a_cols + 3, ldb = b_cols + 5, ldc = n + 2;
-        std::vector<double> a(static_cast<size_t>(a_rows * lda)), b(static_cast<size_t>(b_rows * ldb));
-        for (double& v : a) v = normal(rng);
-        for (double& v : b) v = normal(rng);
-        std::vector<double> c(static_cast<size_t>(m * ldc), std::numeric_limits<double>::quiet_NaN());
-        ASSERT_TRUE(jx::cpu::packed_dgemm_any_size(oa, ob, m, n, k, a.data(), lda, b.data(), ldb, c.data(), ldc));
+        GemmCase<double> g(oa, ob, m, n, k);
+        SCOPED_TRACE(g.trace());
+        ASSERT_TRUE(jx::cpu::packed_dgemm_any_size(oa, ob, m, n, k, g.a.data(), g.lda, g.b.data(), g.ldb, g.c.data(),
+                                                   g.ldc));
         for (int64_t i = 0; i < m; ++i) {
           for (int64_t j = 0; j < n; ++j) {
             long double want = 0, magnitude = 0;
             for (int64_t p = 0; p < k; ++p) {
-              const long double term = static_cast<long double>(at(a, oa, lda, i, p)) * at(b, ob, ldb, p, j);
+              const long double term = static_cast<long double>(at(g.a, oa, g.lda, i, p)) * at(g.b, ob, g.ldb, p, j);
               want += term;
               magnitude += std::abs(term);
             }
             const double bound = 2.0 * static_cast<double>(k) * std::numeric_limits<double>::epsilon() *
                                  static_cast<double>(magnitude);
-            ASSERT_NEAR(c[static_cast<size_t>(i * ldc + j)], static_cast<double>(want), bound)
-                << "element (" << i << ", " << j << ")";
+            ASSERT_NEAR(g.got(i, j), static_cast<double>(want), bound) << "element (" << i << ", " << j << ")";
           }
-          for (int64_t j = n; j < ldc; ++j)
-            ASSERT_TRUE(std::isnan(c[static_cast<size_t>(i * ldc + j)])) << "wrote past column " << n << " of row " << i;
+          for (int64_t j = n; j < g.ldc; ++j)
+            ASSERT_TRUE(std::isnan(g.got(i, j))) << "wrote past column " << n << " of row " << i;
         }
       }
 }
