@@ -762,6 +762,9 @@ def main():
                if chose and chose != meta["blas_kernels"] else " (OpenBLAS's choice for this CPU)"))
     costs = [f"{w[len('libmvec_'):]} {r['limit']['ns_per_element_per_thread']:.3f}" for w, r in limits.items()
              if w.startswith("libmvec_")]
+    peak = limits.get("fma_peak_float64", {}).get("limit", {}).get("gflops")
+    if peak:
+        print(f"FMA peak (float64, all threads busy): {peak:.1f} GFLOP/s (float32 twice that): the matmul limit")
     if costs:
         print(f"libmvec {'AVX-512' if any('_ZGVe' in r['limit'].get('symbol', '') for w, r in limits.items() if w.startswith('libmvec_')) else 'AVX2'} ns/element/thread (all threads busy): " + ", ".join(costs))
     for name in PEERS:
