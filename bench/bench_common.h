@@ -109,13 +109,14 @@ inline double stream_bandwidth(bool quick) {
   return 3.0 * 8.0 * n / t;
 }
 
-// The sum of x[0, 8 n): AVX2 vectors where the CPU has them (four independent 4-double
-// sums, so the adds keep up with any cache), else eight scalar sums.
+// The sum of x[0, count), count a multiple of 16: AVX2 vectors where the CPU has them
+// (four independent 4-double sums, so the adds keep up with any cache), else eight
+// scalar sums.
 #pragma GCC push_options
 #pragma GCC target("avx2")
-inline double read_sum_avx2(const double* x, int64_t n) {
+inline double read_sum_avx2(const double* x, int64_t count) {
   __m256d s0 = _mm256_setzero_pd(), s1 = s0, s2 = s0, s3 = s0;
-  for (int64_t i = 0; i < 8 * n; i += 16) {
+  for (int64_t i = 0; i < count; i += 16) {
     s0 = _mm256_add_pd(s0, _mm256_loadu_pd(x + i));
     s1 = _mm256_add_pd(s1, _mm256_loadu_pd(x + i + 4));
     s2 = _mm256_add_pd(s2, _mm256_loadu_pd(x + i + 8));
@@ -126,11 +127,11 @@ inline double read_sum_avx2(const double* x, int64_t n) {
   return lanes[0] + lanes[1] + lanes[2] + lanes[3];
 }
 #pragma GCC pop_options
-inline double read_sum(const double* x, int64_t n) {
+inline double read_sum(const double* x, int64_t count) {
   static const bool avx2 = __builtin_cpu_supports("avx2");
-  if (avx2 && n % 2 == 0) return read_sum_avx2(x, n);
+  if (avx2) return read_sum_avx2(x, count);
   double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  for (int64_t i = 0; i < 8 * n; i += 8)
+  for (int64_t i = 0; i < count; i += 8)
     for (int k = 0; k < 8; ++k) s[k] += x[i + k];
   return s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
 }
@@ -142,7 +143,7 @@ inline double best_read_pass(const std::vector<double>& b, int passes) {
   std::vector<double> sums(256, 0.0);
   double t = best_seconds([&] {
     jx::cpu::parallel_for(n / 16, 1 << 12, [&](int64_t lo, int64_t hi) {
-      sums[static_cast<size_t>(lo) % sums.size()] += read_sum(b.data() + lo * 16, (hi - lo) * 2);
+      sums[static_cast<size_t>(lo) % sums.size()] += read_sum(b.data() + lo * 16, (hi - lo) * 16);
     });
   }, passes);
   volatile double sink = sums[0];

@@ -208,20 +208,21 @@ inline void limit_logsumexp(const std::string& workload, double rows, double col
 // multiply-add contracts to one FMA instruction.
 typedef double DoublesOf32Bytes __attribute__((vector_size(32)));
 typedef double DoublesOf64Bytes __attribute__((vector_size(64)));
-template <class Vec, int Bytes = sizeof(Vec)>
+template <class Vec>
 __attribute__((always_inline)) inline double fma_rounds(int64_t rounds, double seed) {
+  constexpr int kLanes = sizeof(Vec) / sizeof(double);
   Vec acc[12];
   Vec x, y;
-  for (int l = 0; l < Bytes / 8; ++l) x[l] = 1.0 - 1e-12, y[l] = seed * 1e-15;
+  for (int l = 0; l < kLanes; ++l) x[l] = 1.0 - 1e-12, y[l] = seed * 1e-15;
 #pragma GCC unroll 12
   for (int i = 0; i < 12; ++i)
-    for (int l = 0; l < Bytes / 8; ++l) acc[i][l] = seed + i;
+    for (int l = 0; l < kLanes; ++l) acc[i][l] = seed + i;
   for (int64_t r = 0; r < rounds; ++r)
 #pragma GCC unroll 12
     for (int i = 0; i < 12; ++i) acc[i] = acc[i] * x + y;
   double sum = 0;
   for (int i = 0; i < 12; ++i)
-    for (int l = 0; l < Bytes / 8; ++l) sum += acc[i][l];
+    for (int l = 0; l < kLanes; ++l) sum += acc[i][l];
   return sum;
 }
 __attribute__((target("avx512f,fma"))) inline double fma_rounds_512(int64_t rounds, double seed) {

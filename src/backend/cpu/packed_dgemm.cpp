@@ -19,8 +19,9 @@ bool cpu_has_avx512() {
 #endif
 }
 
+#ifdef JX_PACKED_DGEMM
 // A thread's packed panels of B, 64-byte aligned for the kernel's loads; kept for the
-// thread's life (1 MiB).
+// thread's life (768 KiB).
 double* scratch_of_this_thread() {
   struct Deleter {
     void operator()(double* p) const { ::operator delete[](p, std::align_val_t(64)); }
@@ -29,6 +30,7 @@ double* scratch_of_this_thread() {
       static_cast<double*>(::operator new[](sizeof(double) * kDgemmScratchDoubles, std::align_val_t(64))));
   return buffer.get();
 }
+#endif
 
 void run(const DgemmJob& job) {
 #ifdef JX_PACKED_DGEMM
@@ -52,12 +54,6 @@ void run(const DgemmJob& job) {
 #endif
 }
 
-DgemmJob job_of(Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, const double* b,
-                int64_t ldb, double* c, int64_t ldc) {
-  // For real matrices the conjugate transpose is the transpose.
-  return DgemmJob{op_a != Op::None, op_b != Op::None, m, n, k, a, lda, b, ldb, c, ldc};
-}
-
 }  // namespace
 
 bool packed_dgemm_takes(int64_t m, int64_t n, int64_t k) {
@@ -67,15 +63,14 @@ bool packed_dgemm_takes(int64_t m, int64_t n, int64_t k) {
 
 bool packed_dgemm(Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, const double* b,
                   int64_t ldb, double* c, int64_t ldc) {
-  if (!packed_dgemm_takes(m, n, k)) return false;
-  run(job_of(op_a, op_b, m, n, k, a, lda, b, ldb, c, ldc));
-  return true;
+  return packed_dgemm_takes(m, n, k) && packed_dgemm_any_size(op_a, op_b, m, n, k, a, lda, b, ldb, c, ldc);
 }
 
 bool packed_dgemm_any_size(Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
                            const double* b, int64_t ldb, double* c, int64_t ldc) {
   if (!cpu_has_avx512() || std::min({m, n, k}) < 1) return false;
-  run(job_of(op_a, op_b, m, n, k, a, lda, b, ldb, c, ldc));
+  // For real matrices the conjugate transpose is the transpose.
+  run(DgemmJob{op_a != Op::None, op_b != Op::None, m, n, k, a, lda, b, ldb, c, ldc});
   return true;
 }
 

@@ -7,13 +7,13 @@
 // 12 x 16 tile of C held in 24 registers: per step of k, two vector loads of a packed B
 // row and 12 broadcasts of A's column, read in place (A is never packed: its 12 rows
 // stream from cache, transposed or not). Each thread takes its own columns of C and packs
-// only its own panels of B (256 rows of k at a time, 16 columns per panel, zero-padded),
+// only its own panels of B (384 rows of k at a time, 16 columns per panel, zero-padded),
 // so the threads share nothing and meet once, at the end. Rows past the last full tile
 // run on the same kernel built for fewer rows; columns past n are masked stores.
 //
 // Measured side by side with OpenBLAS (SkylakeX kernels) on that machine, 2 threads, best
-// of many (GFLOP/s, OpenBLAS : jx): 128^3 82-91 : 176-190, 256^3 144-157 : 190-203,
-// 384^3 173 : 194-200, 512^3 189 : 204-210, 1024^3 203-209 : 206-216, 2048^3 221 : 201-215.
+// of many (GFLOP/s, OpenBLAS : jx): 128^3 82-91 : 176-190, 256^3 144-157 : 190-213,
+// 384^3 173 : 194-200, 512^3 189 : 204-214, 1024^3 203-209 : 213-221, 2048^3 221 : 201-215.
 // So jx's kernel takes products whose dimensions are all from 64 to 1024 on a CPU with
 // AVX-512 (F, the rest of what OpenBLAS's kernels ask is not needed); OpenBLAS keeps the
 // rest: larger products (its blocking for L3 leads there), skinny ones (fewer than 64
