@@ -540,20 +540,64 @@ TEST(RowsFusion, ARowValueReadAlongTheRowIsRefused) {
   EXPECT_TRUE(refused) << r.all_notes();
 }
 
-TEST(RowsFusion, LeadingAxesAndFewRowsStayApart) {
-  // A reduction over the leading axis is no row of memory; 4 rows are too few to split.
-  const char* leading = R"({ lambda ; a:f32[32,16]. let
-    b:f32[16] = reduce_max[axes=(0,)] a
-    c:f32[32,16] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(32, 16)] b
-    d:f32[32,16] = sub a c
-  in (d,) })";
-  EXPECT_EQ(fuse_text(leading).fusions("rows"), 0);
+TEST(RowsFusion, FewRowsAndNarrowColumnsStayApart) {
+  // 4 rows are too few to split among threads; a reduction over the leading axis of 8
+  // columns fills no vector (kMinColumns).
   const char* few = R"({ lambda ; a:f32[4,64]. let
     b:f32[4] = reduce_max[axes=(1,)] a
     c:f32[4,64] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(4, 64)] b
     d:f32[4,64] = sub a c
   in (d,) })";
   EXPECT_EQ(fuse_text(few).fusions("rows"), 0);
+  const char* narrow = R"({ lambda ; a:f32[32,8]. let
+    b:f32[8] = reduce_max[axes=(0,)] a
+    c:f32[32,8] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(32, 8)] b
+    d:f32[32,8] = sub a c
+  in (d,) })";
+  EXPECT_EQ(fuse_text(narrow).fusions("rows"), 0);
+}
+
+// ---- rows fusions over columns: reductions that keep the innermost axis ----
+
+TEST(RowsFusion, AReductionOverTheLeadingAxisAndItsConsumerAreOneFusion) {
+  // x - max(x, 0): a rows fusion (codegen runs it over blocks of columns), as is the
+  // softmax over the leading axis (four kernels otherwise).
+  Fused r = fuse_text(R"({ lambda ; a:f32[32,16]. let
+    b:f32[16] = reduce_max[axes=(0,)] a
+    c:f32[32,16] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(32, 16)] b
+    d:f32[32,16] = sub a c
+  in (d,) })");
+  EXPECT_EQ(r.fusions(), 1) << r.text;
+  EXPECT_EQ(r.fusions("rows"), 1) << r.text;
+  EXPECT_TRUE(r.has_note("fusion.0: rows over f32[32,16] axes=(0,) of reduce_max (b), broadcast_in_dim (c), sub (d); "
+                         "1 input, 1 output"))
+      << r.all_notes();
+  Fused softmax = fuse_text(jx::testing::column_softmax_text("f32", 3, 64));
+  EXPECT_EQ(softmax.fusions(), 1) << softmax.text;
+  EXPECT_EQ(softmax.fusions("rows"), 1) << softmax.text;
+}
+
+TEST(RowsFusion, LeapfrogStepIsOneFusion) {
+  // Two sums over the 3 coordinates, the second of positions the first moved: four
+  // kernels (reduction, loop, reduction, loop) without rows fusions, one with.
+  const std::string step = jx::testing::leapfrog_text(256);
+  FusionOptions no_rows;
+  no_rows.rows = false;
+  EXPECT_EQ(fuse_text(step, no_rows).fusions(), 4);
+  Fused r = fuse_text(step);
+  EXPECT_EQ(r.fusions(), 1) << r.text << r.all_notes();
+  EXPECT_EQ(r.fusions("rows"), 1) << r.text;
+}
+
+TEST(RowsFusion, MiddleAxisReductionKeepsTheColumns) {
+  // A sum over axis 1 of [4, 6, 32], its mean read back: the innermost axis is kept.
+  Fused r = fuse_text(R"({ lambda ; a:f64[4,6,32]. let
+    b:f64[4,32] = reduce_sum[axes=(1,)] a
+    c:f64[4,6,32] = broadcast_in_dim[broadcast_dimensions=(0, 2) shape=(4, 6, 32)] b
+    d:f64[4,6,32] = sub a c
+  in (d, b) })");
+  EXPECT_EQ(r.fusions(), 1) << r.text << r.all_notes();
+  EXPECT_EQ(r.fusions("rows"), 1) << r.text;
 }
 
 // ---- siblings ----

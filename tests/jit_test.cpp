@@ -187,6 +187,37 @@ TEST(Jit, GradientOfSoftmaxCrossEntropyAndRowNorms) {
   }
 }
 
+TEST(Jit, ReductionsOverTheLeadingAxisWithTheirConsumers) {
+  // One rows kernel run over blocks of columns each (jit_columns_kernel_test): a batch
+  // standardization, and a leapfrog integrator whose step sums over 3 coordinates, in a
+  // fori_loop, against eager steps.
+  auto standardize = [](const Array& x) {
+    Array centered = x - jnp::mean(x, 0);
+    return centered / jnp::sqrt(jnp::mean(centered * centered, 0) + 1e-5);
+  };
+  auto step = [](const Array& q, const Array& p) {
+    auto force = [](const Array& r) { return -r * (1.0 + jnp::sum(r * r, 0, /*keepdims=*/true)); };
+    Array p_half = p + 0.005 * force(q);
+    Array q_next = q + 0.01 * p_half;
+    return std::pair<Array, Array>{q_next, p_half + 0.005 * force(q_next)};
+  };
+  for (DType d : {DType::Float32, DType::Float64}) {
+    SCOPED_TRACE(dtype_name(d));
+    Array x = randn({64, 100}, d, 31, 2.0);
+    expect_same_tree(jit(standardize)(x), standardize(x), 1e-5, 1e-6);
+    Array q = randn({3, 200}, d, 32), p = randn({3, 200}, d, 33);
+    auto steps = jit([&](const Array& q0, const Array& p0) {
+      return lax::fori_loop(0, 20, [&](const Array&, const std::pair<Array, Array>& s) { return step(s.first, s.second); },
+                            std::pair<Array, Array>{q0, p0});
+    });
+    std::pair<Array, Array> want{q, p};
+    for (int i = 0; i < 20; ++i) want = step(want.first, want.second);
+    std::pair<Array, Array> got = steps(q, p);
+    expect_same_tree(got.first, want.first, 1e-5, 1e-6);
+    expect_same_tree(got.second, want.second, 1e-5, 1e-6);
+  }
+}
+
 TEST(Jit, MatmulWithGeluEpilogue) {
   auto f = [](const Array& a, const Array& b, const Array& bias) {
     Array h = jnp::matmul(a, b) + bias;

@@ -1,14 +1,17 @@
 // Running one compiled kernel directly, for the codegen tests (jit_codegen_test,
-// jit_hardening_test).
+// jit_columns_kernel_test, jit_hardening_test).
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <random>
+#include <string>
 #include <vector>
 
 #include "jit/codegen/kernel.h"
 #include "jx/jaxpr.h"
+#include "test_util.h"
 
 namespace jx::testing {
 
@@ -40,6 +43,58 @@ inline std::vector<Array> run_kernel(const compiler::Kernel& kernel, const Jaxpr
     results.emplace_back(buf.data() + kGuard, out_avals[i].shape, out_avals[i].dtype);
   }
   return results;
+}
+
+// Uniform values in [-2, 2] (integers in [-50, 50], booleans half true) for `aval`.
+inline Array random_array(const Aval& aval, uint32_t seed) {
+  std::mt19937 rng(seed);
+  const auto n = static_cast<size_t>(aval.size());
+  switch (aval.dtype) {
+    case DType::Float32: {
+      std::uniform_real_distribution<float> u(-2.f, 2.f);
+      std::vector<float> v(n);
+      for (auto& x : v) x = u(rng);
+      return Array(v, aval.shape);
+    }
+    case DType::Float64: {
+      std::uniform_real_distribution<double> u(-2., 2.);
+      std::vector<double> v(n);
+      for (auto& x : v) x = u(rng);
+      return Array(v, aval.shape);
+    }
+    case DType::Bool: {
+      std::vector<uint8_t> v(n);
+      for (auto& x : v) x = rng() & 1;
+      return Array(v.data(), aval.shape, DType::Bool);
+    }
+    default: {
+      std::uniform_int_distribution<int64_t> u(-50, 50);
+      std::vector<int64_t> v(n);
+      for (auto& x : v) x = u(rng);
+      return Array(v, aval.shape).astype(aval.dtype);
+    }
+  }
+}
+
+inline compiler::KernelOptions no_cache(std::string name = "test") {
+  compiler::KernelOptions o;
+  o.name = std::move(name);
+  o.disk_cache = false;
+  return o;
+}
+
+// Compiles `text` as a kernel of `kind`, runs it and eager on the same random inputs.
+inline void check(const std::string& text, const std::string& kind, double rtol = 1e-6, double atol = 1e-6,
+           std::vector<Array> args = {}) {
+  SCOPED_TRACE(text);
+  Jaxpr j = parse_jaxpr(text);
+  if (args.empty())
+    for (size_t i = 0; i < j.invars.size(); ++i) args.push_back(random_array(j.invars[i].aval, 17 + 31 * i));
+  std::vector<Array> expected = eval_jaxpr(j, {}, args);
+  auto kernel = compiler::compile_kernel(j, kind, no_cache());
+  std::vector<Array> actual = run_kernel(*kernel, j, args);
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < actual.size(); ++i) EXPECT_ALLCLOSE(actual[i], expected[i], rtol, atol) << "output " << i;
 }
 
 }  // namespace jx::testing

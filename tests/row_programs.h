@@ -1,4 +1,4 @@
-// Jaxpr texts of the row programs the rows-fusion tests share (jit_fusion_test: which
+// Jaxpr texts of the row (and column) programs the rows-fusion tests share (jit_fusion_test: which
 // fusions form; jit_codegen_test: what the kernels compute), as jx traces them.
 #pragma once
 
@@ -32,6 +32,39 @@ inline std::string logsumexp_text(int64_t rows, int64_t cols, bool with_log_soft
   if (!with_log_softmax) return s + "  in (m,) }";
   return s + "    n:" + x + " = broadcast_in_dim[broadcast_dimensions=(0,) shape=(" + r + ", " + c + ")] m\n    o:" + x +
          " = sub a n\n  in (m, o) }";
+}
+
+// Softmax over the leading axis of t[rows, cols] (each column normalized): the columns
+// schedule of the rows kernels (codegen/kernel_plan.h, Mode::Columns).
+inline std::string column_softmax_text(const std::string& t, int64_t rows, int64_t cols) {
+  const std::string r = std::to_string(rows), c = std::to_string(cols);
+  const std::string x = t + "[" + r + "," + c + "]", col = t + "[" + c + "]", kept = t + "[1," + c + "]";
+  const std::string b = "broadcast_in_dim[broadcast_dimensions=(0, 1) shape=(" + r + ", " + c + ")]";
+  return "{ lambda ; a:" + x + ". let\n    b:" + col + " = reduce_max[axes=(0,)] a\n    c:" + kept +
+         " = expand_dims[dimensions=(0,)] b\n    d:" + x + " = " + b + " c\n    e:" + x + " = sub a d\n    f:" + x +
+         " = exp e\n    g:" + col + " = reduce_sum[axes=(0,)] f\n    h:" + kept + " = expand_dims[dimensions=(0,)] g\n    i:" +
+         x + " = " + b + " h\n    j:" + x + " = div f i\n  in (j) }";
+}
+
+// One leapfrog step of f32[3, n] positions a and momenta b in the trap a(q) = -q (1 + |q|^2)
+// (bench_common.h's leapfrog_step, dt = 0.01) as jx traces it: two sums over the leading
+// axis, the second of positions computed from the first. Outputs (q, p) after the step.
+inline std::string leapfrog_text(int64_t n) {
+  const std::string x = "f32[3," + std::to_string(n) + "]", col = "f32[" + std::to_string(n) + "]",
+                    kept = "f32[1," + std::to_string(n) + "]";
+  const std::string full = "broadcast_in_dim[broadcast_dimensions=(0, 1) shape=(3, " + std::to_string(n) + ")]";
+  const std::string scalar = "broadcast_in_dim[broadcast_dimensions=() shape=(3, " + std::to_string(n) + ")]";
+  auto force = [&](const std::string& q, const std::string& v) {  // -q * (1 + sum(q * q, 0, keepdims))
+    return "    " + v + "sq:" + x + " = mul " + q + " " + q + "\n    " + v + "s:" + col + " = reduce_sum[axes=(0,)] " + v +
+           "sq\n    " + v + "k:" + kept + " = expand_dims[dimensions=(0,)] " + v + "s\n    " + v + "one:" + kept +
+           " = broadcast_in_dim[broadcast_dimensions=() shape=(1, " + std::to_string(n) + ")] 1.0:f32[]\n    " + v +
+           "a:" + kept + " = add " + v + "one " + v + "k\n    " + v + "n:" + x + " = neg " + q + "\n    " + v + "b:" + x +
+           " = " + full + " " + v + "a\n    " + v + ":" + x + " = mul " + v + "n " + v + "b\n";
+  };
+  return "{ lambda ; a:" + x + " b:" + x + ". let\n" + force("a", "f") + "    h:" + x + " = " + scalar +
+         " 0.005:f32[]\n    hf:" + x + " = mul h f\n    ph:" + x + " = add b hf\n    dt:" + x + " = " + scalar +
+         " 0.01:f32[]\n    dp:" + x + " = mul dt ph\n    q:" + x + " = add a dp\n" + force("q", "g") + "    hg:" + x +
+         " = mul h g\n    p:" + x + " = add ph hg\n  in (q, p) }";
 }
 
 }  // namespace jx::testing

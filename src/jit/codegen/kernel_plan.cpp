@@ -458,6 +458,30 @@ int64_t product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
   return p;
 }
 
+// Whether more loads of a reduction plan run along memory in the innermost kept dim than
+// in the innermost reduced one: its inner loops then run along the kept dim (ColumnReduce,
+// Columns) instead of gathering with a stride.
+bool runs_along_kept(const KernelPlan& plan) {
+  const size_t nd = plan.dims.size(), nk = static_cast<size_t>(plan.num_kept);
+  if (nk == 0 || nd == nk) return false;
+  int along_kept = 0, along_reduced = 0;
+  for (const PlanNode& n : plan.nodes)
+    if (n.kind == PlanNode::Kind::Load) {
+      along_kept += std::abs(n.index.coef[nk - 1]) == 1;
+      along_reduced += std::abs(n.index.coef[nd - 1]) == 1;
+    }
+  return along_kept > along_reduced;
+}
+
+// Blocks of at most kColumnBlock elements of the innermost kept dim, a multiple of 64
+// (down to 64) when that makes about kColumnUnits units for the threads.
+int64_t column_block(const std::vector<int64_t>& dims, size_t nk) {
+  const int64_t outer = product(dims, 0, nk - 1), inner = dims[nk - 1];
+  const int64_t wanted = std::max<int64_t>(1, kColumnUnits / std::max<int64_t>(outer, 1));
+  const int64_t block = (std::max<int64_t>(1, (inner + wanted - 1) / wanted) + 63) / 64 * 64;
+  return std::clamp<int64_t>(block, 64, kColumnBlock);
+}
+
 LoopSchedule schedule(const KernelPlan& plan) {
   LoopSchedule s;
   for (const PlanNode& n : plan.nodes)
@@ -477,6 +501,22 @@ LoopSchedule schedule(const KernelPlan& plan) {
     return s;
   }
   const int64_t reduced = product(dims, nk, nd);
+  if (plan.kind == KernelPlan::Kind::Rows && runs_along_kept(plan)) {
+    s.mode = LoopSchedule::Mode::Columns;
+    // A block's operands over every reduced row stay within about kRowBlockBytes, so
+    // later passes read them from cache; past that, the threads' share decides it.
+    const bool full_outputs =
+        std::any_of(plan.outputs.begin(), plan.outputs.end(), [](const PlanOutput& o) { return !o.per_row; });
+    int64_t column_bytes = 0;  // a column of every input
+    for (const PlanNode& node : plan.nodes)
+      if (node.kind == PlanNode::Kind::Load) column_bytes += reduced * itemsize(node.dtype);
+    const int64_t inner = dims[nk - 1];
+    const int64_t fits = std::max<int64_t>(64, kRowBlockBytes / std::max<int64_t>(column_bytes, 1) / 64 * 64);
+    s.column_block = std::min(column_block(dims, nk), fits);
+    s.units = product(dims, 0, nk - 1) * ((inner + s.column_block - 1) / s.column_block);
+    s.elements_per_unit = std::min(s.column_block, inner) * reduced * (plan.num_passes + (full_outputs ? 1 : 0));
+    return s;
+  }
   if (plan.kind == KernelPlan::Kind::Rows) {
     s.mode = LoopSchedule::Mode::Rows;
     const bool full_outputs =
@@ -500,24 +540,12 @@ LoopSchedule schedule(const KernelPlan& plan) {
     s.elements_per_unit = s.chunk_rows * inner;
     return s;
   }
-  // Column mode when more loads run along memory in the innermost kept dim than in the
-  // innermost reduced one.
-  int along_kept = 0, along_reduced = 0;
-  if (nd > nk)
-    for (const PlanNode& n : plan.nodes)
-      if (n.kind == PlanNode::Kind::Load) {
-        along_kept += std::abs(n.index.coef[nk - 1]) == 1;
-        along_reduced += std::abs(n.index.coef[nd - 1]) == 1;
-      }
-  if (nd > nk && along_kept > along_reduced) {
+  if (runs_along_kept(plan)) {
     s.mode = LoopSchedule::Mode::ColumnReduce;
-    // Blocks of at most kColumnBlock outputs, smaller (down to 64) when that makes about
-    // kColumnUnits units for the threads. The block never changes the results: each
-    // output is accumulated over the reduced rows in the same order whatever its block.
+    // The block never changes the results: each output is accumulated over the reduced
+    // rows in the same order whatever its block.
     const int64_t outer = product(dims, 0, nk - 1), inner = dims[nk - 1];
-    const int64_t wanted = std::max<int64_t>(1, kColumnUnits / std::max<int64_t>(outer, 1));
-    const int64_t block = (std::max<int64_t>(1, (inner + wanted - 1) / wanted) + 63) / 64 * 64;
-    s.column_block = std::clamp<int64_t>(block, 64, kColumnBlock);
+    s.column_block = column_block(dims, nk);
     s.units = outer * ((inner + s.column_block - 1) / s.column_block);
     s.elements_per_unit = std::min(s.column_block, inner) * reduced;
     return s;
@@ -669,8 +697,8 @@ KernelPlan plan_rows(const Jaxpr& fused, const InputStrides& input_strides) {
   assign_passes(p.plan);
   int64_t row_elements = 1;
   for (int64_t a : axes) row_elements *= xshape[static_cast<size_t>(a)];
-  choose_stashes(p.plan, row_elements);
   collapse(p.plan, space.dims, space.kept);
+  if (!runs_along_kept(p.plan)) choose_stashes(p.plan, row_elements);  // Columns recomputes
   p.plan.schedule = schedule(p.plan);
   return std::move(p.plan);
 }
@@ -804,7 +832,7 @@ std::string KernelPlan::str() const {
     os << "p" << i << ":" << dtype_name(ph.dtype) << " = " << ph.reduce->name() << " n" << ph.node << " pass " << ph.pass
        << (ph.stash ? " stash" : "") << "\n";
   }
-  static const char* const kModes[] = {"elementwise", "row_reduce", "column_reduce", "full_reduce", "rows"};
+  static const char* const kModes[] = {"elementwise", "row_reduce", "column_reduce", "full_reduce", "rows", "columns"};
   os << "schedule " << kModes[static_cast<int>(schedule.mode)] << " units " << schedule.units << " chunk_rows "
      << schedule.chunk_rows << " column_block " << schedule.column_block;
   if (schedule.vector_lanes) os << " lanes " << schedule.vector_lanes << " interleave " << schedule.interleave;

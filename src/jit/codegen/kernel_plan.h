@@ -87,13 +87,20 @@ struct PlanOutput {
 //                 Over large operands the last pass prefetches the next block's rows
 //                 and stores the previous row's outputs in its own loop, so memory
 //                 and arithmetic overlap (loop_emitter.cpp's pipelines_outputs).
+//   Columns       a rows plan whose innermost kept dim is the contiguous one (the reduced
+//                 dims run across memory: sum(q * q, 0) of a [3, n] array and the work
+//                 reading it back). Units are blocks of column_block elements of that
+//                 dim, as in ColumnReduce: each pass of phases accumulates into a column
+//                 buffer per phase over the reduced dims, its inner loop along the
+//                 columns, then the outputs run over the block. The block's operands
+//                 stay in cache between passes; nothing is stashed (a pass recomputes).
 struct LoopSchedule {
-  enum class Mode { Elementwise, RowReduce, ColumnReduce, FullReduce, Rows };
+  enum class Mode { Elementwise, RowReduce, ColumnReduce, FullReduce, Rows, Columns };
   Mode mode = Mode::Elementwise;
   int64_t units = 0;              // the kernel function runs over ranges of [0, units)
   int64_t elements_per_unit = 1;  // iteration points per unit
   int64_t chunk_rows = 0;         // FullReduce: rows of dims[0] per chunk; Rows: rows per block
-  int64_t column_block = 0;       // ColumnReduce: innermost kept elements per unit
+  int64_t column_block = 0;       // ColumnReduce, Columns: innermost kept elements per unit
   int64_t cost = 1;               // relative cost of one point (op_cost summed)
   // Elementwise, with a vector ISA: the lanes of the kernel's widest type, and how many
   // independent vectors one vector iteration computes (kernel_plan.cpp, vector_blocks).

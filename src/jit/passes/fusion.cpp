@@ -11,6 +11,8 @@
 //   result back through a broadcast (x - max(x), e / sum(e)), the reductions that follow
 //   and the work over the rows between them, into one "rows" fusion that runs each row's
 //   reductions and elementwise outputs while the row is in cache (softmax, logsumexp);
+//   a reduction that keeps the innermost axis (over the leading ones: x - mean(x, 0))
+//   seeds one too, run as blocks of columns;
 //   3. groups of index maps alone stay runtime calls (eager returns views, no copy); each
 //      other group becomes one `fusion` equation, emitted in a topological order of the
 //      group graph, which merging keeps acyclic (every merge checks reachability).
@@ -661,12 +663,18 @@ class Fuser {
   // rows to share among threads, and rows that stay in cache between passes.
   static constexpr int64_t kMinRows = 8;
   static constexpr int64_t kMaxRowBytes = 1 << 20;
+  // A columns fusion (the innermost axis kept, so the reduced axes run across memory, as
+  // in a sum over the particles' coordinates) runs blocks of columns, each vector of its
+  // inner loops a run of columns: enough columns to fill vectors.
+  static constexpr int64_t kMinColumns = 16;
 
   // Whether reduction group g can seed a rows fusion: its axes are the trailing ones, so
-  // a row is contiguous, and its shape suits the schedule.
+  // a row is contiguous, and its shape suits the schedule; or its innermost axis is kept
+  // and long enough for the columns schedule (codegen/kernel_plan.h, Mode::Columns).
   bool rows_seed(const Group& g) const {
     if (g.kind != "reduction" || g.axes.empty()) return false;
     const int64_t n = g.space.ndim(), first = n - static_cast<int64_t>(g.axes.size());
+    if (g.axes.back() != n - 1) return g.space.shape.back() >= kMinColumns;
     for (size_t k = 0; k < g.axes.size(); ++k)
       if (g.axes[k] != first + static_cast<int64_t>(k)) return false;
     int64_t rows = 1, row = 1;
@@ -674,8 +682,12 @@ class Fuser {
     return first > 0 && rows >= kMinRows && row * itemsize(g.space.dtype) <= kMaxRowBytes;
   }
 
+  // The kept dims: a reduction's result.
   Shape row_shape(const Group& g) const {
-    return Shape(g.space.shape.begin(), g.space.shape.end() - static_cast<std::ptrdiff_t>(g.axes.size()));
+    Shape s;
+    for (size_t d = 0; d < g.space.shape.size(); ++d)
+      if (!std::binary_search(g.axes.begin(), g.axes.end(), static_cast<int64_t>(d))) s.push_back(g.space.shape[d]);
+    return s;
   }
 
   // The row shape with the reduced axes kept as 1s (jnp's keepdims=true results).
