@@ -127,5 +127,21 @@ TEST(ColumnsKernel, NaNAndInfinityColumns) {
   }
 }
 
+TEST(ColumnsKernel, DegenerateShapes) {
+  // A reduced axis of one element (no reduced dims left once size-1 dims drop), no
+  // columns at all, and kept dims that collapse into one run of columns (3 x 16 after
+  // a reduced axis of 5).
+  for (const char* shape : {"1,64", "3,0", "5,3,16"}) {
+    const std::string s = shape;
+    const std::string kept = s == "1,64" ? "64" : s == "3,0" ? "0" : "3,16";
+    const std::string bdims = s == "5,3,16" ? "(1, 2)" : "(1,)";
+    const std::string full_shape = s == "1,64" ? "(1, 64)" : s == "3,0" ? "(3, 0)" : "(5, 3, 16)";
+    check("{ lambda ; a:f32[" + s + "]. let\n    b:f32[" + kept + "] = reduce_max[axes=(0,)] a\n    c:f32[" + s +
+              "] = broadcast_in_dim[broadcast_dimensions=" + bdims + " shape=" + full_shape + "] b\n    d:f32[" + s +
+              "] = sub a c\n  in (d, b) }",
+          "rows", 1e-6, 1e-7);
+  }
+}
+
 }  // namespace
 }  // namespace jx::compiler

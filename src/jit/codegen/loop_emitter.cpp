@@ -1105,7 +1105,7 @@ class Emitter {
 
   // Blocks of columns (kernel_plan.h: LoopSchedule::Mode::Columns). A unit owns columns
   // [jb, je) of the innermost kept dim, as column_reduce's do. Columns of at most
-  // kShortColumnRows reduced points run one column at a time (short_columns); longer
+  // kShortColumnRows reduced points run one column at a time (short_column); longer
   // ones pass over the block: each pass of phases accumulates over the reduced dims into
   // a column buffer per phase (one element per column), its inner loop along the
   // columns, and rounds it into the phase's block values, which RowValue nodes read at
