@@ -22,7 +22,7 @@
 #include "backend/cpu/blas_kernels.h"
 #include "backend/cpu/blas_threads.h"
 #include "backend/cpu/onednn.h"
-#include "backend/cpu/packed_dgemm.h"
+#include "backend/cpu/packed_gemm.h"
 #include "backend/cpu/thread_pool.h"
 
 namespace {
@@ -122,21 +122,22 @@ TEST(CpuBlas, SmallAndMiddleFloat32ProductsRunOnOneDnnAndMatchALoop) {
       }
 }
 
-// jx's float64 kernel (packed_dgemm.h) at every edge of its tiling: rows past the last
-// 12-row tile (every count 1 to 11), columns past the last 16-column panel, depth past a
-// 256-deep block, more threads than panels (rows split), all four transposes, leading
-// dimensions wider than the rows and a NaN-filled C. Each element is held to the float64
+// jx's kernel (packed_gemm.h) at every edge of its tiling: rows past the last 12-row tile
+// (every count 1 to 11), columns past the last panel (16 doubles, 32 floats), depth past
+// a 384-deep block, more threads than panels (rows split), all four transposes, leading
+// dimensions wider than the rows and a NaN-filled C. Each element is held to T's
 // rounding bound of its sum (k eps times the sum of the products' magnitudes).
-TEST(CpuBlas, PackedFloat64KernelMatchesALoopAtEveryEdge) {
-  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "the CPU has no AVX-512: float64 products stay on the BLAS";
+template <class T>
+void check_packed_kernel_at_every_edge() {
+  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "the CPU has no AVX-512: products stay on the BLAS";
   for (Op oa : {Op::None, Op::Transpose})
     for (Op ob : {Op::None, Op::Transpose})
-      for (auto [m, n, k] : {std::tuple{1, 1, 1}, std::tuple{5, 7, 3}, std::tuple{12, 16, 256}, std::tuple{13, 17, 257},
-                             std::tuple{23, 40, 513}, std::tuple{100, 70, 300}, std::tuple{64, 64, 64},
-                             std::tuple{130, 5, 40}, std::tuple{35, 530, 20}}) {
-        GemmCase<double> g(oa, ob, m, n, k);
+      for (auto [m, n, k] : {std::tuple{1, 1, 1}, std::tuple{5, 7, 3}, std::tuple{12, 16, 384}, std::tuple{13, 17, 385},
+                             std::tuple{23, 40, 800}, std::tuple{100, 70, 300}, std::tuple{64, 64, 64},
+                             std::tuple{130, 5, 40}, std::tuple{35, 530, 20}, std::tuple{11, 33, 10}}) {
+        GemmCase<T> g(oa, ob, m, n, k);
         SCOPED_TRACE(g.trace());
-        ASSERT_TRUE(jx::cpu::packed_dgemm_any_size(oa, ob, m, n, k, g.a.data(), g.lda, g.b.data(), g.ldb, g.c.data(),
+        ASSERT_TRUE(jx::cpu::packed_gemm_any_size(oa, ob, m, n, k, g.a.data(), g.lda, g.b.data(), g.ldb, g.c.data(),
                                                    g.ldc));
         for (int64_t i = 0; i < m; ++i) {
           for (int64_t j = 0; j < n; ++j) {
@@ -146,8 +147,8 @@ TEST(CpuBlas, PackedFloat64KernelMatchesALoopAtEveryEdge) {
               want += term;
               magnitude += std::abs(term);
             }
-            const double bound = 2.0 * static_cast<double>(k) * std::numeric_limits<double>::epsilon() *
-                                 static_cast<double>(magnitude);
+            const double bound =
+                2.0 * static_cast<double>(k) * std::numeric_limits<T>::epsilon() * static_cast<double>(magnitude);
             ASSERT_NEAR(g.got(i, j), static_cast<double>(want), bound) << "element (" << i << ", " << j << ")";
           }
           for (int64_t j = n; j < g.ldc; ++j)
@@ -156,21 +157,28 @@ TEST(CpuBlas, PackedFloat64KernelMatchesALoopAtEveryEdge) {
       }
 }
 
-// The sizes jx's kernel takes (measured in packed_dgemm.h), and products there through
-// gemm<double> against the loop.
-TEST(CpuBlas, MiddleFloat64ProductsRunOnJxsKernelOnAvx512) {
-  using jx::cpu::packed_dgemm_takes;
+TEST(CpuBlas, PackedFloat64KernelMatchesALoopAtEveryEdge) { check_packed_kernel_at_every_edge<double>(); }
+TEST(CpuBlas, PackedFloat32KernelMatchesALoopAtEveryEdge) { check_packed_kernel_at_every_edge<float>(); }
+
+// The sizes jx's kernel takes (measured in packed_gemm.h), and products there through
+// gemm<double> and gemm<float> (past oneDNN's sizes) against the loop.
+TEST(CpuBlas, MiddleProductsRunOnJxsKernelOnAvx512) {
+  using jx::cpu::packed_gemm_takes;
   const bool avx512 = __builtin_cpu_supports("avx512f");
-  EXPECT_EQ(packed_dgemm_takes(256, 256, 256), avx512);
-  EXPECT_EQ(packed_dgemm_takes(64, 1024, 64), avx512);
-  EXPECT_FALSE(packed_dgemm_takes(63, 256, 256));    // too few rows for the 12 x 16 tile
-  EXPECT_FALSE(packed_dgemm_takes(256, 256, 2048));  // OpenBLAS leads past 1024
-  EXPECT_FALSE(packed_dgemm_takes(int64_t{1} << 40, int64_t{1} << 40, 128));
+  EXPECT_EQ(packed_gemm_takes<double>(256, 256, 256), avx512);
+  EXPECT_EQ(packed_gemm_takes<double>(64, 1024, 64), avx512);
+  EXPECT_FALSE(packed_gemm_takes<double>(63, 256, 256));    // too few rows for the 12 x 16 tile
+  EXPECT_FALSE(packed_gemm_takes<double>(256, 256, 2048));  // OpenBLAS leads past 1024
+  EXPECT_FALSE(packed_gemm_takes<double>(int64_t{1} << 40, int64_t{1} << 40, 128));
   for (Op oa : {Op::None, Op::Transpose})
     for (Op ob : {Op::None, Op::Transpose}) {
       check_gemm<double>(oa, ob, 64, 64, 64);
       check_gemm<double>(oa, ob, 100, 129, 300);
+      ASSERT_FALSE(jx::cpu::onednn_takes(600, 130, 100));
+      check_gemm<float>(oa, ob, 600, 130, 100);
     }
+  EXPECT_EQ(packed_gemm_takes<float>(512, 512, 512), avx512);
+  EXPECT_FALSE(packed_gemm_takes<float>(2048, 2048, 2048));
 }
 
 // The process's CPU time (user + system) in seconds.

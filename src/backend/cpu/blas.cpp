@@ -13,7 +13,7 @@
 #include "core/convert.h"
 #include "backend/cpu/blas_threads.h"
 #include "backend/cpu/onednn.h"
-#include "backend/cpu/packed_dgemm.h"
+#include "backend/cpu/packed_gemm.h"
 #include "backend/cpu/thread_pool.h"
 
 namespace jx::cpu {
@@ -117,6 +117,7 @@ void gemm<float>(Op oa, Op ob, int64_t m, int64_t n, int64_t k, const float* a, 
   settle_blas_threads();
   if (gemm_as_gemv(cblas_sgemv, oa, ob, m, n, k, a, lda, b, ldb, c, ldc)) return;
   if (onednn_sgemm(oa, ob, m, n, k, a, lda, b, ldb, c, ldc)) return;  // small and middle sizes (onednn.h)
+  if (packed_gemm(oa, ob, m, n, k, a, lda, b, ldb, c, ldc)) return;   // past those, to 1024 (packed_gemm.h)
   cblas_sgemm(CblasRowMajor, cblas_op(oa), cblas_op(ob), to_int(m), to_int(n), to_int(k), 1.0f, a, to_int(lda),
               b, to_int(ldb), 0.0f, c, to_int(ldc));
 }
@@ -125,7 +126,7 @@ void gemm<double>(Op oa, Op ob, int64_t m, int64_t n, int64_t k, const double* a
                   int64_t ldb, double* c, int64_t ldc) {
   settle_blas_threads();
   if (gemm_as_gemv(cblas_dgemv, oa, ob, m, n, k, a, lda, b, ldb, c, ldc)) return;
-  if (packed_dgemm(oa, ob, m, n, k, a, lda, b, ldb, c, ldc)) return;  // small and middle sizes (packed_dgemm.h)
+  if (packed_gemm(oa, ob, m, n, k, a, lda, b, ldb, c, ldc)) return;  // small and middle sizes (packed_gemm.h)
   cblas_dgemm(CblasRowMajor, cblas_op(oa), cblas_op(ob), to_int(m), to_int(n), to_int(k), 1.0, a, to_int(lda),
               b, to_int(ldb), 0.0, c, to_int(ldc));
 }

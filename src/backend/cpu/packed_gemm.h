@@ -1,0 +1,86 @@
+// float64 and float32 matrix products on jx's own packed AVX-512 kernel.
+//
+// OpenBLAS 0.3.21 (Debian's) runs small and middle dgemm well below the machine: on the
+// 2-core Intel Xeon (Emerald Rapids, 123.7 GFLOP/s of float64 FMA per core measured)
+// 256^3 ran at 144-157 GFLOP/s on 2 threads where MKL (inside torch) reaches 221, and
+// oneDNN has no dgemm. jx's kernel (packed_gemm_avx512.cpp) reaches the FMA peak on a
+// 12-row tile of C two vectors wide (12 x 16 doubles or 12 x 32 floats) held in 24
+// registers: per step of k, two vector loads of a packed B row and 12 broadcasts of A's
+// column, read in place (A is never packed: its 12 rows stream from cache, transposed or
+// not). Each thread takes its own columns of C and packs only its own panels of B (384
+// rows of k at a time, one tile wide, zero-padded), so the threads share nothing and
+// meet once, at the end. Rows past the last full tile run on the same kernel built for
+// fewer rows; columns past n are masked stores.
+//
+// Measured side by side with OpenBLAS (SkylakeX kernels) on that machine, 2 threads, best
+// of many (GFLOP/s, OpenBLAS : jx): 128^3 82-91 : 176-190, 256^3 144-157 : 190-213,
+// 384^3 173 : 194-200, 512^3 189 : 204-214, 1024^3 203-209 : 213-221, 2048^3 221 : 201-215.
+// So jx's kernel takes float64 products whose dimensions are all from 64 to 1024 on a CPU
+// with AVX-512 (F, the rest of what OpenBLAS's kernels ask is not needed); OpenBLAS keeps
+// the rest: larger products (its blocking for L3 leads there), skinny ones (fewer than 64
+// rows or columns leave a tile partly empty) and CPUs without AVX-512. float32 products
+// take the same sizes once oneDNN has declined them (past 2^26 multiply-adds or a
+// dimension past 512: onednn.h), where jx's kernel led OpenBLAS in the same runs
+// (GFLOP/s, OpenBLAS : jx, 2 threads): 512^3 306-345 : 355-404, 768^3 369-375 : 380-388,
+// 1024^3 361-420 : 371-424; at 2048^3 OpenBLAS leads (407-444 : 394-426), and below 512
+// oneDNN (256^3 387 : 364).
+#pragma once
+
+#include <cstdint>
+
+// The kernel is written for x86-64's AVX-512; elsewhere every product stays on the BLAS.
+#if defined(__x86_64__)
+#define JX_PACKED_GEMM 1
+#endif
+
+#include "backend/cpu/blas.h"
+
+namespace jx::cpu {
+
+// Whether packed_gemm<T> takes a product of these sizes on this CPU (T: float, double).
+template <class T>
+bool packed_gemm_takes(int64_t m, int64_t n, int64_t k);
+
+// C[m,n] = op(A) op(B) (row-major, C overwritten, its old contents never read) when
+// packed_gemm_takes<T>(m, n, k); returns whether it ran.
+template <class T>
+bool packed_gemm(Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb,
+                 T* c, int64_t ldc);
+
+// The same product for any sizes >= 1 on a CPU with AVX-512 (tests reach the kernel's
+// edges with it); false without AVX-512.
+template <class T>
+bool packed_gemm_any_size(Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
+                          int64_t ldb, T* c, int64_t ldc);
+
+// ---- between packed_gemm.cpp and the kernel's file (compiled for AVX-512) ----
+
+template <class T>
+struct GemmJob {
+  bool a_transposed, b_transposed;
+  int64_t m, n, k;
+  const T* a;
+  int64_t lda;
+  const T* b;
+  int64_t ldb;
+  T* c;
+  int64_t ldc;
+};
+
+// A tile is 12 rows of two 64-byte vectors; a panel of B is one tile wide.
+inline constexpr int kGemmTileRows = 12, kGemmPanelVectors = 2;
+template <class T>
+inline constexpr int kGemmPanelCols = kGemmPanelVectors * 64 / static_cast<int>(sizeof(T));
+inline constexpr int64_t kGemmDepthBlock = 384, kGemmPanelsPerBlock = 16;
+// Bytes of scratch one part needs: a block of packed B panels (768 KiB).
+inline constexpr int64_t kGemmScratchBytes = kGemmDepthBlock * kGemmPanelVectors * 64 * kGemmPanelsPerBlock;
+
+// Computes rows [row_begin, row_end) of C in panels [panel_begin, panel_end) (columns
+// panel * kGemmPanelCols on, clipped to n), packing B into `scratch` (64-byte aligned,
+// kGemmScratchBytes long).
+void gemm_part_avx512(const GemmJob<double>& job, int64_t row_begin, int64_t row_end, int64_t panel_begin,
+                      int64_t panel_end, double* scratch);
+void gemm_part_avx512(const GemmJob<float>& job, int64_t row_begin, int64_t row_end, int64_t panel_begin,
+                      int64_t panel_end, float* scratch);
+
+}  // namespace jx::cpu
