@@ -17,7 +17,6 @@ namespace jx::compiler {
 namespace {
 
 using jx::testing::check;
-using jx::testing::column_softmax_text;
 using jx::testing::no_cache;
 using jx::testing::run_kernel;
 
@@ -27,7 +26,7 @@ TEST(ColumnsKernel, PlanRunsBlocksOfColumnsAndRecomputes) {
   // Softmax over the leading axis of 100 x 1024 floats: the kept (column) dim first in
   // the plan, reduced along a stride of 1024; 8 units of 128 columns; the exp is
   // recomputed by the output pass, not stashed.
-  const std::string s = plan_of(column_softmax_text("f32", 100, 1024));
+  const std::string s = plan_of(jx::testing::softmax_text("f32", 100, 1024, 0));
   EXPECT_NE(s.find("rows dims (1024, 100) kept 1\n"), std::string::npos) << s;
   EXPECT_NE(s.find("p1:float32 = reduce_sum n3 pass 1\n"), std::string::npos) << s;
   EXPECT_NE(s.find("schedule columns units 8 chunk_rows 0 column_block 128\n"), std::string::npos) << s;
@@ -38,7 +37,7 @@ TEST(ColumnsKernel, PlanRunsBlocksOfColumnsAndRecomputes) {
 TEST(ColumnsKernel, BlocksFitTheirColumnsInCache) {
   // 4096 reduced rows of floats: 16 KiB a column, so blocks of 64 columns (the floor)
   // rather than 512 for 8 units.
-  const std::string s = plan_of(column_softmax_text("f32", 4096, 4096));
+  const std::string s = plan_of(jx::testing::softmax_text("f32", 4096, 4096, 0));
   EXPECT_NE(s.find("schedule columns units 64 chunk_rows 0 column_block 64\n"), std::string::npos) << s;
 }
 
@@ -46,12 +45,12 @@ TEST(ColumnsKernel, SoftmaxOverTheLeadingAxisMatchesEager) {
   // Long columns (100 and 9 reduced points: column buffers per block), short ones (3 and
   // 8: a column at a time, unrolled), a remainder block (1000 = 7 x 128 + 104), fewer
   // columns than a block or a vector (17), and float64.
-  check(column_softmax_text("f32", 100, 1000), "rows", 1e-5, 1e-7);
-  check(column_softmax_text("f32", 9, 17), "rows", 1e-5, 1e-7);
-  check(column_softmax_text("f32", 3, 1000), "rows", 1e-5, 1e-7);
-  check(column_softmax_text("f32", 8, 17), "rows", 1e-5, 1e-7);
-  check(column_softmax_text("f64", 40, 300), "rows", 1e-12, 1e-14);
-  check(column_softmax_text("f64", 2, 33), "rows", 1e-12, 1e-14);
+  check(jx::testing::softmax_text("f32", 100, 1000, 0), "rows", 1e-5, 1e-7);
+  check(jx::testing::softmax_text("f32", 9, 17, 0), "rows", 1e-5, 1e-7);
+  check(jx::testing::softmax_text("f32", 3, 1000, 0), "rows", 1e-5, 1e-7);
+  check(jx::testing::softmax_text("f32", 8, 17, 0), "rows", 1e-5, 1e-7);
+  check(jx::testing::softmax_text("f64", 40, 300, 0), "rows", 1e-12, 1e-14);
+  check(jx::testing::softmax_text("f64", 2, 33, 0), "rows", 1e-12, 1e-14);
 }
 
 TEST(ColumnsKernel, LeapfrogStepOfTwoDependentSums) {
@@ -123,7 +122,7 @@ TEST(ColumnsKernel, NaNAndInfinityColumns) {
     for (int64_t r = 0; r < rows; ++r) v[static_cast<size_t>(r * 20 + 1)] = -std::numeric_limits<float>::infinity();
     v[static_cast<size_t>(2 * 20 + 3)] = std::numeric_limits<float>::quiet_NaN();
     v[static_cast<size_t>(1 * 20 + 5)] = std::numeric_limits<float>::infinity();
-    check(column_softmax_text("f32", rows, 20), "rows", 1e-6, 1e-7, {Array(v, {rows, 20})});
+    check(jx::testing::softmax_text("f32", rows, 20, 0), "rows", 1e-6, 1e-7, {Array(v, {rows, 20})});
   }
 }
 

@@ -7,15 +7,18 @@
 
 namespace jx::testing {
 
-// Row softmax of t[rows, cols]: max, sub, exp, sum, div (jnp's keepdims form).
-inline std::string softmax_text(const std::string& t, int64_t rows, int64_t cols) {
-  const std::string r = std::to_string(rows), c = std::to_string(cols);
-  const std::string x = t + "[" + r + "," + c + "]", row = t + "[" + r + "]", col = t + "[" + r + ",1]";
+// Softmax of t[rows, cols] over `axis`: max, sub, exp, sum, div (jnp's keepdims form).
+// Over axis 1 a row softmax; over axis 0 each column is normalized, which the rows kernels
+// run on their columns schedule (codegen/kernel_plan.h, Mode::Columns).
+inline std::string softmax_text(const std::string& t, int64_t rows, int64_t cols, int axis = 1) {
+  const std::string r = std::to_string(rows), c = std::to_string(cols), a = std::to_string(axis);
+  const std::string x = t + "[" + r + "," + c + "]", reduced = t + "[" + (axis == 1 ? r : c) + "]",
+                    kept = t + (axis == 1 ? "[" + r + ",1]" : "[1," + c + "]");
   const std::string b = "broadcast_in_dim[broadcast_dimensions=(0, 1) shape=(" + r + ", " + c + ")]";
-  return "{ lambda ; a:" + x + ". let\n    b:" + row + " = reduce_max[axes=(1,)] a\n    c:" + col +
-         " = expand_dims[dimensions=(1,)] b\n    d:" + x + " = " + b + " c\n    e:" + x + " = sub a d\n    f:" + x +
-         " = exp e\n    g:" + row + " = reduce_sum[axes=(1,)] f\n    h:" + col + " = expand_dims[dimensions=(1,)] g\n    i:" +
-         x + " = " + b + " h\n    j:" + x + " = div f i\n  in (j) }";
+  return "{ lambda ; a:" + x + ". let\n    b:" + reduced + " = reduce_max[axes=(" + a + ",)] a\n    c:" + kept +
+         " = expand_dims[dimensions=(" + a + ",)] b\n    d:" + x + " = " + b + " c\n    e:" + x + " = sub a d\n    f:" +
+         x + " = exp e\n    g:" + reduced + " = reduce_sum[axes=(" + a + ",)] f\n    h:" + kept +
+         " = expand_dims[dimensions=(" + a + ",)] g\n    i:" + x + " = " + b + " h\n    j:" + x + " = div f i\n  in (j) }";
 }
 
 // jnp::logsumexp(x, 1) of f32[rows, cols] (the max shift is 0 where the max is not
@@ -32,18 +35,6 @@ inline std::string logsumexp_text(int64_t rows, int64_t cols, bool with_log_soft
   if (!with_log_softmax) return s + "  in (m,) }";
   return s + "    n:" + x + " = broadcast_in_dim[broadcast_dimensions=(0,) shape=(" + r + ", " + c + ")] m\n    o:" + x +
          " = sub a n\n  in (m, o) }";
-}
-
-// Softmax over the leading axis of t[rows, cols] (each column normalized): the columns
-// schedule of the rows kernels (codegen/kernel_plan.h, Mode::Columns).
-inline std::string column_softmax_text(const std::string& t, int64_t rows, int64_t cols) {
-  const std::string r = std::to_string(rows), c = std::to_string(cols);
-  const std::string x = t + "[" + r + "," + c + "]", col = t + "[" + c + "]", kept = t + "[1," + c + "]";
-  const std::string b = "broadcast_in_dim[broadcast_dimensions=(0, 1) shape=(" + r + ", " + c + ")]";
-  return "{ lambda ; a:" + x + ". let\n    b:" + col + " = reduce_max[axes=(0,)] a\n    c:" + kept +
-         " = expand_dims[dimensions=(0,)] b\n    d:" + x + " = " + b + " c\n    e:" + x + " = sub a d\n    f:" + x +
-         " = exp e\n    g:" + col + " = reduce_sum[axes=(0,)] f\n    h:" + kept + " = expand_dims[dimensions=(0,)] g\n    i:" +
-         x + " = " + b + " h\n    j:" + x + " = div f i\n  in (j) }";
 }
 
 // One leapfrog step of f32[3, n] positions a and momenta b in the trap a(q) = -q (1 + |q|^2)
