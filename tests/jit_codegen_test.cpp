@@ -1159,6 +1159,34 @@ TEST(DotKernel, Epilogue) {
         "dot", 1e-12, 1e-12);
 }
 
+TEST(DotKernel, EpilogueOnEachThreadsFinishedRows) {
+  // Products jx's kernel takes (packed_gemm.h) run their epilogue on each thread's rows as
+  // they finish: a bias over 200 rows (bands of whole 12-row tiles, 96 and 104), the
+  // product itself a second output, float64 with both operands transposed. And an
+  // epilogue whose units do not tile the rows (96 columns in 64-element vector blocks),
+  // which runs after the product instead.
+  check(R"({ lambda ; a:f32[200,96] b:f32[96,130] c:f32[130]. let
+    d:f32[200,130] = dot_general[lhs_batch_dimensions=() lhs_contracting_dimensions=(1,) rhs_batch_dimensions=() rhs_contracting_dimensions=(0,)] a b
+    e:f32[200,130] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(200, 130)] c
+    f:f32[200,130] = add d e
+    g:f32[200,130] = tanh f
+  in (g, d) })",
+        "dot", 1e-5, 1e-5);
+  check(R"({ lambda ; a:f64[100,70] b:f64[90,100]. let
+    d:f64[70,90] = dot_general[lhs_batch_dimensions=() lhs_contracting_dimensions=(0,) rhs_batch_dimensions=() rhs_contracting_dimensions=(1,)] a b
+    k:f64[70,90] = broadcast_in_dim[broadcast_dimensions=() shape=(70, 90)] 0.01:f64[]
+    e:f64[70,90] = mul d k
+    f:f64[70,90] = exp e
+  in (f) })",
+        "dot", 1e-12, 1e-12);
+  check(R"({ lambda ; a:f32[64,80] b:f32[80,96]. let
+    d:f32[64,96] = dot_general[lhs_batch_dimensions=() lhs_contracting_dimensions=(1,) rhs_batch_dimensions=() rhs_contracting_dimensions=(0,)] a b
+    k:f32[64,96] = broadcast_in_dim[broadcast_dimensions=() shape=(64, 96)] 0.1:f32[]
+    e:f32[64,96] = mul d k
+    f:f32[64,96] = exp e
+  in (f) })",
+        "dot", 1e-5, 1e-6);
+}
 
 // ---- disk cache ----
 

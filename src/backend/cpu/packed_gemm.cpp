@@ -33,14 +33,15 @@ void* scratch_of_this_thread() {
 #endif
 
 template <class T>
-void run(const GemmJob<T>& job) {
+void run(const GemmJob<T>& job, const RowsDone* rows_done) {
 #ifdef JX_PACKED_GEMM
   // Threads split C's columns by panels (each packs only its own B); with more threads
-  // than panels the rows are split too, in whole tiles.
+  // than panels the rows are split too, in whole tiles. Work on finished rows splits
+  // by rows alone, so that each thread's rows are final when its part ends.
   const int64_t panels = (job.n + kGemmPanelCols<T> - 1) / kGemmPanelCols<T>;
   const int64_t row_tiles = (job.m + kGemmTileRows - 1) / kGemmTileRows;
   const int64_t threads = in_parallel_chunk() ? 1 : num_threads();
-  const int64_t column_parts = std::min<int64_t>(threads, panels);
+  const int64_t column_parts = rows_done ? 1 : std::min<int64_t>(threads, panels);
   const int64_t row_parts = std::clamp<int64_t>(threads / column_parts, 1, row_tiles);
   parallel_for(column_parts * row_parts, 1, [&](int64_t begin, int64_t end) {
     T* scratch = static_cast<T*>(scratch_of_this_thread());
@@ -50,6 +51,7 @@ void run(const GemmJob<T>& job) {
       const int64_t row_end = std::min(job.m, row_tiles * (row_part + 1) / row_parts * kGemmTileRows);
       gemm_part_avx512(job, row_begin, row_end, panels * col_part / column_parts,
                        panels * (col_part + 1) / column_parts, scratch);
+      if (rows_done && row_end > row_begin) (*rows_done)(row_begin, row_end);
     }
   });
 #endif
@@ -71,10 +73,10 @@ bool packed_gemm(Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, const T* a, 
 
 template <class T>
 bool packed_gemm_any_size(Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
-                          int64_t ldb, T* c, int64_t ldc) {
+                          int64_t ldb, T* c, int64_t ldc, const RowsDone* rows_done) {
   if (!cpu_has_avx512() || std::min({m, n, k}) < 1) return false;
   // For real matrices the conjugate transpose is the transpose.
-  run(GemmJob<T>{op_a != Op::None, op_b != Op::None, m, n, k, a, lda, b, ldb, c, ldc});
+  run(GemmJob<T>{op_a != Op::None, op_b != Op::None, m, n, k, a, lda, b, ldb, c, ldc}, rows_done);
   return true;
 }
 
@@ -82,7 +84,7 @@ bool packed_gemm_any_size(Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, con
   template bool packed_gemm_takes<T>(int64_t, int64_t, int64_t);                                                   \
   template bool packed_gemm<T>(Op, Op, int64_t, int64_t, int64_t, const T*, int64_t, const T*, int64_t, T*, int64_t); \
   template bool packed_gemm_any_size<T>(Op, Op, int64_t, int64_t, int64_t, const T*, int64_t, const T*, int64_t, T*, \
-                                        int64_t);
+                                        int64_t, const RowsDone*);
 JX_PACKED_GEMM_INSTANTIATE(float)
 JX_PACKED_GEMM_INSTANTIATE(double)
 #undef JX_PACKED_GEMM_INSTANTIATE

@@ -27,6 +27,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 // The kernel is written for x86-64's AVX-512; elsewhere every product stays on the BLAS.
 #if defined(__x86_64__)
@@ -47,11 +48,17 @@ template <class T>
 bool packed_gemm(Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb,
                  T* c, int64_t ldc);
 
+// Work on rows [row_begin, row_end) of a finished C, run by the thread that computed them
+// while they are in its cache (the jit's fused epilogue of a matmul: gelu(A @ B + b)).
+using RowsDone = std::function<void(int64_t row_begin, int64_t row_end)>;
+
 // The same product for any sizes >= 1 on a CPU with AVX-512 (tests reach the kernel's
-// edges with it); false without AVX-512.
+// edges with it); false without AVX-512. With `rows_done`, the threads split C by rows
+// (each packs all of B) and each calls it on its own rows once they are final, at most
+// once per row, every row of C covered once.
 template <class T>
 bool packed_gemm_any_size(Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
-                          int64_t ldb, T* c, int64_t ldc);
+                          int64_t ldb, T* c, int64_t ldc, const RowsDone* rows_done = nullptr);
 
 // ---- between packed_gemm.cpp and the kernel's file (compiled for AVX-512) ----
 

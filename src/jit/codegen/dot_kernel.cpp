@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "backend/cpu/blas.h"
+#include "backend/cpu/packed_gemm.h"
 #include "backend/cpu/thread_pool.h"
 #include "jit/codegen/loop_kernel.h"
 #include "jx/array.h"
@@ -80,6 +81,7 @@ class DotKernel final : public Kernel {
     // (54-71 ms vs 61-74 ms): each block call repacks all of B, which costs more than
     // the epilogue's second pass over C saves. Row blocks run by one thread each would
     // fight OpenBLAS's own threads.
+    if (epilogue_ && k_ > 0 && run_fused<T>(a, lda, b, ldb, product, ins, outputs)) return;
     if (k_ == 0)
       std::fill(product, product + m_ * n_, T(0));
     else
@@ -102,6 +104,33 @@ class DotKernel final : public Kernel {
       epilogue_->run_units(ins, outputs, 0, epilogue_->schedule().units);
     else
       epilogue_->run(ins, outputs);
+  }
+
+  // The product on jx's own kernel (packed_gemm.h) where it takes these sizes, each
+  // thread running the epilogue over its rows of the product as soon as they are final,
+  // while they are in its cache: no second pass over C, no second wake of the threads,
+  // and no other library's threads spinning beside the pool's (oneDNN's OpenMP workers
+  // did, after a float32 product, while the epilogue ran). The epilogue's units must
+  // tile the rows (a row is a whole number of units). The threads split the product by
+  // rows for it, each packing all of B (3-6% slower than by columns at 256^3 float64).
+  // gelu(A @ B + b) at n = 256 on the 2-core Xeon, best of 300 in one process: float32
+  // 96-114 -> 90-100 us (oneDNN's product and a serial epilogue before), float64 195-226
+  // -> 193-222 (level: its tanh bounds it, on every thread either way).
+  template <class T>
+  bool run_fused(const T* a, int64_t lda, const T* b, int64_t ldb, T* product, const void* const* ins,
+                 void* const* outputs) const {
+    const LoopSchedule& s = epilogue_->schedule();
+    const int64_t per_unit = std::max<int64_t>(1, s.elements_per_unit);
+    if (s.mode != LoopSchedule::Mode::Elementwise || n_ % per_unit != 0 || s.units * per_unit != m_ * n_ ||
+        !cpu::packed_gemm_takes<T>(m_, n_, k_))
+      return false;
+    const int64_t units_per_row = n_ / per_unit;
+    const cpu::RowsDone rows_done = [&](int64_t row_begin, int64_t row_end) {
+      epilogue_->run_units(ins, outputs, row_begin * units_per_row, row_end * units_per_row);
+    };
+    return cpu::packed_gemm_any_size(lhs_t_ ? cpu::Op::Transpose : cpu::Op::None,
+                                     rhs_t_ ? cpu::Op::Transpose : cpu::Op::None, m_, n_, k_, a, lda, b, ldb, product,
+                                     n_, &rows_done);
   }
 
   std::shared_ptr<const CompiledLoop> epilogue_;
