@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <thread>
 #include <limits>
+#include <mutex>
 #include <random>
 #include <string>
 #include <vector>
@@ -159,6 +160,38 @@ void check_packed_kernel_at_every_edge() {
 
 TEST(CpuBlas, PackedFloat64KernelMatchesALoopAtEveryEdge) { check_packed_kernel_at_every_edge<double>(); }
 TEST(CpuBlas, PackedFloat32KernelMatchesALoopAtEveryEdge) { check_packed_kernel_at_every_edge<float>(); }
+
+// Work on finished rows (the jit's fused matmul epilogue): every row of C reported once,
+// by ranges that do not overlap, each final when reported (a copy taken in the callback
+// matches the loop), with more row bands than threads' tiles (5 rows) and fewer.
+TEST(CpuBlas, PackedKernelReportsEachFinishedRowOnce) {
+  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "the CPU has no AVX-512: products stay on the BLAS";
+  for (auto [m, n, k] : {std::tuple{256, 96, 70}, std::tuple{5, 40, 30}, std::tuple{1, 33, 800}}) {
+    GemmCase<float> g(Op::None, Op::Transpose, m, n, k);
+    SCOPED_TRACE(g.trace());
+    std::mutex mu;
+    std::vector<int> seen(static_cast<size_t>(m), 0);
+    std::vector<float> snapshot(g.c.size(), 0.0f);
+    const jx::cpu::RowsDone rows_done = [&](int64_t begin, int64_t end) {
+      std::lock_guard<std::mutex> lock(mu);
+      for (int64_t i = begin; i < end; ++i) {
+        ++seen[static_cast<size_t>(i)];
+        std::copy_n(g.c.begin() + i * g.ldc, g.n, snapshot.begin() + i * g.ldc);
+      }
+    };
+    ASSERT_TRUE(jx::cpu::packed_gemm_any_size(g.oa, g.ob, m, n, k, g.a.data(), g.lda, g.b.data(), g.ldb, g.c.data(),
+                                               g.ldc, &rows_done));
+    for (int64_t i = 0; i < m; ++i) {
+      ASSERT_EQ(seen[static_cast<size_t>(i)], 1) << "row " << i;
+      for (int64_t j = 0; j < n; ++j) {
+        double want = 0;
+        for (int64_t p = 0; p < k; ++p) want += double(at(g.a, g.oa, g.lda, i, p)) * double(at(g.b, g.ob, g.ldb, p, j));
+        ASSERT_NEAR(snapshot[static_cast<size_t>(i * g.ldc + j)], want, 1e-4 * (1 + std::abs(want)))
+            << "element (" << i << ", " << j << ") when its rows were reported";
+      }
+    }
+  }
+}
 
 // The sizes jx's kernel takes (measured in packed_gemm.h), and products there through
 // gemm<double> and gemm<float> (past oneDNN's sizes) against the loop.

@@ -47,8 +47,12 @@ void run(const GemmJob<T>& job, const RowsDone* rows_done) {
     T* scratch = static_cast<T*>(scratch_of_this_thread());
     for (int64_t part = begin; part < end; ++part) {
       const int64_t col_part = part % column_parts, row_part = part / column_parts;
-      const int64_t row_begin = std::min(job.m, row_tiles * row_part / row_parts * kGemmTileRows);
-      const int64_t row_end = std::min(job.m, row_tiles * (row_part + 1) / row_parts * kGemmTileRows);
+      // Whole tiles, or for work on finished rows equal shares of rows (each share's last
+      // tile short): 256 rows in 132 and 124 kept one thread 3% longer than 128 and 128.
+      const int64_t row_begin = rows_done ? job.m * row_part / row_parts
+                                          : std::min(job.m, row_tiles * row_part / row_parts * kGemmTileRows);
+      const int64_t row_end = rows_done ? job.m * (row_part + 1) / row_parts
+                                        : std::min(job.m, row_tiles * (row_part + 1) / row_parts * kGemmTileRows);
       gemm_part_avx512(job, row_begin, row_end, panels * col_part / column_parts,
                        panels * (col_part + 1) / column_parts, scratch);
       if (rows_done && row_end > row_begin) (*rows_done)(row_begin, row_end);
