@@ -35,10 +35,12 @@ TEST(ColumnsKernel, PlanRunsBlocksOfColumnsAndRecomputes) {
 }
 
 TEST(ColumnsKernel, BlocksFitTheirColumnsInCache) {
-  // 4096 reduced rows of floats: 16 KiB a column, so blocks of 64 columns (the floor)
-  // rather than 512 for 8 units.
+  // 4096 reduced rows of floats: 16 KiB a column, so blocks of 32 columns (the floor)
+  // rather than 512 for 8 units; 10^6 rows of 64 columns: two blocks, for two threads.
   const std::string s = plan_of(jx::testing::softmax_text("f32", 4096, 4096, 0));
-  EXPECT_NE(s.find("schedule columns units 64 chunk_rows 0 column_block 64\n"), std::string::npos) << s;
+  EXPECT_NE(s.find("schedule columns units 128 chunk_rows 0 column_block 32\n"), std::string::npos) << s;
+  const std::string tall = plan_of(jx::testing::softmax_text("f32", 1000000, 64, 0));
+  EXPECT_NE(tall.find("schedule columns units 2 chunk_rows 0 column_block 32\n"), std::string::npos) << tall;
 }
 
 TEST(ColumnsKernel, SoftmaxOverTheLeadingAxisMatchesEager) {

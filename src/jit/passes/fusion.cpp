@@ -674,7 +674,7 @@ class Fuser {
   bool rows_seed(const Group& g) const {
     if (g.kind != "reduction" || g.axes.empty()) return false;
     const int64_t n = g.space.ndim(), first = n - static_cast<int64_t>(g.axes.size());
-    if (g.axes.back() != n - 1) return g.space.shape.back() >= kMinColumns;
+    if (g.axes.back() != n - 1) return !getenv("JX_NO_COLUMNS") && g.space.shape.back() >= kMinColumns;
     for (size_t k = 0; k < g.axes.size(); ++k)
       if (g.axes[k] != first + static_cast<int64_t>(k)) return false;
     int64_t rows = 1, row = 1;
