@@ -112,17 +112,21 @@ class DotKernel final : public Kernel {
   // and no other library's threads spinning beside the pool's (oneDNN's OpenMP workers
   // did, after a float32 product, while the epilogue ran). The epilogue's units must
   // tile the rows (a row is a whole number of units). The threads split the product by
-  // rows for it, each packing all of B (3-6% slower than by columns at 256^3 float64).
-  // gelu(A @ B + b) at n = 256 on the 2-core Xeon, best of 300 in one process: float32
-  // 96-114 -> 90-100 us (oneDNN's product and a serial epilogue before), float64 195-226
-  // -> 193-222 (level: its tanh bounds it, on every thread either way).
+  // rows for it, each packing all of B, which costs more than the epilogue's second pass
+  // saves on large products: up to 2^26 multiply-adds (as oneDNN's share of float32).
+  // gelu(A @ B + b) on the 2-core Xeon, fused against after, interleaved in one process
+  // (best / median us): float32 n = 256 106.6 / 113.6 against 103.6 / 155.6 (oneDNN's
+  // workers beside the pool's spread the times), float64 219.4 / 230.1 against 219.9 /
+  // 230.4; past the cap, n = 512 float32 723 / 807 against 707 / 791, 1024 5657 / 5913
+  // against 5324 / 5771.
   template <class T>
   bool run_fused(const T* a, int64_t lda, const T* b, int64_t ldb, T* product, const void* const* ins,
                  void* const* outputs) const {
     const LoopSchedule& s = epilogue_->schedule();
     const int64_t per_unit = std::max<int64_t>(1, s.elements_per_unit);
+    constexpr double kMaxFusedWork = double(int64_t{1} << 26);
     if (s.mode != LoopSchedule::Mode::Elementwise || n_ % per_unit != 0 || s.units * per_unit != m_ * n_ ||
-        !cpu::packed_gemm_takes<T>(m_, n_, k_))
+        double(m_) * double(n_) * double(k_) > kMaxFusedWork || !cpu::packed_gemm_takes<T>(m_, n_, k_))
       return false;
     const int64_t units_per_row = n_ / per_unit;
     const cpu::RowsDone rows_done = [&](int64_t row_begin, int64_t row_end) {
