@@ -90,10 +90,13 @@ struct PlanOutput {
 //   Columns       a rows plan whose innermost kept dim is the contiguous one (the reduced
 //                 dims run across memory: sum(q * q, 0) of a [3, n] array and the work
 //                 reading it back). Units are blocks of column_block elements of that
-//                 dim, as in ColumnReduce: each pass of phases accumulates into a column
-//                 buffer per phase over the reduced dims, its inner loop along the
-//                 columns, then the outputs run over the block. The block's operands
-//                 stay in cache between passes; nothing is stashed (a pass recomputes).
+//                 dim (down to 32, so that tall arrays still feed the threads): each
+//                 pass of phases accumulates into a column buffer per phase over the
+//                 reduced dims, its inner loop along the columns, the per-column values
+//                 it reads computed once before; then the outputs run over the block.
+//                 The block's operands stay in cache between passes; nothing is stashed
+//                 (a pass recomputes). Columns of at most 8 reduced points run the whole
+//                 program a column at a time instead (loop_emitter.cpp, short_column).
 struct LoopSchedule {
   enum class Mode { Elementwise, RowReduce, ColumnReduce, FullReduce, Rows, Columns };
   Mode mode = Mode::Elementwise;
