@@ -23,7 +23,7 @@
 // dimension past 512: onednn.h), where jx's kernel led OpenBLAS in the same runs
 // (GFLOP/s, OpenBLAS : jx, 2 threads): 512^3 306-345 : 355-404, 768^3 369-375 : 380-388,
 // 1024^3 361-420 : 371-424; at 2048^3 OpenBLAS leads (407-444 : 394-426), and below 512
-// oneDNN (256^3 387 : 364).
+// oneDNN (256^3 336-339 : 328-330).
 #pragma once
 
 #include <cstdint>
