@@ -452,8 +452,8 @@ class Emitter {
       }
       switch (n.kind) {
         case PlanNode::Kind::RowValue: {
-          llvm::AllocaInst* r = block_values_[static_cast<size_t>(n.phase)];
-          v[i] = b_.CreateLoad(r->getAllocatedType(), b_.CreateInBoundsGEP(r->getAllocatedType(), r, block_slot_));
+          const size_t k = static_cast<size_t>(n.phase);
+          v[i] = b_.CreateLoad(block_values_[k]->getAllocatedType(), block_value_ptr(k));
           break;
         }
         case PlanNode::Kind::Load: {
@@ -983,11 +983,7 @@ class Emitter {
     std::vector<std::vector<int>> pass_phases(static_cast<size_t>(plan_.num_passes));
     for (size_t k = 0; k < plan_.phases.size(); ++k) {
       const PlanPhase& ph = plan_.phases[k];
-      PlanOutput r;
-      r.node = ph.node;
-      r.dtype = ph.dtype;
-      r.reduce = ph.reduce;
-      pass_reducers[static_cast<size_t>(ph.pass)].push_back(r);
+      pass_reducers[static_cast<size_t>(ph.pass)].push_back(phase_reducer(ph));
       pass_phases[static_cast<size_t>(ph.pass)].push_back(static_cast<int>(k));
     }
     std::vector<std::vector<llvm::AllocaInst*>> pass_accs;
@@ -1047,7 +1043,7 @@ class Emitter {
             const size_t k = static_cast<size_t>(pass_phases[q][m]);
             Value* acc = b_.CreateLoad(pass_accs[q][m]->getAllocatedType(), pass_accs[q][m]);
             Value* value = final_value(pass_reducers[q][m], acc);
-            b_.CreateStore(value, b_.CreateInBoundsGEP(value->getType(), block_values_[k], block_slot_));
+            b_.CreateStore(value, block_value_ptr(k));
           }
           prefetch_.clear();
         };
@@ -1222,10 +1218,10 @@ class Emitter {
       if (plan_.phases[k].pass == pass) phases.push_back(k);
     return phases;
   }
-  void select_pass(const std::vector<size_t>& phases, int pass) {
-    std::vector<int> targets;
-    for (size_t k : phases) targets.push_back(plan_.phases[k].node);
-    select(targets, pass);
+  std::vector<int> phase_nodes(const std::vector<size_t>& phases) const {
+    std::vector<int> nodes;
+    for (size_t k : phases) nodes.push_back(plan_.phases[k].node);
+    return nodes;
   }
   Value* block_value_ptr(size_t k) {
     return b_.CreateInBoundsGEP(block_values_[k]->getAllocatedType(), block_values_[k], block_slot_);
@@ -1237,9 +1233,7 @@ class Emitter {
                    const std::function<void(const std::function<void()>&)>& each_column) {
     const size_t nk = static_cast<size_t>(plan_.num_kept);
     const std::vector<size_t> phases = phases_of_pass(pass);
-    std::vector<int> targets;
-    for (size_t k : phases) targets.push_back(plan_.phases[k].node);
-    hoist_column_values(targets, pass, idx, each_column);
+    hoist_column_values(phase_nodes(phases), pass, idx, each_column);
     auto acc_ptr = [&](size_t k) { return b_.CreateInBoundsGEP(accs[k]->getAllocatedType(), accs[k], block_slot_); };
     each_column([&] {
       for (size_t k : phases)
@@ -1315,7 +1309,7 @@ class Emitter {
     };
     for (int pass = 0; pass < plan_.num_passes; ++pass) {
       const std::vector<size_t> phases = phases_of_pass(pass);
-      select_pass(phases, pass);
+      select(phase_nodes(phases), pass);
       std::vector<Value*> accs;
       for (size_t k : phases) accs.push_back(reduction_identity(b_, *plan_.phases[k].reduce, plan_.phases[k].dtype));
       each_point([&] {
