@@ -270,6 +270,15 @@ inline Array chain_of(const Array& x, const Array& y, int rounds) {
 }
 inline Array chain20(const Array& x, const Array& y) { return chain_of(x, y, 4); }
 
+// `rounds` rounds of four elementwise ops that all read x and y, summed: two values with
+// `rounds` readers each (the fusion pass's sibling merges and cycle checks against
+// program size, where a chain has one reader per value).
+inline Array fan_in_of(const Array& x, const Array& y, int rounds) {
+  Array t = jnp::zeros_like(x);
+  for (int i = 0; i < rounds; ++i) t = t + jnp::tanh(x * (1.0f + 0.001f * static_cast<float>(i)) - y);
+  return t;
+}
+
 // 1. a call with 20 array arguments (contiguous, 1 element each).
 inline std::vector<Array> dispatch_args() {
   std::vector<Array> args;

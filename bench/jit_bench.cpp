@@ -170,6 +170,10 @@ std::vector<CompileCase> compile_cases() {
   for (int ops : {200, 2000})
     add("compile_chain" + std::to_string(ops),
         compile_timers([ops](const Array& a, const Array& b) { return chain_of(a, b, ops / 5); }, x, y));
+  // As wide as long: 200 and 2000 ops reading the same two inputs.
+  for (int ops : {200, 2000})
+    add("compile_fan_in" + std::to_string(ops),
+        compile_timers([ops](const Array& a, const Array& b) { return fan_in_of(a, b, ops / 4); }, x, y));
   // The 200-op chain first called on jnp::ones (a stride-0 view, as a new user writes it):
   // only that layout's kernels are compiled, so it costs what the contiguous call costs.
   add("compile_chain200_on_ones",

@@ -315,6 +315,11 @@ def jax_compile(quick):
         for _ in range(rounds):
             t = jnp.tanh(jnp.sin(t * y + 0.5) - x)
         return t
+    def fan_in(x, y, rounds):
+        t = jnp.zeros_like(x)
+        for i in range(rounds):
+            t = t + jnp.tanh(x * (1.0 + 0.001 * i) - y)
+        return t
     params, mx, my = mlp_params(jax, jnp)
     cases = {
         "compile_sin_cos": (lambda: (lambda x, y: jnp.sin(x) + jnp.cos(y)), (x, y)),
@@ -322,13 +327,15 @@ def jax_compile(quick):
         "compile_chain20": (lambda: (lambda x, y: chain(x, y, 4)), (x, y)),
         "compile_chain200": (lambda: (lambda x, y: chain(x, y, 40)), (x, y)),
         "compile_chain2000": (lambda: (lambda x, y: chain(x, y, 400)), (x, y)),
+        "compile_fan_in200": (lambda: (lambda x, y: fan_in(x, y, 50)), (x, y)),
+        "compile_fan_in2000": (lambda: (lambda x, y: fan_in(x, y, 500)), (x, y)),
         "compile_chain200_on_ones": (lambda: (lambda x, y: chain(x, y, 40)), (jnp.ones((256, 256), jnp.float32), y)),
         "compile_mlp_value_and_grad": (lambda: jax.value_and_grad(mlp_loss(jnp)), (params, mx, my)),
     }
     out = {}
     for name, (make, args) in cases.items():
         total, compile_only = 1e30, 1e30
-        for _ in range(1 if quick or name == "compile_chain2000" else 4):
+        for _ in range(1 if quick or name.endswith("2000") else 4):
             g = jax.jit(make())
             t0 = time.perf_counter()
             lowered = g.lower(*args)
@@ -668,6 +675,11 @@ def print_targets(rows, peers):
     growth = chain[2000] / chain[200] if chain[2000] and chain[200] else None
     check("compile time linear in the chain's length (2000 ops / 200 ops <= 12)", growth,
           growth is not None and growth <= 12, f"{growth:.2f}x for 10x the ops" if growth else "")
+    for mode, label in (("jx_jit_cold", "compile"), ("jx_jit_retrace", "trace and passes (retrace)")):
+        fan = {n: get("compile", f"compile_fan_in{n}", mode) for n in (200, 2000)}
+        growth = fan[2000] / fan[200] if fan[2000] and fan[200] else None
+        check(f"{label} time linear in a fan-in's width (2000 ops / 200 ops <= 12)", growth,
+              growth is not None and growth <= 12, f"{growth:.2f}x for 10x the ops" if growth else "")
     on_ones = get("compile", "compile_chain200_on_ones", "jx_jit_cold")
     r = on_ones / chain[200] if on_ones and chain[200] else None
     check("a first call on views compiles as fast as on row-major arrays (chain of 200, within 1.15x)", r,

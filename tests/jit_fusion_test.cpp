@@ -636,6 +636,33 @@ TEST(SiblingFusion, DependentSiblingsAreNotMerged) {
       << r.all_notes();
 }
 
+// A value read by many groups: each reader joins the first open sibling fusion it fits
+// in (up to the op limit of 256), so 600 readers make three fusions, in time linear in
+// their number (pairs of readers were tried after every merge: seconds at 1500).
+TEST(SiblingFusion, ManyReadersOfOneValueFillFusionsInTurn) {
+  const char* ops[] = {"exp", "sin", "neg", "tanh"};
+  std::string body, outs;
+  for (int i = 0; i < 600; ++i) {
+    body += "    t" + std::to_string(i) + ":f32[8] = " + ops[i % 4] + " a\n";
+    outs += "t" + std::to_string(i) + ", ";
+  }
+  Fused r = fuse_text("{ lambda ; a:f32[8]. let\n" + body + "  in (" + outs + ") }");
+  EXPECT_EQ(r.fusions("loop"), 3);
+  EXPECT_EQ(r.program.jaxpr.eqns.size(), 3u);
+}
+
+TEST(SiblingFusion, ManySiblingReductionsFillFusionsInTurn) {
+  std::string body, outs;
+  for (int i = 0; i < 300; ++i) {
+    const std::string n = std::to_string(i);
+    body += "    m" + n + ":f32[4,8] = mul a " + (i % 2 ? "a" : "b") + "\n";
+    body += "    s" + n + ":f32[4] = reduce_sum[axes=(1,)] m" + n + "\n";
+    outs += "s" + n + ", ";
+  }
+  Fused r = fuse_text("{ lambda ; a:f32[4,8] b:f32[4,8]. let\n" + body + "  in (" + outs + ") }", {.rows = false});
+  EXPECT_EQ(r.fusions("reduction"), 3);  // 128 products and sums each, then 44
+}
+
 // ---- dot epilogue ----
 
 TEST(DotFusion, ElementwiseEpilogueWithBroadcastBias) {
@@ -908,7 +935,7 @@ TEST(FusionValues, LargerProgramComputesTheSame) {
 
 // A random program over a few shapes mixing every kind of equation the pass meets:
 // elementwise ops, index maps, reductions, reshapes, dots and runtime calls (cumsum).
-std::string random_program(uint32_t seed) {
+std::string random_program(uint32_t seed, int length = 24) {
   std::mt19937 rng(seed);
   auto pick = [&](size_t n) { return static_cast<size_t>(rng() % n); };
   struct Value {
@@ -932,7 +959,7 @@ std::string random_program(uint32_t seed) {
   const char* unary[] = {"sin", "tanh", "neg", "abs", "exp"};
   const char* binary[] = {"add", "mul", "sub", "max"};
   const char* shapes[] = {"4,6", "6,4", "4", "6", "4,4"};
-  for (int i = 0; i < 24; ++i) {
+  for (int i = 0; i < length; ++i) {
     const std::string shape = shapes[pick(5)];
     const Value* a = of_shape(shape);
     switch (pick(10)) {
@@ -992,6 +1019,20 @@ TEST(FusionValues, RandomProgramsComputeTheSame) {
     EXPECT_GE(single.fusions(), r.fusions());
   }
   EXPECT_GT(fused, 60);
+}
+
+// Long programs: many merges, each keeping the pass's topological order of the groups
+// (which bounds its cycle checks) through reorderings; a wrong order would let a merge
+// make a cycle (emission fails) or a wrong program (the values differ).
+TEST(FusionValues, LongRandomProgramsComputeTheSame) {
+  for (uint32_t seed = 100; seed < 112; ++seed) {
+    const std::string text = random_program(seed, 400);
+    SCOPED_TRACE(seed);
+    Fused r = fuse_text(text);
+    Fused single = fuse_text(text, {.merge = false});
+    EXPECT_GT(r.fusions(), 0);
+    EXPECT_LT(r.fusions(), single.fusions() / 2);
+  }
 }
 
 // Notes are only written down when a dump will read them (their texts cost a third of

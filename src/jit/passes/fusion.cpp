@@ -356,6 +356,8 @@ class Fuser {
   void make_groups() {
     groups_.clear();
     group_of_.assign(eqns_.size(), 0);
+    order_.resize(eqns_.size());
+    for (size_t i = 0; i < eqns_.size(); ++i) order_[i] = i;  // the equations are in topological order
     for (size_t i = 0; i < eqns_.size(); ++i) {
       Group g;
       g.members = {i};
@@ -399,16 +401,48 @@ class Fuser {
         if (group_of_[u] != g) f(group_of_[u]);
   }
 
+  template <class F>
+  void for_each_predecessor(size_t g, F&& f) const {
+    for (size_t m : groups_[g].members)
+      for (size_t d : input_defs_[m])
+        if (group_of_[d] != g) f(group_of_[d]);
+  }
+
+  // Walks mark the groups they saw with their walk's number: clearing a mark per group
+  // before every walk made each check cost the whole program.
+  void next_walk() const {
+    visited_.resize(groups_.size(), 0);
+    visited_back_.resize(groups_.size(), 0);
+    if (++walks_ == 0) {  // wrapped: no stale marks
+      std::fill(visited_.begin(), visited_.end(), 0);
+      std::fill(visited_back_.begin(), visited_back_.end(), 0);
+      walks_ = 1;
+    }
+  }
+
+  // A new walk's mark test-and-set.
+  auto new_walk() const {
+    next_walk();
+    return [this, walk = walks_](size_t g) { return visited_[g] != walk ? (visited_[g] = walk, true) : false; };
+  }
+
   // A group other than `from` and `to` on a path from -> ... -> to (its first member's
   // label names the cycle a merge would make), or -1. With allow_direct, a direct edge
   // from -> to counts as a path too (siblings must not depend on each other at all).
+  // Only groups ordered between the two can be on such a path (order_), so the walk
+  // stays between them: a check costs the groups in between, not the program after.
   int64_t path_between(size_t from, size_t to, bool allow_direct) const {
-    std::vector<char> seen(groups_.size(), 0);
-    std::vector<std::pair<size_t, size_t>> stack;  // (group, first group off `from`)
+    if (order_[from] > order_[to]) return -1;
+    const auto first_visit = new_walk();
+    std::vector<std::pair<size_t, size_t>>& stack = walk_stack_;  // (group, first group off `from`)
+    stack.clear();
     bool direct = false;
+    const auto push = [&](size_t s, size_t first) {
+      if (order_[s] < order_[to] && first_visit(s)) stack.push_back({s, first});
+    };
     for_each_successor(from, [&](size_t s) {
       if (s == to) direct = true;
-      else if (!seen[s]) seen[s] = 1, stack.push_back({s, s});
+      else push(s, s);
     });
     if (direct && allow_direct) return static_cast<int64_t>(from);
     while (!stack.empty()) {
@@ -417,11 +451,65 @@ class Fuser {
       bool hit = false;
       for_each_successor(g, [&](size_t s) {
         if (s == to) hit = true;
-        else if (!seen[s]) seen[s] = 1, stack.push_back({s, first});
+        else push(s, first);
       });
       if (hit) return static_cast<int64_t>(first);
     }
     return -1;
+  }
+
+  // Keeps order_ topological when groups a and b become one (a merge whose only path
+  // between them, if any, is a direct edge: what the merges check first). With x the
+  // earlier of the two and y the later, only groups ordered between them move: those
+  // reachable from x (F) go after the merged group, those reaching y (B) before it, each
+  // set keeping its own order, in the slots the three held (the reordering of Pearce and
+  // Kelly's dynamic topological sort). Most merges move nothing: with F empty (a producer
+  // whose only reader in between is the other group) the merged group takes y's slot,
+  // with B empty x's; the two walks run in step, so finding either empty costs about
+  // the smaller set, not the groups in between.
+  void reorder_for_merge(size_t a, size_t b, size_t merged) {
+    const bool a_first = order_[a] < order_[b];
+    const size_t x = a_first ? a : b, y = a_first ? b : a;
+    const size_t lo = order_[x], hi = order_[y];
+    next_walk();
+    struct Walk {
+      std::vector<size_t> stack, found;
+      bool forward;
+      std::vector<uint32_t>* marks;
+    };
+    Walk after{{x}, {}, true, &visited_}, before{{y}, {}, false, &visited_back_};
+    const auto step = [&](Walk& w) {
+      const size_t g = w.stack.back();
+      w.stack.pop_back();
+      const auto visit = [&](size_t s) {
+        if (order_[s] > lo && order_[s] < hi && (*w.marks)[s] != walks_)
+          (*w.marks)[s] = walks_, w.found.push_back(s), w.stack.push_back(s);
+      };
+      if (w.forward) for_each_successor(g, visit);
+      else for_each_predecessor(g, visit);
+    };
+    while (!after.stack.empty() && !before.stack.empty()) step(after), step(before);
+    if (after.stack.empty() && after.found.empty()) {
+      order_[merged] = hi;
+      return;
+    }
+    if (before.stack.empty() && before.found.empty()) {
+      order_[merged] = lo;
+      return;
+    }
+    while (!after.stack.empty()) step(after);
+    while (!before.stack.empty()) step(before);
+    const auto by_order = [&](size_t p, size_t q) { return order_[p] < order_[q]; };
+    std::sort(before.found.begin(), before.found.end(), by_order);
+    std::sort(after.found.begin(), after.found.end(), by_order);
+    std::vector<size_t> slots{lo, hi};
+    for (size_t g : before.found) slots.push_back(order_[g]);
+    for (size_t g : after.found) slots.push_back(order_[g]);
+    std::sort(slots.begin(), slots.end());
+    size_t next = 0;
+    for (size_t g : before.found) order_[g] = slots[next++];
+    order_[merged] = slots[next++];
+    for (size_t g : after.found) order_[g] = slots[next++];
   }
 
   bool used_outside(const Var& v, size_t a, size_t b) const {
@@ -440,6 +528,7 @@ class Fuser {
   }
 
   void merge(size_t into, size_t from, std::string note) {
+    reorder_for_merge(into, from, into);
     Group& dst = groups_[into];
     Group& src = groups_[from];
     for (size_t m : src.members) group_of_[m] = into;
@@ -468,6 +557,8 @@ class Fuser {
   // input on every call (a 2000-op chain of x * y + 0.5 filled 358 arrays of 0.5 per call).
   static constexpr size_t kMaxFusedOps = 256;
 
+  bool fits(size_t a, size_t b) const { return groups_[a].ops + groups_[b].ops <= kMaxFusedOps; }
+
   std::string too_large(size_t a, size_t b) const {
     const size_t n = groups_[a].ops + groups_[b].ops;
     if (n <= kMaxFusedOps) return "";
@@ -482,7 +573,7 @@ class Fuser {
     // Built only for a refusal: describing the consumer for every merge attempt was most
     // of the pass's time on a long chain.
     auto into = [&] { return " into " + describe(C) + ": "; };
-    if (std::string why = too_large(p, c); !why.empty()) return label(P.members.back()) + into() + why;
+    if (!fits(p, c)) return label(P.members.back()) + into() + too_large(p, c);
     // c's readers of p's results, found from p's side: a walk over c's members per merge
     // attempt made fusing a long chain quadratic in its length.
     for (size_t d : P.members)
@@ -589,7 +680,10 @@ class Fuser {
 
   // Consumers last to first, as XLA's instruction fusion: each absorbs its producers,
   // first those it alone reads (no extra output), then those whose results are also
-  // needed elsewhere (they become extra outputs of a loop fusion).
+  // needed elsewhere (they become extra outputs of a loop fusion); within each, the one
+  // computed last first, so a fusion grows back over the program as one stretch. (In the
+  // order it reads them, t = t + tanh(x * c - y) repeated absorbed 256 adds, the op
+  // limit, and left every tanh to be materialized and read back as one of its 256 inputs.)
   bool fuse_producers_into_consumers() {
     bool changed = false;
     std::vector<char> done(groups_.size(), 0);
@@ -599,8 +693,11 @@ class Fuser {
       done[c] = 1;
       for (bool merged = true; merged;) {
         merged = false;
+        std::vector<size_t> candidates = producers(c);
+        std::sort(candidates.begin(), candidates.end(),
+                  [&](size_t a, size_t b) { return groups_[a].members.back() > groups_[b].members.back(); });
         for (int tier = 0; tier < 2 && !merged; ++tier)
-          for (size_t p : producers(c)) {
+          for (size_t p : candidates) {
             if (only_used_by(p, c) != (tier == 0)) continue;
             if (try_producer(p, c)) {
               merged = changed = true;
@@ -614,47 +711,65 @@ class Fuser {
 
   // ---- 2. siblings ----
 
-  bool same_space(const Group& a, const Group& b) const {
-    if (a.kind != b.kind || a.space.shape != b.space.shape) return false;
-    return a.kind == "loop" || (a.kind == "reduction" && a.axes == b.axes);
-  }
-
+  // Each value's readers in program order, first fit: a reader joins the first open
+  // sibling fusion over its space that it may merge with, else opens one. Pairs are not
+  // enumerated (a value read by R groups costs R tries of a few candidates each, not R^2
+  // tries after every merge: a value read by 1500 groups took seconds).
   bool fuse_siblings() {
     bool changed = false;
     std::vector<Var> values = program_.constvars;
     values.insert(values.end(), program_.invars.begin(), program_.invars.end());
     for (const Equation& e : eqns_) values.insert(values.end(), e.outputs.begin(), e.outputs.end());
+    std::vector<char> listed(groups_.size(), 0);
     for (const Var& v : values) {
       if (v.aval.ndim() == 0) continue;  // a scalar read twice costs nothing
-      for (bool merged = true; merged;) {
-        merged = false;
-        std::vector<size_t> readers;
-        for (size_t u : var_users(v.id)) {
-          size_t g = group_of_[u];
-          if (!groups_[g].kind.empty() && groups_[g].kind != "dot" &&
-              std::find(readers.begin(), readers.end(), g) == readers.end())
-            readers.push_back(g);
-        }
-        for (size_t x = 0; x < readers.size() && !merged; ++x)
-          for (size_t y = x + 1; y < readers.size() && !merged; ++y) {
-            const size_t a = readers[x], b = readers[y];
-            if (!same_space(groups_[a], groups_[b]) || !too_large(a, b).empty()) continue;
-            int64_t through = path_between(a, b, true);
-            if (through < 0) through = path_between(b, a, true);
-            if (through >= 0) {
+      std::vector<size_t> readers;
+      for (size_t u : var_users(v.id)) {
+        const size_t g = group_of_[u];
+        if (!groups_[g].kind.empty() && groups_[g].kind != "dot" && !listed[g]) listed[g] = 1, readers.push_back(g);
+      }
+      for (size_t g : readers) listed[g] = 0;
+      if (readers.size() < 2) continue;
+      // Open fusions by space; only the last few of a space are tried (each try may walk
+      // the graph between the two), which matters only when many are refused.
+      constexpr size_t kCandidates = 8;
+      std::unordered_map<std::string, std::vector<size_t>> open;
+      for (size_t b : readers) {
+        std::vector<size_t>& same = open[space_key(groups_[b])];
+        bool joined = false;
+        for (size_t k = same.size() > kCandidates ? same.size() - kCandidates : 0; k < same.size() && !joined; ++k) {
+          const size_t a = same[k];
+          if (!fits(a, b)) continue;
+          int64_t through = path_between(a, b, true);
+          if (through < 0) through = path_between(b, a, true);
+          if (through >= 0) {
+            if (notes())
               refuse("refused: sibling fusion of " + labels(groups_[a]) + " and " + labels(groups_[b]) + " (both read " +
                          name_of(v) + "): one depends on the other",
                      groups_[a].members[0], groups_[b].members[0]);
-              continue;
-            }
-            merge(a, b,
-                  notes() ? "sibling fusion with " + labels(groups_[b]) + " (both read " + name_of(v) + ", read once)"
-                          : "");
-            merged = changed = true;
+            continue;
           }
+          merge(a, b,
+                notes() ? "sibling fusion with " + labels(groups_[b]) + " (both read " + name_of(v) + ", read once)"
+                        : "");
+          joined = changed = true;
+        }
+        if (!joined) same.push_back(b);
       }
     }
     return changed;
+  }
+
+  // Groups with equal keys may be siblings: loops over one shape, or reductions of one
+  // shape over the same axes.
+  std::string space_key(const Group& g) const {
+    std::string key = g.kind + ":";
+    for (int64_t d : g.space.shape) key += std::to_string(d) + ",";
+    if (g.kind == "reduction")
+      for (int64_t a : g.axes) key += ":" + std::to_string(a);
+    else if (g.kind != "loop")
+      key += "#" + std::to_string(&g - groups_.data());  // other kinds have no siblings
+    return key;
   }
 
   // ---- 2b. rows ----
@@ -674,7 +789,7 @@ class Fuser {
   bool rows_seed(const Group& g) const {
     if (g.kind != "reduction" || g.axes.empty()) return false;
     const int64_t n = g.space.ndim(), first = n - static_cast<int64_t>(g.axes.size());
-    if (g.axes.back() != n - 1) return !getenv("JX_NO_COLUMNS") && g.space.shape.back() >= kMinColumns;
+    if (g.axes.back() != n - 1) return g.space.shape.back() >= kMinColumns;
     for (size_t k = 0; k < g.axes.size(); ++k)
       if (g.axes[k] != first + static_cast<int64_t>(k)) return false;
     int64_t rows = 1, row = 1;
@@ -707,7 +822,7 @@ class Fuser {
 
   // Merges c into rows group r if the result still compiles as one rows kernel.
   bool try_rows(size_t r, size_t c, bool producer) {
-    if (!too_large(r, c).empty()) return false;
+    if (!fits(r, c)) return false;
     if (producer ? path_between(c, r, false) >= 0 : path_between(r, c, false) >= 0) return false;
     std::vector<size_t> members = groups_[r].members;
     members.insert(members.end(), groups_[c].members.begin(), groups_[c].members.end());
@@ -961,6 +1076,13 @@ class Fuser {
   std::unordered_map<int64_t, std::vector<size_t>> var_users_;  // var id -> distinct user equations
   std::vector<Group> groups_;
   std::vector<size_t> group_of_;
+  // A topological order of the group graph (every edge x -> y has order_[x] < order_[y]),
+  // kept through merges by reorder_for_merge; at first, the equations' own order. (Groups
+  // split off for emission by keep_pure_data_movement_as_views have none: no merge follows.)
+  std::vector<size_t> order_;
+  mutable std::vector<uint32_t> visited_, visited_back_;  // walks' marks: the walk that last saw each group
+  mutable uint32_t walks_ = 0;
+  mutable std::vector<std::pair<size_t, size_t>> walk_stack_;  // path_between's
   std::vector<Refusal> refusals_;
   std::unordered_set<std::string> refusal_texts_;
   std::unordered_map<int64_t, std::vector<size_t>> refusals_by_producer_;  // -> indices in refusals_
