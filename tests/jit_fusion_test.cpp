@@ -540,6 +540,42 @@ TEST(RowsFusion, ARowValueReadAlongTheRowIsRefused) {
   EXPECT_TRUE(refused) << r.all_notes();
 }
 
+// A rows group grows by merges checked only when it has doubled (or stops growing): here
+// an invalid merge (the row sums of k read along the row) is followed by more merges
+// before the check at 16 ops, which then fails; the merges since the last good state are
+// undone and redone one checked merge at a time, which refuses that one, as checking
+// every merge would have.
+TEST(RowsFusion, AnInvalidMergeAmongUncheckedOnesIsUndoneAndRefused) {
+  Fused r = fuse_text(R"({ lambda ; a:f32[16,16]. let
+    b:f32[16] = reduce_max[axes=(1,)] a
+    c:f32[16,16] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(16, 16)] b
+    d:f32[16,16] = sub a c
+    e:f32[16,16] = exp d
+    f:f32[16,16] = mul e e
+    g:f32[16,16] = add f e
+    h:f32[16,16] = tanh g
+    i:f32[16,16] = mul h a
+    j:f32[16] = reduce_sum[axes=(1,)] i
+    k:f32[16,16] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(16, 16)] j
+    l:f32[16,16] = sub i k
+    m:f32[16] = reduce_sum[axes=(1,)] l
+    n:f32[16,16] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(16, 16)] m
+    o:f32[16,16] = mul a n
+    p:f32[16,16] = exp o
+    q:f32[16,16] = sin p
+    s:f32[16,16] = mul q p
+    t:f32[16,16] = tanh s
+    u:f32[16,16] = add t a
+    v:f32[16] = reduce_sum[axes=(1,)] u
+  in (v,) })");
+  EXPECT_EQ(r.fusions("rows"), 2) << r.text;  // b to j; k to v, seeded by m
+  EXPECT_EQ(r.fusions(), 2) << r.text;
+  bool refused = false;
+  for (const std::string& n : r.notes)
+    refused = refused || (n.rfind("refused: rows fusion of ", 0) == 0 && n.find("another row") != std::string::npos);
+  EXPECT_TRUE(refused) << r.all_notes();
+}
+
 TEST(RowsFusion, FewRowsAndNarrowColumnsStayApart) {
   // 4 rows are too few to split among threads; a reduction over the leading axis of 8
   // columns fills no vector (kMinColumns).
@@ -935,13 +971,15 @@ TEST(FusionValues, LargerProgramComputesTheSame) {
 
 // A random program over a few shapes mixing every kind of equation the pass meets:
 // elementwise ops, index maps, reductions, reshapes, dots and runtime calls (cumsum).
-std::string random_program(uint32_t seed, int length = 24) {
+std::string random_program(uint32_t seed, int length = 24, int64_t rows = 4, int64_t cols = 6) {
+  const std::string R = std::to_string(rows), C = std::to_string(cols), RC = R + "," + C, CR = C + "," + R,
+                    RR = R + "," + R;
   std::mt19937 rng(seed);
   auto pick = [&](size_t n) { return static_cast<size_t>(rng() % n); };
   struct Value {
     std::string name, shape;
   };
-  std::vector<Value> values = {{"x", "4,6"}, {"y", "4,6"}, {"z", "6"}, {"w", "6,4"}};
+  std::vector<Value> values = {{"x", RC}, {"y", RC}, {"z", C}, {"w", CR}};
   std::string body;
   int next = 0;
   auto of_shape = [&](const std::string& shape) -> const Value* {
@@ -958,7 +996,7 @@ std::string random_program(uint32_t seed, int length = 24) {
   };
   const char* unary[] = {"sin", "tanh", "neg", "abs", "exp"};
   const char* binary[] = {"add", "mul", "sub", "max"};
-  const char* shapes[] = {"4,6", "6,4", "4", "6", "4,4"};
+  const std::string shapes[] = {RC, CR, R, C, RR};
   for (int i = 0; i < length; ++i) {
     const std::string shape = shapes[pick(5)];
     const Value* a = of_shape(shape);
@@ -973,39 +1011,41 @@ std::string random_program(uint32_t seed, int length = 24) {
         if (const Value* b = of_shape(shape); a && b) add(shape, std::string(binary[pick(4)]) + " " + a->name + " " + b->name);
         break;
       case 5:  // broadcasts up to 2-d
-        if (const Value* v = of_shape("4")) add("4,6", "broadcast_in_dim[broadcast_dimensions=(0,) shape=(4, 6)] " + v->name);
-        else if (const Value* u = of_shape("6")) add("4,6", "broadcast_in_dim[broadcast_dimensions=(1,) shape=(4, 6)] " + u->name);
+        if (const Value* v = of_shape(R)) add(RC, "broadcast_in_dim[broadcast_dimensions=(0,) shape=(" + R + ", " + C + ")] " + v->name);
+        else if (const Value* u = of_shape(C)) add(RC, "broadcast_in_dim[broadcast_dimensions=(1,) shape=(" + R + ", " + C + ")] " + u->name);
         break;
       case 6:  // reductions of 2-d values
-        if (const Value* v = of_shape("4,6")) {
-          const bool rows = pick(2);
-          add(rows ? "4" : "6", std::string(pick(2) ? "reduce_sum" : "reduce_max") + "[axes=(" + (rows ? "1" : "0") +
+        if (const Value* v = of_shape(RC)) {
+          const bool along_rows = pick(2);
+          add(along_rows ? R : C, std::string(pick(2) ? "reduce_sum" : "reduce_max") + "[axes=(" + (along_rows ? "1" : "0") +
                                     ",)] " + v->name);
         }
         break;
       case 7:  // transpose, reshape
-        if (const Value* v = of_shape("4,6")) add("6,4", pick(2) ? "transpose[permutation=(1, 0)] " + v->name
-                                                                 : "reshape[new_sizes=(6, 4)] " + v->name);
+        if (const Value* v = of_shape(RC))
+          add(CR, pick(2) ? "transpose[permutation=(1, 0)] " + v->name : "reshape[new_sizes=(" + C + ", " + R + ")] " + v->name);
         break;
       case 8:  // dot and slice
-        if (const Value* l = of_shape("4,6"); l && pick(2)) {
-          if (const Value* r = of_shape("6,4"))
-            add("4,4", "dot_general[lhs_batch_dimensions=() lhs_contracting_dimensions=(1,) "
+        if (const Value* l = of_shape(RC); l && pick(2)) {
+          if (const Value* r = of_shape(CR))
+            add(RR, "dot_general[lhs_batch_dimensions=() lhs_contracting_dimensions=(1,) "
                        "preferred_element_type=float32 rhs_batch_dimensions=() rhs_contracting_dimensions=(0,)] " +
                            l->name + " " + r->name);
-        } else if (const Value* v = of_shape("6,4")) {
-          add("4,4", "slice[limit_indices=(6, 4) start_indices=(2, 0) strides=(1, 1)] " + v->name);
+        } else if (const Value* v = of_shape(CR)) {
+          add(RR, "slice[limit_indices=(" + C + ", " + R + ") start_indices=(" + std::to_string(cols - rows) +
+                      ", 0) strides=(1, 1)] " + v->name);
         }
         break;
       default:  // a runtime call
-        if (const Value* v = of_shape("4,6")) add("4,6", "cumsum[axis=1 reverse=False] " + v->name);
+        if (const Value* v = of_shape(RC)) add(RC, "cumsum[axis=1 reverse=False] " + v->name);
         break;
     }
   }
   std::string outs;
   for (size_t k = values.size() > 7 ? values.size() - 3 : 4; k < values.size(); ++k) outs += values[k].name + ", ";
   outs += values[values.size() > 4 ? 4 + pick(values.size() - 4) : 0].name + ",";
-  return "{ lambda ; x:f32[4,6] y:f32[4,6] z:f32[6] w:f32[6,4]. let\n" + body + "  in (" + outs + ") }";
+  return "{ lambda ; x:f32[" + RC + "] y:f32[" + RC + "] z:f32[" + C + "] w:f32[" + CR + "]. let\n" + body + "  in (" +
+         outs + ") }";
 }
 
 TEST(FusionValues, RandomProgramsComputeTheSame) {
@@ -1033,6 +1073,21 @@ TEST(FusionValues, LongRandomProgramsComputeTheSame) {
     EXPECT_GT(r.fusions(), 0);
     EXPECT_LT(r.fusions(), single.fusions() / 2);
   }
+}
+
+// Programs over 8 x 16 values, where row reductions seed rows fusions (8 rows) and column
+// reductions columns fusions (16 columns): rows groups grow by unchecked merges checked
+// when they double and when they stop, undone and redone one checked merge at a time
+// when a check fails; every outcome must still compute the same values.
+TEST(FusionValues, RandomProgramsWithRowsFusionsComputeTheSame) {
+  int rows = 0;
+  for (uint32_t seed = 200; seed < 260; ++seed) {
+    const std::string text = random_program(seed, seed < 230 ? 40 : 300, 8, 16);
+    SCOPED_TRACE(seed);
+    Fused r = fuse_text(text);
+    rows += r.fusions("rows");
+  }
+  EXPECT_GT(rows, 30);
 }
 
 // Notes are only written down when a dump will read them (their texts cost a third of

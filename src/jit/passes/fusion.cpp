@@ -489,12 +489,16 @@ class Fuser {
       else for_each_predecessor(g, visit);
     };
     while (!after.stack.empty() && !before.stack.empty()) step(after), step(before);
+    const auto place = [&](size_t g, size_t slot) {
+      if (undo_) undo_->orders.push_back({g, order_[g]});
+      order_[g] = slot;
+    };
     if (after.stack.empty() && after.found.empty()) {
-      order_[merged] = hi;
+      place(merged, hi);
       return;
     }
     if (before.stack.empty() && before.found.empty()) {
-      order_[merged] = lo;
+      place(merged, lo);
       return;
     }
     while (!after.stack.empty()) step(after);
@@ -507,9 +511,9 @@ class Fuser {
     for (size_t g : after.found) slots.push_back(order_[g]);
     std::sort(slots.begin(), slots.end());
     size_t next = 0;
-    for (size_t g : before.found) order_[g] = slots[next++];
-    order_[merged] = slots[next++];
-    for (size_t g : after.found) order_[g] = slots[next++];
+    for (size_t g : before.found) place(g, slots[next++]);
+    place(merged, slots[next++]);
+    for (size_t g : after.found) place(g, slots[next++]);
   }
 
   bool used_outside(const Var& v, size_t a, size_t b) const {
@@ -528,6 +532,7 @@ class Fuser {
   }
 
   void merge(size_t into, size_t from, std::string note) {
+    if (undo_) undo_->absorbed.push_back({from, groups_[from]});
     reorder_for_merge(into, from, into);
     Group& dst = groups_[into];
     Group& src = groups_[from];
@@ -820,56 +825,119 @@ class Fuser {
     return c.space.shape == r.space.shape || c.space.shape == row_shape(r) || c.space.shape == kept_row_shape(r);
   }
 
-  // Merges c into rows group r if the result still compiles as one rows kernel.
-  bool try_rows(size_t r, size_t c, bool producer) {
+  // A rows group grows by tentative merges, checked as one rows kernel only when its op
+  // count has doubled since the last check and when it stops growing: checking after
+  // every merge planned the whole candidate kernel each time, quadratic in the group's
+  // size (an unrolled chain of row normalizations spent 0.8 ms per step). A failed check
+  // undoes the merges since the last good state and redoes them one checked merge at a
+  // time (as each did before), until the group has doubled again.
+  struct Undo {
+    Group grown;                                       // the rows group at its last good state
+    std::vector<std::pair<size_t, Group>> absorbed;    // groups merged into it since, as they were
+    std::vector<std::pair<size_t, size_t>> orders;     // (group, order_ before) of every reordering since
+  };
+  struct RowsGrowth {
+    size_t r;
+    Undo undo;
+    bool careful = false;    // check every merge
+    size_t next_check = 0;   // op count at which a tentative run is checked
+    bool pending() const { return !undo.absorbed.empty(); }
+  };
+
+  void mark_good(RowsGrowth& g) {
+    g.undo.grown = groups_[g.r];
+    g.undo.absorbed.clear();
+    g.undo.orders.clear();
+  }
+
+  // Restores the last good state.
+  void undo_to_good(RowsGrowth& g) {
+    for (auto it = g.undo.orders.rbegin(); it != g.undo.orders.rend(); ++it) order_[it->first] = it->second;
+    for (auto it = g.undo.absorbed.rbegin(); it != g.undo.absorbed.rend(); ++it) {
+      groups_[it->first] = it->second;
+      for (size_t m : it->second.members) group_of_[m] = it->first;
+    }
+    groups_[g.r] = g.undo.grown;
+    g.undo.absorbed.clear();
+    g.undo.orders.clear();
+  }
+
+  // Whether rows group r as it stands compiles as one rows kernel.
+  bool rows_kernel_supported(size_t r, std::string* why) {
+    Equation candidate = build_fusion_of(groups_[r].members, [r](size_t g) { return g == r; }, "rows", "candidate");
+    return rows_fusion_supported(detail::call_body(candidate.params, "fusion")->jaxpr, why);
+  }
+
+  // Merges c into the growing rows group; false if refused (nothing changed then).
+  bool try_rows(RowsGrowth& g, size_t c, bool producer) {
+    const size_t r = g.r;
     if (!fits(r, c)) return false;
     if (producer ? path_between(c, r, false) >= 0 : path_between(r, c, false) >= 0) return false;
-    std::vector<size_t> members = groups_[r].members;
-    members.insert(members.end(), groups_[c].members.begin(), groups_[c].members.end());
-    std::sort(members.begin(), members.end());
-    auto inside = [&](size_t g) { return g == r || g == c; };
-    Equation candidate = build_fusion_of(members, inside, "rows", "candidate");
-    std::string why;
-    if (!rows_fusion_supported(detail::call_body(candidate.params, "fusion")->jaxpr, &why)) {
-      refuse("refused: rows fusion of " + labels(groups_[c]) + " into " + describe(groups_[r]) + ": " + why,
-             groups_[c].members[0], groups_[r].members[0]);
-      return false;
-    }
     std::string note;
     if (notes())
       note = "merged " + labels(groups_[c]) + " into " + describe(groups_[r]) +
              (producer ? " (a producer of the rows)" : " (reads the rows' results)");
+    const std::string refusal =
+        notes() ? "refused: rows fusion of " + labels(groups_[c]) + " into " + describe(groups_[r]) + ": " : "";
+    const int64_t c_first = static_cast<int64_t>(groups_[c].members[0]), r_first = static_cast<int64_t>(groups_[r].members[0]);
+    undo_ = &g.undo;
     groups_[r].kind = "rows";
     merge(r, c, std::move(note));
-    return true;
+    undo_ = nullptr;
+    if (!g.careful && groups_[r].ops < g.next_check) return true;
+    std::string why;
+    if (rows_kernel_supported(r, &why)) {
+      mark_good(g);
+      if (groups_[r].ops >= g.next_check) g.careful = false, g.next_check = 2 * groups_[r].ops;
+      return true;
+    }
+    const bool single = g.undo.absorbed.size() == 1;
+    undo_to_good(g);
+    if (single) {
+      refuse(refusal + why, c_first, r_first);
+      return false;
+    }
+    g.careful = true;  // redo the undone merges one checked merge at a time
+    return true;       // the group changed: look for candidates again
+  }
+
+  // One pass over r's candidates, consumers first (what reads the reduction back makes
+  // the rows), then, once it is a rows group, the loops over its space and the
+  // reductions over its rows that only it reads (the row sums of a cotangent in softmax
+  // cross-entropy's gradient); true if the group changed.
+  bool grow_rows_once(RowsGrowth& g) {
+    const size_t r = g.r;
+    std::vector<size_t> next;
+    for_each_successor(r, [&](size_t c) {
+      if (std::find(next.begin(), next.end(), c) == next.end()) next.push_back(c);
+    });
+    std::sort(next.begin(), next.end(), [&](size_t a, size_t b) { return groups_[a].members[0] < groups_[b].members[0]; });
+    for (size_t c : next)
+      if (groups_[c].alive && joins_rows(groups_[r], groups_[c]) && try_rows(g, c, false)) return true;
+    if (groups_[r].kind != "rows") return false;
+    for (size_t p : producers(r))
+      if (((groups_[p].kind == "loop" && groups_[p].space.shape == groups_[r].space.shape) ||
+           (groups_[p].kind == "reduction" && joins_rows(groups_[r], groups_[p]))) &&
+          only_used_by(p, r) && try_rows(g, p, true))
+        return true;
+    return false;
   }
 
   void fuse_rows() {
+    constexpr size_t kFirstCheck = 8;
     for (size_t r = 0; r < groups_.size(); ++r) {
       if (!groups_[r].alive || !rows_seed(groups_[r])) continue;
-      // Consumers first (what reads the reduction back makes the rows), then, once it is a
-      // rows group, the loops over its space and the reductions over its rows that only
-      // it reads (the row sums of a cotangent in softmax cross-entropy's gradient).
-      for (bool merged = true; merged;) {
-        merged = false;
-        std::vector<size_t> next;
-        for_each_successor(r, [&](size_t c) {
-          if (std::find(next.begin(), next.end(), c) == next.end()) next.push_back(c);
-        });
-        std::sort(next.begin(), next.end(), [&](size_t a, size_t b) { return groups_[a].members[0] < groups_[b].members[0]; });
-        for (size_t c : next)
-          if (groups_[c].alive && joins_rows(groups_[r], groups_[c]) && try_rows(r, c, false)) {
-            merged = true;
-            break;
-          }
-        if (merged || groups_[r].kind != "rows") continue;
-        for (size_t p : producers(r))
-          if (((groups_[p].kind == "loop" && groups_[p].space.shape == groups_[r].space.shape) ||
-               (groups_[p].kind == "reduction" && joins_rows(groups_[r], groups_[p]))) &&
-              only_used_by(p, r) && try_rows(r, p, true)) {
-            merged = true;
-            break;
-          }
+      RowsGrowth g{.r = r, .next_check = kFirstCheck};
+      mark_good(g);
+      for (;;) {
+        while (grow_rows_once(g)) {
+        }
+        if (!g.pending()) break;
+        // Stopped growing with unchecked merges: check the result.
+        std::string why;
+        if (rows_kernel_supported(r, &why)) break;
+        undo_to_good(g);
+        g.careful = true;
       }
     }
   }
@@ -1076,6 +1144,7 @@ class Fuser {
   std::unordered_map<int64_t, std::vector<size_t>> var_users_;  // var id -> distinct user equations
   std::vector<Group> groups_;
   std::vector<size_t> group_of_;
+  Undo* undo_ = nullptr;  // set while a rows group grows: merge and reorder_for_merge log into it
   // A topological order of the group graph (every edge x -> y has order_[x] < order_[y]),
   // kept through merges by reorder_for_merge; at first, the equations' own order. (Groups
   // split off for emission by keep_pure_data_movement_as_views have none: no merge follows.)
