@@ -696,7 +696,7 @@ TEST(SiblingFusion, ManySiblingReductionsFillFusionsInTurn) {
     outs += "s" + n + ", ";
   }
   Fused r = fuse_text("{ lambda ; a:f32[4,8] b:f32[4,8]. let\n" + body + "  in (" + outs + ") }", {.rows = false});
-  EXPECT_EQ(r.fusions("reduction"), 3);  // 128 products and sums each, then 44
+  EXPECT_EQ(r.fusions("reduction"), 10);  // at most 32 sums (and their products) each
 }
 
 // ---- dot epilogue ----
