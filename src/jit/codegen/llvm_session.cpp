@@ -15,6 +15,8 @@
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/IR/DiagnosticInfo.h>
+#include <llvm/IR/DiagnosticPrinter.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/MC/TargetRegistry.h>
@@ -227,7 +229,30 @@ constexpr const char* kElementwiseLoopPipeline =
     "function(sroa,early-cse,simplifycfg,loop-simplify,lcssa,loop-mssa(loop-rotate,licm),"
     "inject-tli-mappings,loop-vectorize,early-cse,instsimplify,simplifycfg)";
 
+namespace {
+
+// LLVM's diagnostics while a module compiles. Without a handler the context prints
+// remarks and warnings to stderr (a loop whose vectorization hint could not be honoured
+// printed "remark: <unknown>:0:0: loop not vectorized: ..." into the user's output) and
+// exits the process on an error; here remarks and warnings are dropped (a kernel's
+// hints are requests, its code correct either way) and the first error is kept, raised
+// as a jx::Error once LLVM has returned.
+struct Diagnostics {
+  std::string error;
+  static void handle(const llvm::DiagnosticInfo* info, void* self) {
+    auto& d = *static_cast<Diagnostics*>(self);
+    if (info->getSeverity() != llvm::DS_Error || !d.error.empty()) return;
+    llvm::raw_string_ostream text(d.error);
+    llvm::DiagnosticPrinterRawOStream printer(text);
+    info->print(printer);
+  }
+};
+
+}  // namespace
+
 CompiledModule compile_module(llvm::Module& module, Optimization optimization, bool want_dumps) {
+  Diagnostics diagnostics;
+  module.getContext().setDiagnosticHandlerCallBack(&Diagnostics::handle, &diagnostics);
   MachineLease machine(session());
   llvm::TargetMachine& tm = machine.get();
   module.setDataLayout(tm.createDataLayout());
@@ -285,6 +310,7 @@ CompiledModule compile_module(llvm::Module& module, Optimization optimization, b
   }
   out.object = emit(tm, module, llvm::CodeGenFileType::ObjectFile, tlii);
   out.outlined = std::move(outlined);
+  if (!diagnostics.error.empty()) fail("jit", "LLVM failed to compile ", module.getName().str(), ": ", diagnostics.error);
   return out;
 }
 

@@ -157,39 +157,56 @@ class Emitter {
   // 128 x 65536 7.6 -> 6.7; logsumexp 10.1 -> 8.9, 5.5 -> 4.8 (65536 x 128), 5.2 -> 4.5;
   // a full sum of exp over 2^24 floats 9.1 -> 8.1.
   //
-  // A column reduction's vector loops run over one block's columns (column_reduce), at
-  // most column_block and fewer in a short last block; a loop of fewer iterations than
-  // its width times its interleave never runs a vector iteration: the vectorizer left it
-  // scalar (a sum of exp over 100000 x 16 floats, width 16 and four interleaved, ran at
-  // 1.8 ns a float, one block of 16; 100000 x 100's last block of 36 columns ran scalar).
-  // So the width is at most a block's columns (rounded down to a power of 2) and the
-  // interleave at most their count over it, the last block's too where it holds a vector.
+  // A loop of fewer points than its width times its interleave never runs a vector
+  // iteration: the vectorizer left a column reduction's loop over a block of fewer than
+  // 64 columns scalar with a width of 16 floats interleaved four times (a sum of exp over
+  // 100000 x 16 floats ran at 1.8 ns a float), and a row reduction's over rows of fewer
+  // than 64 (the same sum over axis 1: 1.4 ms for 1.6e6 floats, 0.23 at 64 a row). So
+  // where loops are short (a block's columns, a row) the width is at most their points
+  // (rounded down to a power of 2), and the interleave the count that leaves the fewest
+  // of them to the scalar remainder (fit_interleave).
   //
   // A float max or min reduction gets more vector accumulators than LLVM's four: on AVX2
   // each step of llvm.maximum is a dependent chain of blends, a max and a compare, and a
   // row max of 65536 x 128 floats was bound by that chain, not by memory (2.3-2.5 ms on 2
   // threads, the row sum 1.5; single-threaded 4.0 against 2.6). See below.
-  // The columns a vector loop of this kernel runs over (column_reduce's blocks): a full
-  // block's, or for the other schedules a number no loop is short of; and the last
-  // block's, where it is short but holds a vector of `width` (a shorter one is left to
-  // the scalar remainder).
-  int64_t block_columns() const {
-    if (plan_.schedule.mode != Mode::ColumnReduce) return int64_t{1} << 40;
-    return std::min(plan_.schedule.column_block, plan_.dims[static_cast<size_t>(plan_.num_kept) - 1]);
+  // The most points this kernel's innermost vector loops run over, where that is short:
+  // a block's columns (column_reduce) or a row's length (row reductions, rows kernels);
+  // for the other schedules a number no loop is short of. And, for column_reduce, a
+  // short last block's columns where it holds a vector of `width` (a shorter one is left
+  // to the scalar remainder).
+  int64_t loop_points() const {
+    const size_t nk = static_cast<size_t>(plan_.num_kept);
+    switch (plan_.schedule.mode) {
+      case Mode::ColumnReduce: return std::min(plan_.schedule.column_block, plan_.dims[nk - 1]);
+      case Mode::RowReduce:
+      case Mode::Rows: return plan_.dims.empty() ? 1 : plan_.dims.back();
+      default: return int64_t{1} << 40;
+    }
   }
-  int64_t vector_width_for_columns(int64_t lanes) const {
+  // Full registers, or fewer lanes where the loops are shorter, or half a register where
+  // that covers a short loop's points and a full one does not (24 floats: three vectors
+  // of 8, not one of 16 and 8 points scalar).
+  int64_t vector_width_for_loops(int64_t lanes) const {
+    const int64_t points = loop_points();
     int64_t width = lanes;
-    while (width > 1 && width > block_columns()) width /= 2;
+    while (width > 1 && width > points) width /= 2;
+    if (width > 1 && points < 4 * width && points % width != 0 && points % (width / 2) == 0) width /= 2;
     return width;
   }
-  // An interleave count for vectors of `width`, at most `wanted`, that blocks can fill.
-  int64_t fit_columns(int64_t width, int64_t wanted) const {
-    int64_t fill = block_columns();
+  // An interleave count for vectors of `width`, at most `wanted`. A short loop takes the
+  // count that leaves the fewest points to the scalar remainder (the largest such).
+  int64_t fit_interleave(int64_t width, int64_t wanted) const {
+    int64_t points = loop_points();
     if (plan_.schedule.mode == Mode::ColumnReduce) {
       const int64_t last = plan_.dims[static_cast<size_t>(plan_.num_kept) - 1] % plan_.schedule.column_block;
-      if (last >= width) fill = std::min(fill, last);
+      if (last >= width) points = std::min(points, last);
     }
-    return std::clamp<int64_t>(fill / width, 1, wanted);
+    if (points >= 4 * width * wanted) return wanted;
+    int64_t best = 1;
+    for (int64_t ic = 1; ic <= wanted; ++ic)
+      if (points / (width * ic) * (width * ic) >= points / (width * best) * (width * best)) best = ic;
+    return best;
   }
 
   void annotate_loops() {
@@ -263,16 +280,16 @@ class Emitter {
       std::vector<llvm::Metadata*> hints = {nullptr};
       const int64_t lanes = std::max<int64_t>(1, host_vector_bytes() / widest);
       if (extremum) {
-        hint(hints, "llvm.loop.interleave.count", fit_columns(lanes, extremum_accumulators(widest)));
+        hint(hints, "llvm.loop.interleave.count", fit_interleave(lanes, extremum_accumulators(widest)));
       } else if (interleave > 1) {
         hint(hints, "llvm.loop.interleave.count", interleave);
         hint(hints, "llvm.loop.vectorize.width", plan_.schedule.vector_lanes);
       } else {
-        const int64_t width = vector_width_for_columns(lanes);
+        const int64_t width = vector_width_for_loops(lanes);
         if (calls || large) {
           hint(hints, "llvm.loop.interleave.count", 1);
         } else if (float_arithmetic_reduction && loops->tests_rare_paths(latch->getParent())) {
-          hint(hints, "llvm.loop.interleave.count", fit_columns(width, kRarePathInterleave));
+          hint(hints, "llvm.loop.interleave.count", fit_interleave(width, kRarePathInterleave));
         }
         if (large || float_arithmetic_reduction) hint(hints, "llvm.loop.vectorize.width", width);
       }
