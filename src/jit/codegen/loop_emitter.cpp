@@ -123,6 +123,45 @@ class Emitter {
     annotate_loops();
   }
 
+  // The most points this kernel's innermost vector loops run over, where that is short:
+  // a block's columns (column_reduce) or a row's length (row reductions, rows kernels);
+  // for the other schedules a number no loop is short of.
+  int64_t loop_points() const {
+    const size_t nk = static_cast<size_t>(plan_.num_kept);
+    switch (plan_.schedule.mode) {
+      case Mode::ColumnReduce: return std::min(plan_.schedule.column_block, plan_.dims[nk - 1]);
+      case Mode::RowReduce:
+      case Mode::Rows: return plan_.dims.empty() ? 1 : plan_.dims.back();
+      default: return int64_t{1} << 40;
+    }
+  }
+  // Full registers, or fewer lanes where the loops are shorter, or half a register where
+  // that covers a short loop's points and a full one does not (24 floats: three vectors
+  // of 8, not one of 16 and 8 points scalar).
+  int64_t vector_width_for_loops(int64_t lanes) const {
+    const int64_t points = loop_points();
+    int64_t width = lanes;
+    while (width > 1 && width > points) width /= 2;
+    if (width > 1 && points < 4 * width && points % width != 0 && points % (width / 2) == 0) width /= 2;
+    return width;
+  }
+  // An interleave count for vectors of `width`, at most `wanted`. A short loop takes the
+  // count that leaves the fewest points to the scalar remainder (the largest such); a
+  // column reduction's short last block counts where it holds a vector of `width` (a
+  // shorter one is left to the remainder).
+  int64_t fit_interleave(int64_t width, int64_t wanted) const {
+    int64_t points = loop_points();
+    if (plan_.schedule.mode == Mode::ColumnReduce) {
+      const int64_t last = plan_.dims[static_cast<size_t>(plan_.num_kept) - 1] % plan_.schedule.column_block;
+      if (last >= width) points = std::min(points, last);
+    }
+    if (points >= 4 * width * wanted) return wanted;
+    int64_t best = 1;
+    for (int64_t ic = 1; ic <= wanted; ++ic)
+      if (points / (width * ic) * (width * ic) >= points / (width * best) * (width * best)) best = ic;
+    return best;
+  }
+
   // Loop hints for the vectorizer. An elementwise loop's lanes and interleaving are the
   // plan's (kernel_plan.cpp, vector_blocks: four independent vectors per iteration hide
   // the latency of a fused body's dependent chain, calls included). Otherwise a loop
@@ -170,45 +209,6 @@ class Emitter {
   // each step of llvm.maximum is a dependent chain of blends, a max and a compare, and a
   // row max of 65536 x 128 floats was bound by that chain, not by memory (2.3-2.5 ms on 2
   // threads, the row sum 1.5; single-threaded 4.0 against 2.6). See below.
-  // The most points this kernel's innermost vector loops run over, where that is short:
-  // a block's columns (column_reduce) or a row's length (row reductions, rows kernels);
-  // for the other schedules a number no loop is short of. And, for column_reduce, a
-  // short last block's columns where it holds a vector of `width` (a shorter one is left
-  // to the scalar remainder).
-  int64_t loop_points() const {
-    const size_t nk = static_cast<size_t>(plan_.num_kept);
-    switch (plan_.schedule.mode) {
-      case Mode::ColumnReduce: return std::min(plan_.schedule.column_block, plan_.dims[nk - 1]);
-      case Mode::RowReduce:
-      case Mode::Rows: return plan_.dims.empty() ? 1 : plan_.dims.back();
-      default: return int64_t{1} << 40;
-    }
-  }
-  // Full registers, or fewer lanes where the loops are shorter, or half a register where
-  // that covers a short loop's points and a full one does not (24 floats: three vectors
-  // of 8, not one of 16 and 8 points scalar).
-  int64_t vector_width_for_loops(int64_t lanes) const {
-    const int64_t points = loop_points();
-    int64_t width = lanes;
-    while (width > 1 && width > points) width /= 2;
-    if (width > 1 && points < 4 * width && points % width != 0 && points % (width / 2) == 0) width /= 2;
-    return width;
-  }
-  // An interleave count for vectors of `width`, at most `wanted`. A short loop takes the
-  // count that leaves the fewest points to the scalar remainder (the largest such).
-  int64_t fit_interleave(int64_t width, int64_t wanted) const {
-    int64_t points = loop_points();
-    if (plan_.schedule.mode == Mode::ColumnReduce) {
-      const int64_t last = plan_.dims[static_cast<size_t>(plan_.num_kept) - 1] % plan_.schedule.column_block;
-      if (last >= width) points = std::min(points, last);
-    }
-    if (points >= 4 * width * wanted) return wanted;
-    int64_t best = 1;
-    for (int64_t ic = 1; ic <= wanted; ++ic)
-      if (points / (width * ic) * (width * ic) >= points / (width * best) * (width * best)) best = ic;
-    return best;
-  }
-
   void annotate_loops() {
     const int64_t ops = body_ops();
     const int64_t widest = widest_itemsize();
