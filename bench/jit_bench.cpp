@@ -114,8 +114,25 @@ void bench_dispatch() {
   Array g = jx::random::normal(key, {1000000});
   Array p_eager = jx::random::normal(key, {1000000}), p_plain = p_eager + 0, p_donated = p_eager + 0;
   eager_vs_jit("dispatch", "sgd_update_1e6", [&] { p_eager = sgd(p_eager, g); },
-               [&] { p_donated = donated(p_donated, g); }, {}, 7, 20,
+               [&] { p_donated = donated(p_donated, g); }, Extra().str("donated", "{0}"), 7, 20,
                {{"jx_jit_no_donation", [&] { p_plain = plain(p_plain, g); }}});
+  // An Adam update of 1e6 floats: one kernel reads p, m, v and g and writes the three new
+  // states, each over its donated buffer.
+  using State = std::tuple<Array, Array, Array>;
+  auto adam = [](const Array& p, const Array& m, const Array& v, const Array& g) {
+    Array m1 = 0.9f * m + 0.1f * g;
+    Array v1 = 0.999f * v + 0.001f * (g * g);
+    return State{p - 1e-3f * m1 / (jnp::sqrt(v1) + 1e-8f), m1, v1};
+  };
+  auto adam_plain = jx::jit(adam, options("bench_adam"));
+  jx::JitOptions adam_donating = options("bench_adam_donated");
+  adam_donating.donate_argnums = {0, 1, 2};
+  auto adam_donated = jx::jit(adam, adam_donating);
+  auto fresh_state = [&] { return State{p_eager + 0, jnp::zeros({1000000}) + 0, jnp::zeros({1000000}) + 0}; };
+  State s_eager = fresh_state(), s_plain = fresh_state(), s_donated = fresh_state();
+  auto step = [&](auto& f, State& s) { s = f(std::get<0>(s), std::get<1>(s), std::get<2>(s), g); };
+  eager_vs_jit("dispatch", "adam_update_1e6", [&] { step(adam, s_eager); }, [&] { step(adam_donated, s_donated); },
+               Extra().str("donated", "{0, 1, 2}"), 7, 20, {{"jx_jit_no_donation", [&] { step(adam_plain, s_plain); }}});
   std::vector<Array> args = dispatch_args();
   auto sum20 = jx::jit(sum_of_20, options("bench_sum20"));
   eager_vs_jit("dispatch", "dispatch_20_args_1", [&] { (void)sum_of_20(args); }, [&] { (void)sum20(args); },

@@ -586,7 +586,8 @@ def print_section(title, table, peers):
                           + (f", limit {lim_r['seconds'] * 1e9 / (1 << 22):.3f}" if lim_r else ""))
         if "jx_jit_no_donation" in impls:
             nd = secs(impls, "jx_jit_no_donation")
-            extras.append(f"jit with donate_argnums={{0}} {fmt(jt)}, without {fmt(nd)} ({ratio(nd, jt, 'x')})")
+            extras.append(f"jit with donate_argnums={j.get('donated', '?')} {fmt(jt)}, without {fmt(nd)} "
+                          f"({ratio(nd, jt, 'x')})")
         if "hand_fused" in impls:
             hf, hp = secs(impls, "hand_fused"), secs(impls, "hand_fused_prealloc")
             extras.append(f"hand-fused C++ loop (libmvec, all threads): {fmt(hf)} into a fresh output, "

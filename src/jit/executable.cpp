@@ -63,15 +63,16 @@ void compile_concurrently(const std::vector<std::function<void()>>& tasks) {
 // with the program for the layout of the call that compiles it, else by the first call
 // (or loop body run on buffers) that reads the step's arguments row-major. So a first
 // call on views (jnp::ones) compiles only the kernels of its own layout.
+// `over`: outputs it writes into donated inputs (the step's donating kernel).
 class RowMajorKernel {
  public:
-  RowMajorKernel(const Jaxpr& body, std::string kind, KernelOptions options)
-      : body_(body), kind_(std::move(kind)), options_(std::move(options)) {}
+  RowMajorKernel(const Jaxpr& body, std::string kind, KernelOptions options, OutputsOverInputs over = {})
+      : body_(body), kind_(std::move(kind)), options_(std::move(options)), over_(std::move(over)) {}
   const Kernel& get() const {
     if (const Kernel* k = ready_.load(std::memory_order_acquire)) return *k;
     std::lock_guard lock(mu_);
     if (!kernel_) {
-      kernel_ = compile_kernel(body_, kind_, options_);
+      kernel_ = compile_kernel(body_, kind_, options_, {}, over_);
       ready_.store(kernel_.get(), std::memory_order_release);
     }
     return *kernel_;
@@ -79,19 +80,31 @@ class RowMajorKernel {
   const Jaxpr& body() const { return body_; }
   const std::string& kind() const { return kind_; }
   const KernelOptions& options() const { return options_; }
+  const OutputsOverInputs& over() const { return over_; }
 
  private:
   const Jaxpr& body_;  // the fusion equation's, which the executable's program holds
   std::string kind_;
   KernelOptions options_;  // layout variants reuse them
+  OutputsOverInputs over_;
   mutable std::mutex mu_;
   mutable std::unique_ptr<Kernel> kernel_;
   mutable std::atomic<const Kernel*> ready_{nullptr};
 };
 
+// An output of a kernel step written into the buffer of a donated argument.
+struct Donation {
+  int output = -1;
+  int arg = -1;
+};
+
 struct Step {
   const Equation* eqn = nullptr;
   std::unique_ptr<RowMajorKernel> kernel;  // null: a runtime call of the primitive's impl
+  // Where the step reads donated arguments last: the outputs it writes over them, and the
+  // kernel compiled to (run when every one of those buffers is the call's to give).
+  std::vector<Donation> donations;
+  std::unique_ptr<RowMajorKernel> donating;
   std::vector<Operand> inputs;
   std::vector<int> arg_of_input;   // per input: the program argument it is, or -1
   std::vector<int> outputs;
@@ -189,6 +202,7 @@ class BufferPool {
 // cannot read it in place, and runs its own kernel on contiguous copies).
 struct LayoutKernels {
   std::vector<std::unique_ptr<Kernel>> kernels;
+  std::vector<std::unique_ptr<Kernel>> donating;  // per step with donations: the layout's donating kernel
 };
 
 // The layouts a program keeps kernels for: each is compiled on its first call, and a
@@ -360,10 +374,8 @@ class ProgramExecutable final : public Executable {
   std::vector<bool> kernel_owned_;  // slot holds a buffer a kernel step allocated
   bool recycles_ = false;           // some kernel-owned slot is released before the end
   int num_kernels_ = 0;
-  // A donated argument's buffer that output `output` of kernel step `step` may be written
-  // into (taken out of donated_buffer), or null.
-  std::shared_ptr<detail::Storage> take_donated(const Step& s, size_t step, int output, const Kernel& kernel,
-                                                std::vector<std::shared_ptr<detail::Storage>>& donated_buffer) const;
+  // Plans each kernel step's donations (Step::donations) for the donated arguments.
+  void plan_donations(const std::vector<bool>& donated);
   // Kernels for the argument layouts seen so far (views read in place), by layout_key.
   const LayoutKernels* kernels_for_layout(std::span<const Array> args) const;
   mutable std::mutex layouts_mu_;
@@ -457,15 +469,72 @@ ProgramExecutable::ProgramExecutable(ClosedJaxpr program, const CompileOptions& 
     }
     for (const Operand& o : outputs_) arg_is_output_[i] = arg_is_output_[i] || o.slot == arg_slots_[i];
   }
+  plan_donations(options.donated);
   prepare(first_args);
+}
+
+// Each donated argument read last by a kernel step that may write an output over it
+// (outputs_over_inputs_allowed), in argument order, gives its buffer to one such output
+// of no larger size: the earliest among the program's results, else an intermediate.
+// As in JAX, the donated arguments and the results then pair in order (p, m, v of an
+// Adam update in p', m', v'). An argument bound to several of the step's inputs is not
+// given: the kernel's other reads of it would alias the stores unseen.
+void ProgramExecutable::plan_donations(const std::vector<bool>& donated) {
+  if (std::none_of(donated.begin(), donated.end(), [](bool d) { return d; })) return;
+  std::unordered_map<int, size_t> first_result;  // slot -> index of the first result it is
+  for (size_t k = outputs_.size(); k-- > 0;)
+    if (outputs_[k].slot >= 0) first_result[outputs_[k].slot] = k;
+  auto result_index = [&](int slot) {
+    auto it = first_result.find(slot);
+    return it == first_result.end() ? outputs_.size() : it->second;
+  };
+  for (size_t step = 0; step < steps_.size(); ++step) {
+    Step& s = steps_[step];
+    if (!s.kernel) continue;
+    OutputsOverInputs allowed, over;
+    bool planned = false;
+    std::vector<bool> taken(s.outputs.size(), false);
+    for (int a : args_last_read_[step]) {
+      if (static_cast<size_t>(a) >= donated.size() || !donated[static_cast<size_t>(a)] || arg_is_output_[a]) continue;
+      const auto input = std::find(s.arg_of_input.begin(), s.arg_of_input.end(), a);
+      if (input == s.arg_of_input.end() || std::count(s.arg_of_input.begin(), s.arg_of_input.end(), a) != 1) continue;
+      if (!planned) {
+        allowed = outputs_over_inputs_allowed(s.kernel->body(), s.kernel->kind());
+        planned = true;
+      }
+      const int j = static_cast<int>(input - s.arg_of_input.begin());
+      const Aval& arg = in_avals_[static_cast<size_t>(a)];
+      int best = -1;
+      for (size_t k = 0; k < s.outputs.size(); ++k) {
+        const Aval& out = s.out_avals[k];
+        if (taken[k] || out.size() * itemsize(out.dtype) > arg.size() * itemsize(arg.dtype) ||
+            std::find(allowed.begin(), allowed.end(), OutputOverInput{static_cast<int>(k), j}) == allowed.end())
+          continue;
+        if (best < 0 || result_index(s.outputs[k]) < result_index(s.outputs[static_cast<size_t>(best)]))
+          best = static_cast<int>(k);
+      }
+      if (best < 0) continue;
+      taken[static_cast<size_t>(best)] = true;
+      over.push_back({best, j});
+      s.donations.push_back({best, a});
+    }
+    if (!over.empty())
+      s.donating = std::make_unique<RowMajorKernel>(s.kernel->body(), s.kernel->kind(), s.kernel->options(), std::move(over));
+  }
 }
 
 void ProgramExecutable::prepare(std::span<const Array> args) const {
   const bool row_major = args.size() != arg_slots_.size() || all_contiguous(args);
   const LayoutKernels* layout = row_major ? nullptr : kernels_for_layout(args);
   std::vector<std::function<void()>> tasks;
-  for (size_t k = 0; k < steps_.size(); ++k)
-    if (steps_[k].kernel && !(layout && layout->kernels[k])) tasks.emplace_back([&s = steps_[k]] { s.kernel->get(); });
+  // A step that writes over donated arguments compiles its donating kernel now and its
+  // plain one only if a call cannot give it those buffers.
+  for (size_t k = 0; k < steps_.size(); ++k) {
+    const Step& s = steps_[k];
+    if (!s.kernel || (layout && layout->kernels[k])) continue;
+    const RowMajorKernel* kernel = s.donating ? s.donating.get() : s.kernel.get();
+    tasks.emplace_back([kernel] { kernel->get(); });
+  }
   compile_concurrently(tasks);
 }
 
@@ -564,26 +633,6 @@ std::unique_ptr<KernelStepsProgram> ProgramExecutable::plan_buffer_program() con
   return program;
 }
 
-std::shared_ptr<detail::Storage> ProgramExecutable::take_donated(
-    const Step& s, size_t step, int output, const Kernel& kernel,
-    std::vector<std::shared_ptr<detail::Storage>>& donated_buffer) const {
-  const size_t nbytes = static_cast<size_t>(s.out_avals[static_cast<size_t>(output)].size()) *
-                        static_cast<size_t>(itemsize(s.out_avals[static_cast<size_t>(output)].dtype));
-  for (int a : args_last_read_[step]) {
-    std::shared_ptr<detail::Storage>& buffer = donated_buffer[static_cast<size_t>(a)];
-    if (!buffer || buffer->nbytes < nbytes) continue;
-    // Every operand position bound to the argument must allow the overwrite.
-    bool ok = false;
-    for (size_t j = 0; j < s.inputs.size(); ++j) {
-      if (s.arg_of_input[j] != a) continue;
-      ok = kernel.can_write_over(output, static_cast<int>(j));
-      if (!ok) break;
-    }
-    if (ok) return std::move(buffer);
-  }
-  return nullptr;
-}
-
 const LayoutKernels* ProgramExecutable::kernels_for_layout(std::span<const Array> args) const {
   std::vector<int64_t> key = layout_key(args);
   std::lock_guard lock(layouts_mu_);
@@ -591,6 +640,7 @@ const LayoutKernels* ProgramExecutable::kernels_for_layout(std::span<const Array
   if (layouts_.size() >= kMaxLayouts) return nullptr;
   auto layout = std::make_unique<LayoutKernels>();
   layout->kernels.resize(steps_.size());
+  layout->donating.resize(steps_.size());
   std::vector<std::function<void()>> tasks;
   for (size_t k = 0; k < steps_.size(); ++k) {
     const Step& s = steps_[k];
@@ -606,12 +656,18 @@ const LayoutKernels* ProgramExecutable::kernels_for_layout(std::span<const Array
     if (!strided || s.kernel->kind() == "dot") continue;  // BLAS reads row-major operands: copied
     KernelOptions options = s.kernel->options();
     options.name += ".strided" + std::to_string(layouts_.size());
-    tasks.emplace_back([&s, &kernel = layout->kernels[k], options = std::move(options), strides = std::move(strides)] {
+    // A step with donations compiles only its donating kernel for the layout: a call that
+    // cannot donate runs the row-major kernel on copies of the views.
+    const bool donating = s.donating != nullptr;
+    tasks.emplace_back([&s, &kernel = donating ? layout->donating[k] : layout->kernels[k], options = std::move(options),
+                        strides = std::move(strides), donating] {
       try {
-        kernel = compile_kernel(s.kernel->body(), s.kernel->kind(), options, strides);
+        kernel = compile_kernel(s.kernel->body(), s.kernel->kind(), options, strides,
+                                donating ? s.donating->over() : OutputsOverInputs{});
       } catch (const Error&) {
-        // A reshape of a view that no strides express (a merged slice): this step copies
-        // the view, as every step did before layouts were compiled.
+        // A reshape of a view that no strides express (a merged slice), or a donated
+        // argument that is a view: this step copies the views, as every step did before
+        // layouts were compiled.
       }
     });
   }
@@ -699,8 +755,17 @@ std::vector<Array> ProgramExecutable::run(std::span<const Array> args, const std
     for (const Operand& o : s.inputs) ins.push_back(o.slot >= 0 ? &values[o.slot] : &o.constant);
     if (s.kernel) {
       detail::AllocScope scope(s.eqn->primitive->name());  // out-of-memory errors name the fusion
-      const bool in_place = layout && layout->kernels[step];
-      const Kernel* kernel = in_place ? layout->kernels[step].get() : &s.kernel->get();
+      // Donating: every buffer this step writes over is the call's to give.
+      const bool donates = donating && !s.donations.empty() &&
+                           std::all_of(s.donations.begin(), s.donations.end(), [&](const Donation& d) {
+                             const auto& buffer = donated_buffer[static_cast<size_t>(d.arg)];
+                             const Aval& out = s.out_avals[static_cast<size_t>(d.output)];
+                             return buffer && buffer->nbytes >= static_cast<size_t>(out.size()) * itemsize(out.dtype);
+                           });
+      const std::vector<std::unique_ptr<Kernel>>* layout_kernels =
+          !layout ? nullptr : donates ? &layout->donating : &layout->kernels;
+      const bool in_place = layout_kernels && (*layout_kernels)[step];
+      const Kernel* kernel = in_place ? (*layout_kernels)[step].get() : donates ? &s.donating->get() : &s.kernel->get();
       in_ptrs.clear();
       out_ptrs.clear();
       copies.clear();
@@ -717,7 +782,10 @@ std::vector<Array> ProgramExecutable::run(std::span<const Array> args, const std
         in_ptrs.push_back(detail::raw_data(*x));
       }
       for (size_t k = 0; k < s.outputs.size(); ++k) {
-        std::shared_ptr<detail::Storage> over = donating ? take_donated(s, step, static_cast<int>(k), *kernel, donated_buffer) : nullptr;
+        std::shared_ptr<detail::Storage> over;
+        if (donates)
+          for (const Donation& d : s.donations)
+            if (d.output == static_cast<int>(k)) over = std::move(donated_buffer[static_cast<size_t>(d.arg)]);
         values[s.outputs[k]] = over ? detail::adopt_storage(std::move(over), s.out_avals[k]) : pool.take(s.out_avals[k]);
         out_ptrs.push_back(const_cast<void*>(detail::raw_data(values[s.outputs[k]])));
       }

@@ -27,6 +27,10 @@ struct CompileOptions {
   std::string dump_dir;         // "": no dumps (dump.h)
   bool verify_passes = false;   // type-check the program after every changing pass
   cpu::VectorIsa vector_isa = cpu::vector_isa();  // the math library's ISA: eager's by default
+  // Per argument, whether calls may give its buffer to the program's results
+  // (JitOptions::donate_argnums): the kernels that read it last are compiled to write
+  // their outputs over it where they can.
+  std::vector<bool> donated;
 };
 
 // The options the configuration gives a program named `name` now (config.h).

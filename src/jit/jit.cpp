@@ -77,7 +77,9 @@ const compiler::Executable& executable(const JitEntry& e, std::span<const Array>
     }
     auto t0 = std::chrono::steady_clock::now();
     // The body takes the constants as leading inputs; the executable holds them.
-    e.exe = compiler::compile_program(*e.traced, compile_options(e.options), args);
+    compiler::CompileOptions options = compile_options(e.options);
+    options.donated = e.donated;
+    e.exe = compiler::compile_program(*e.traced, options, args);
     if (config::get().log_compiles)
       std::fprintf(stderr, "jx: compiled '%s' for %s in %.2f ms (%d native kernels)\n", e.name.c_str(),
                    avals_list(e.in_avals).c_str(), ms_since(t0), e.exe->num_kernels());

@@ -152,9 +152,18 @@ int input_index(const Jaxpr& fused, const Atom& a) {
   return -1;
 }
 
-}  // namespace
+// The product of a dot fusion as a matrix product, and its epilogue: the fused program
+// without the dot, whose result becomes the last input.
+struct DotFusion {
+  DType dtype;
+  int lhs = -1, rhs = -1;
+  bool lhs_t = false, rhs_t = false;
+  int64_t m = 0, n = 0, k = 0;
+  Jaxpr epilogue;
+  bool lone = false;  // the product is the fusion's only output: no epilogue
+};
 
-std::unique_ptr<Kernel> compile_dot_kernel(const Jaxpr& fused, const KernelOptions& options) {
+DotFusion analyze(const Jaxpr& fused) {
   const Equation* dot = nullptr;
   for (const Equation& e : fused.eqns)
     if (e.primitive == &lax::dot_general_p) {
@@ -166,8 +175,10 @@ std::unique_ptr<Kernel> compile_dot_kernel(const Jaxpr& fused, const KernelOptio
   const Aval& ra = dot->inputs[1].aval();
   const Aval& out = dot->outputs[0].aval;
   const std::string what = "dot_general of " + la.str() + " and " + ra.str();
-  const int lhs = input_index(fused, dot->inputs[0]), rhs = input_index(fused, dot->inputs[1]);
-  if (lhs < 0 || rhs < 0) fail("jit", "a dot kernel multiplies two kernel inputs, but the ", what, " reads computed values");
+  DotFusion d{.dtype = la.dtype};
+  d.lhs = input_index(fused, dot->inputs[0]);
+  d.rhs = input_index(fused, dot->inputs[1]);
+  if (d.lhs < 0 || d.rhs < 0) fail("jit", "a dot kernel multiplies two kernel inputs, but the ", what, " reads computed values");
   if (la.ndim() < 1 || la.ndim() > 2 || ra.ndim() < 1 || ra.ndim() > 2)
     fail("jit", "a dot kernel handles 1-d or 2-d operands only, got ", what);
   if (!dot->params.get_ints("lhs_batch_dimensions").empty() || !dot->params.get_ints("rhs_batch_dimensions").empty())
@@ -185,29 +196,50 @@ std::unique_ptr<Kernel> compile_dot_kernel(const Jaxpr& fused, const KernelOptio
   // contraction has size 1), and the row-major m x n product is the result in order
   // (dot_general puts the lhs's free dimension first).
   const bool contracts = !lc.empty();
-  const int64_t k = contracts ? la.shape[lc[0]] : 1;
-  const int64_t m = la.ndim() == 2 ? la.shape[1 - lc[0]] : contracts ? 1 : la.shape[0];
-  const int64_t n = ra.ndim() == 2 ? ra.shape[1 - rc[0]] : contracts ? 1 : ra.shape[0];
+  d.k = contracts ? la.shape[lc[0]] : 1;
+  d.m = la.ndim() == 2 ? la.shape[1 - lc[0]] : contracts ? 1 : la.shape[0];
+  d.n = ra.ndim() == 2 ? ra.shape[1 - rc[0]] : contracts ? 1 : ra.shape[0];
   // A 2-d lhs contracting its rows is stored [k, m]; a 2-d rhs contracting its columns, [n, k].
-  const bool lhs_t = la.ndim() == 2 && lc[0] == 0, rhs_t = ra.ndim() == 2 && rc[0] == 1;
+  d.lhs_t = la.ndim() == 2 && lc[0] == 0;
+  d.rhs_t = ra.ndim() == 2 && rc[0] == 1;
   for (const Atom& o : fused.outvars)
     if (o.aval().shape != out.shape)
       fail("jit", "every output of a dot fusion has the product's shape ", shape_str(out.shape), ", got ",
            o.aval().str());
-
-  // The epilogue: the fused program without the dot, whose result becomes the last input.
-  Jaxpr epilogue;
-  epilogue.invars = fused.invars;
-  epilogue.invars.push_back(dot->outputs[0]);
+  d.epilogue.invars = fused.invars;
+  d.epilogue.invars.push_back(dot->outputs[0]);
   for (const Equation& e : fused.eqns)
-    if (&e != dot) epilogue.eqns.push_back(e);
-  epilogue.outvars = fused.outvars;
-  // A lone product (the result is the fusion's only output) needs no epilogue.
+    if (&e != dot) d.epilogue.eqns.push_back(e);
+  d.epilogue.outvars = fused.outvars;
+  d.lone = d.epilogue.eqns.empty() && fused.outvars.size() == 1 && fused.outvars[0].is_var() &&
+           fused.outvars[0].var().id == dot->outputs[0].id;
+  return d;
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> compile_dot_kernel(const Jaxpr& fused, const KernelOptions& options, const OutputsOverInputs& over) {
+  DotFusion d = analyze(fused);
+  // The product's operands are read by the product while the epilogue writes rows.
+  for (const OutputOverInput& o : over)
+    if (d.lone || o.input == d.lhs || o.input == d.rhs)
+      fail("jit", "internal: output ", o.output, " of a dot kernel cannot be written over its input ", o.input);
   std::shared_ptr<const CompiledLoop> loop;
-  const bool lone = epilogue.eqns.empty() && fused.outvars.size() == 1 && fused.outvars[0].is_var() &&
-                    fused.outvars[0].var().id == dot->outputs[0].id;
-  if (!lone) loop = CompiledLoop::compile(plan_kernel(epilogue, "loop", {}, options.vector_isa), options);
-  return std::make_unique<DotKernel>(std::move(loop), la.dtype, lhs, rhs, lhs_t, rhs_t, m, n, k, fused.invars.size());
+  if (!d.lone) loop = CompiledLoop::compile(plan_kernel(d.epilogue, "loop", {}, options.vector_isa, over), options);
+  return std::make_unique<DotKernel>(std::move(loop), d.dtype, d.lhs, d.rhs, d.lhs_t, d.rhs_t, d.m, d.n, d.k,
+                                     fused.invars.size());
+}
+
+OutputsOverInputs dot_outputs_over_inputs_allowed(const Jaxpr& fused) {
+  const DotFusion d = analyze(fused);
+  if (d.lone) return {};
+  const KernelPlan plan = plan_kernel(d.epilogue, "loop");
+  OutputsOverInputs allowed;
+  const int num_inputs = static_cast<int>(fused.invars.size());  // the epilogue's last input is the product
+  for (int o = 0; o < static_cast<int>(plan.outputs.size()); ++o)
+    for (int i = 0; i < num_inputs; ++i)
+      if (i != d.lhs && i != d.rhs && can_write_over(plan, o, i)) allowed.push_back({o, i});
+  return allowed;
 }
 
 }  // namespace jx::compiler::codegen

@@ -39,15 +39,22 @@ class Kernel {
   // inputs: one pointer per invar of the fused program, each the invar's aval laid out
   // as compile_kernel was told (row-major unless InputStrides say otherwise), pointing
   // at element (0, ..., 0); outputs: one per outvar, contiguous, allocated by the
-  // caller, never aliasing an input. Splits large iteration spaces over the thread pool
-  // (src/backend/cpu/thread_pool.h) itself; small kernels stay on the calling thread.
+  // caller, never aliasing an input except where compile_kernel was told it is written
+  // over one (OutputsOverInputs: the same pointer in both places). Splits large
+  // iteration spaces over the thread pool (src/backend/cpu/thread_pool.h) itself; small
+  // kernels stay on the calling thread.
   virtual void run(const void* const* inputs, void* const* outputs) const = 0;
-  // Whether outputs[output] may be the very buffer of inputs[input] (a donated argument,
-  // jx::JitOptions::donate_argnums): true only where every point of the kernel reads
-  // that input at the element it writes, with the same element width, so each element
-  // is read before it is overwritten and by no other point.
-  virtual bool can_write_over(int output, int input) const { return false; }
 };
+
+// Output `output` of a kernel written into the buffer of its input `input` (a donated
+// argument, jx::JitOptions::donate_argnums): the kernel stores it through that input's
+// pointer, so the compiler sees the aliasing instead of assuming none.
+struct OutputOverInput {
+  int output = -1;
+  int input = -1;
+  bool operator==(const OutputOverInput&) const = default;
+};
+using OutputsOverInputs = std::vector<OutputOverInput>;
 
 struct KernelOptions {
   std::string name;        // base of the kernel's symbol and dump files ("f.fusion3")
@@ -64,7 +71,17 @@ struct KernelOptions {
 // says. Raises jx::Error("[jit] ...") for an equation it cannot compile (the fusion pass
 // should not have produced it), and for a layout it cannot read in place: a "dot"
 // kernel (BLAS takes row-major operands) or a reshape no view strides express.
+// `over`: outputs written into inputs' buffers, each pair one that
+// outputs_over_inputs_allowed lists, each output and input in at most one pair.
 std::unique_ptr<Kernel> compile_kernel(const Jaxpr& fused, std::string_view kind, const KernelOptions& options,
-                                       const InputStrides& input_strides = {});
+                                       const InputStrides& input_strides = {}, const OutputsOverInputs& over = {});
+
+// Every (output, input) pair of a fusion whose output may be written into that input's
+// buffer: the input is read only at the element the output writes there, with the same
+// element width, and no later point reads that element (so each element is read before
+// it is overwritten, by the point that overwrites it): any output of a "loop" or "rows"
+// kernel, or of a "dot" kernel's epilogue (never over the product's operands, which the
+// product reads while the epilogue runs). None for other kinds.
+OutputsOverInputs outputs_over_inputs_allowed(const Jaxpr& fused, std::string_view kind);
 
 }  // namespace jx::compiler

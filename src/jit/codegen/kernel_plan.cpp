@@ -710,9 +710,10 @@ KernelPlan plan_rows(const Jaxpr& fused, const InputStrides& input_strides) {
 }  // namespace
 
 bool can_write_over(const KernelPlan& plan, int output, int input) {
-  if (plan.kind != KernelPlan::Kind::Loop || plan.outputs.size() != 1 || output != 0) return false;
+  if (plan.kind == KernelPlan::Kind::Reduction) return false;
+  if (output < 0 || static_cast<size_t>(output) >= plan.outputs.size()) return false;
   if (input < 0 || static_cast<size_t>(input) >= plan.input_dtypes.size()) return false;
-  const PlanOutput& out = plan.outputs[0];
+  const PlanOutput& out = plan.outputs[static_cast<size_t>(output)];
   if (itemsize(plan.input_dtypes[static_cast<size_t>(input)]) != itemsize(out.dtype)) return false;
   return std::all_of(plan.nodes.begin(), plan.nodes.end(), [&](const PlanNode& n) {
     return n.kind != PlanNode::Kind::Load || n.input != input || n.index == out.index;
@@ -723,7 +724,9 @@ bool is_index_op(const Primitive& p) { return static_cast<bool>(p.rules().loweri
 
 int op_cost(const Primitive& p) { return std::max(1, p.rules().lowering.cost); }
 
-KernelPlan plan_kernel(const Jaxpr& fused, std::string_view kind, const InputStrides& input_strides, cpu::VectorIsa isa) {
+namespace {
+
+KernelPlan plan_fused(const Jaxpr& fused, std::string_view kind, const InputStrides& input_strides, cpu::VectorIsa isa) {
   if (!fused.constvars.empty()) fail("jit", "a fused program must have no constvars");
   if (fused.outvars.empty()) fail("jit", "a fused program must have outputs");
   if (kind == "loop") {
@@ -798,6 +801,22 @@ KernelPlan plan_kernel(const Jaxpr& fused, std::string_view kind, const InputStr
   return std::move(p.plan);
 }
 
+}  // namespace
+
+KernelPlan plan_kernel(const Jaxpr& fused, std::string_view kind, const InputStrides& input_strides, cpu::VectorIsa isa,
+                       const OutputsOverInputs& over) {
+  KernelPlan plan = plan_fused(fused, kind, input_strides, isa);
+  std::vector<bool> written(plan.input_dtypes.size(), false);
+  for (const OutputOverInput& o : over) {
+    if (!can_write_over(plan, o.output, o.input) || written[static_cast<size_t>(o.input)] ||
+        plan.outputs[static_cast<size_t>(o.output)].over_input >= 0)
+      fail("jit", "internal: output ", o.output, " of a ", kind, " kernel cannot be written over its input ", o.input);
+    written[static_cast<size_t>(o.input)] = true;
+    plan.outputs[static_cast<size_t>(o.output)].over_input = o.input;
+  }
+  return plan;
+}
+
 std::string KernelPlan::str() const {
   std::ostringstream os;
   static const char* const kKinds[] = {"loop", "reduction", "rows"};
@@ -829,6 +848,7 @@ std::string KernelPlan::str() const {
     os << "out" << i << ":" << dtype_name(o.dtype) << " = n" << o.node << " " << affine_str(o.index);
     if (o.reduce) os << " " << o.reduce->name();
     if (o.per_row) os << " per_row";
+    if (o.over_input >= 0) os << " over in" << o.over_input;
     os << "\n";
   }
   for (size_t i = 0; i < phases.size(); ++i) {

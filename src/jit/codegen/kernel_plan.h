@@ -65,6 +65,7 @@ struct PlanOutput {
   const Primitive* reduce = nullptr;  // reduction kind: reduce_sum, ...
   Affine index;                       // element offset into the output (0 coefs on reduced dims)
   bool per_row = false;               // "rows" kernels: one element per row, stored after the passes
+  int over_input = -1;                // >= 0: stored through that input's pointer (kernel.h, OutputOverInput)
 };
 
 // How the emitter loops over a plan: a function of the plan alone (so part of its text).
@@ -153,14 +154,16 @@ inline constexpr int64_t kRowBlockBytes = 256 * 1024;
 // Loads fold the inputs' strides (kernel.h) into their affine addresses. `isa`: the
 // vector instruction set the kernel is compiled for, which sets the vector blocks of a
 // flat elementwise loop and its interleaving (kernel_plan.cpp's vector_blocks; Scalar: none).
+// `over`: outputs stored through an input's pointer, each pair one can_write_over allows.
 KernelPlan plan_kernel(const Jaxpr& fused, std::string_view kind, const InputStrides& input_strides = {},
-                       cpu::VectorIsa isa = cpu::VectorIsa::Scalar);
+                       cpu::VectorIsa isa = cpu::VectorIsa::Scalar, const OutputsOverInputs& over = {});
 
 // Whether output `output` of a plan may be written into input `input`'s buffer
-// (Kernel::can_write_over): a single-output loop whose every load of that input is at
-// the output's own element, of the same width. One output only: with several, a load
-// feeding a later output could be scheduled after the store of an earlier one, which
-// the kernels' noalias parameters allow.
+// (outputs_over_inputs_allowed, kernel.h): a "loop" or "rows" plan that loads that input
+// only at the element the output stores, with the same element width. Each point then
+// reads the element before it stores over it: a loop point evaluates every node before
+// its stores; a rows kernel stores a block's outputs after the passes that read its
+// rows, and the full-shape ones row by row after the row's last pass.
 bool can_write_over(const KernelPlan& plan, int output, int input);
 
 // True for the primitives the plan reads through as index maps: those whose lowering has

@@ -330,7 +330,10 @@ class Emitter {
 
   // The loops live in a function whose data pointers are parameters marked noalias
   // (outputs never alias inputs), which the entry function inlines; after inlining the
-  // vectorizer still knows that stores to outputs do not change what inputs read.
+  // vectorizer still knows that stores to outputs do not change what inputs read. An
+  // output written over an input (PlanOutput::over_input, a donated buffer) is stored
+  // through that input's parameter, so the aliasing is in the IR: the stores keep their
+  // order after the loads of the same element, which noalias would let LLVM break.
   llvm::Function* emit_body() {
     const size_t nin = plan_.input_dtypes.size(), nout = plan_.outputs.size();
     std::vector<llvm::Type*> params(nin + nout, ptr_);
@@ -338,15 +341,21 @@ class Emitter {
     params.push_back(i64_);
     llvm::Function* f = new_function("jx_kernel_body", llvm::FunctionType::get(b_.getVoidTy(), params, false), true);
     f->addFnAttr(llvm::Attribute::AlwaysInline);
+    std::vector<bool> written(nin, false);
+    for (const PlanOutput& o : plan_.outputs)
+      if (o.over_input >= 0) written[static_cast<size_t>(o.over_input)] = true;
     for (size_t i = 0; i < nin + nout; ++i) {
       f->addParamAttr(static_cast<unsigned>(i), llvm::Attribute::NoAlias);
       f->addParamAttr(static_cast<unsigned>(i), llvm::Attribute::NoCapture);
-      if (i < nin) f->addParamAttr(static_cast<unsigned>(i), llvm::Attribute::ReadOnly);
+      if (i < nin && !written[i]) f->addParamAttr(static_cast<unsigned>(i), llvm::Attribute::ReadOnly);
     }
     function_ = f;
     b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", f));
     for (size_t i = 0; i < nin; ++i) ins_.push_back(f->getArg(static_cast<unsigned>(i)));
-    for (size_t i = 0; i < nout; ++i) outs_.push_back(f->getArg(static_cast<unsigned>(nin + i)));
+    for (size_t i = 0; i < nout; ++i) {
+      const int over = plan_.outputs[i].over_input;
+      outs_.push_back(over >= 0 ? ins_[static_cast<size_t>(over)] : f->getArg(static_cast<unsigned>(nin + i)));
+    }
     Value* begin = f->getArg(static_cast<unsigned>(nin + nout));
     Value* end = f->getArg(static_cast<unsigned>(nin + nout + 1));
     switch (plan_.schedule.mode) {

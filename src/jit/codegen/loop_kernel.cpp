@@ -260,19 +260,11 @@ namespace {
 
 class LoopKernel final : public Kernel {
  public:
-  LoopKernel(std::shared_ptr<const CompiledLoop> loop, const KernelPlan& plan) : loop_(std::move(loop)) {
-    for (int o = 0; o < static_cast<int>(plan.outputs.size()); ++o)
-      for (int i = 0; i < static_cast<int>(plan.input_dtypes.size()); ++i)
-        if (codegen::can_write_over(plan, o, i)) overwritable_.emplace_back(o, i);
-  }
+  explicit LoopKernel(std::shared_ptr<const CompiledLoop> loop) : loop_(std::move(loop)) {}
   void run(const void* const* inputs, void* const* outputs) const override { loop_->run(inputs, outputs); }
-  bool can_write_over(int output, int input) const override {
-    return std::find(overwritable_.begin(), overwritable_.end(), std::pair{output, input}) != overwritable_.end();
-  }
 
  private:
   std::shared_ptr<const CompiledLoop> loop_;
-  std::vector<std::pair<int, int>> overwritable_;  // (output, input) pairs
 };
 
 }  // namespace
@@ -312,19 +304,31 @@ bool rows_fusion_supported(const Jaxpr& fused, std::string* why_not) {
 }
 
 std::unique_ptr<Kernel> compile_kernel(const Jaxpr& fused, std::string_view kind, const KernelOptions& options,
-                                       const InputStrides& input_strides) {
+                                       const InputStrides& input_strides, const OutputsOverInputs& over) {
   if (kind == "dot") {
     for (const std::vector<int64_t>& s : input_strides)
       if (!s.empty()) detail::fail("jit", "a dot kernel reads row-major operands; its inputs cannot be strided views");
-    return codegen::compile_dot_kernel(fused, options);
+    return codegen::compile_dot_kernel(fused, options, over);
   }
   if (kind == "scalar_loop") {
     for (const std::vector<int64_t>& s : input_strides)
       if (!s.empty()) detail::fail("jit", "a scalar_loop kernel reads row-major operands; its inputs cannot be strided views");
+    if (!over.empty()) detail::fail("jit", "internal: a scalar_loop kernel writes no output over an input");
     return codegen::compile_scalar_loop_kernel(fused, options);
   }
-  codegen::KernelPlan plan = codegen::plan_kernel(fused, kind, input_strides, options.vector_isa);
-  return std::make_unique<codegen::LoopKernel>(codegen::CompiledLoop::compile(plan, options), plan);
+  codegen::KernelPlan plan = codegen::plan_kernel(fused, kind, input_strides, options.vector_isa, over);
+  return std::make_unique<codegen::LoopKernel>(codegen::CompiledLoop::compile(plan, options));
+}
+
+OutputsOverInputs outputs_over_inputs_allowed(const Jaxpr& fused, std::string_view kind) {
+  if (kind == "dot") return codegen::dot_outputs_over_inputs_allowed(fused);
+  if (kind != "loop" && kind != "rows") return {};
+  const codegen::KernelPlan plan = codegen::plan_kernel(fused, kind);
+  OutputsOverInputs allowed;
+  for (int o = 0; o < static_cast<int>(plan.outputs.size()); ++o)
+    for (int i = 0; i < static_cast<int>(plan.input_dtypes.size()); ++i)
+      if (codegen::can_write_over(plan, o, i)) allowed.push_back({o, i});
+  return allowed;
 }
 
 }  // namespace jx::compiler

@@ -58,7 +58,12 @@ int64_t llvm_compile_count();
 // on scalars as one native loop.
 std::unique_ptr<Kernel> compile_scalar_loop_kernel(const Jaxpr& fused, const KernelOptions& options);
 
-// compile_kernel for kind "dot" (dot_kernel.cpp).
-std::unique_ptr<Kernel> compile_dot_kernel(const Jaxpr& fused, const KernelOptions& options);
+// compile_kernel for kind "dot" (dot_kernel.cpp): `over` names epilogue outputs written
+// over inputs, among those dot_outputs_over_inputs_allowed lists.
+std::unique_ptr<Kernel> compile_dot_kernel(const Jaxpr& fused, const KernelOptions& options,
+                                           const OutputsOverInputs& over = {});
+// outputs_over_inputs_allowed for kind "dot": its epilogue's, over inputs other than
+// the product's operands.
+OutputsOverInputs dot_outputs_over_inputs_allowed(const Jaxpr& fused);
 
 }  // namespace jx::compiler::codegen
