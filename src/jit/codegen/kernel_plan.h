@@ -110,6 +110,9 @@ struct LoopSchedule {
   // independent vectors one vector iteration computes (kernel_plan.cpp, vector_blocks).
   int64_t vector_lanes = 0;
   int64_t interleave = 1;
+  // Elementwise, n-d: the vectors run across rows, each row's points repeated in the loop
+  // body (rows shorter than a few vectors: kernel_plan.cpp, runs_across_rows).
+  bool across_rows = false;
 };
 
 // A kernel body of more ops than this is "large": its vector width is fixed and its loop

@@ -11,6 +11,7 @@
 #include <llvm/IR/Function.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
 
 #include "jit/codegen/llvm_session.h"
@@ -33,7 +34,8 @@ constexpr int64_t kCacheLine = 64;
 constexpr int64_t kChunkBytes = 1024;  // chunks of an innermost reduction loop (reduce_innermost)
 constexpr int64_t kNarrowSumCost = 8;   // op_cost of the terms of a float32 sum summed narrow (sums_narrow)
 constexpr int64_t kPrefetchMinBytes = int64_t{8} << 20;  // inputs that prefetch (prefetching_pass)
-constexpr int64_t kRarePathInterleave = 4;  // float32 reduction loops of inline math (annotate_loops)
+constexpr int64_t kRarePathInterleave = 4;
+constexpr int64_t kShortRowPoints = 256;  // rows of at most this many points are short (short_rows)  // float32 reduction loops of inline math (annotate_loops)
 constexpr int64_t kShortExtremaRow = 1024;  // max/min rows that map NaN instead of probing (reduce_extrema_checked)
 
 // Which loops of a function call a vector math function (jx_vm_*), which combine a
@@ -249,6 +251,14 @@ class Emitter {
     }
     std::map<llvm::Function*, std::unique_ptr<LoopCalls>> loops_of;
     for (llvm::BranchInst* latch : latches_) {
+      if (plan_.schedule.across_rows) {  // the loop over rows is the vector loop
+        std::vector<llvm::Metadata*> hints = {nullptr};
+        hint(hints, "llvm.loop.vectorize.enable", 1);
+        hint(hints, "llvm.loop.vectorize.width", plan_.schedule.vector_lanes);
+        hint(hints, "llvm.loop.interleave.count", 1);
+        set_loop_hints(latch, hints);
+        continue;
+      }
       llvm::Function* f = latch->getFunction();
       auto& loops = loops_of[f];
       if (!loops) loops = std::make_unique<LoopCalls>(*f);
@@ -276,8 +286,24 @@ class Emitter {
         continue;
       }
       const bool extremum = !calls && !large && loops->reduces_extremum(latch->getParent());
-      if (!calls && !large && !float_arithmetic_reduction && !extremum && interleave == 1) continue;
+      // A loop over rows (or a reduction's units) is not over a row's points: its width is
+      // a full register's (the per-row log of a logsumexp over rows of 24 floats, held to
+      // the row's 8 lanes, found no vector log of that width and ran scalar: 1.1 ms
+      // against 0.27 at rows of 32).
+      const bool over_rows = unit_loops_.contains(latch);
+      const bool short_row = !over_rows && short_rows();
+      if (!short_row && !calls && !large && !float_arithmetic_reduction && !extremum && interleave == 1) continue;
       std::vector<llvm::Metadata*> hints = {nullptr};
+      if (short_row) {
+        // Not unrolled before it is vectorized; the vector loop LLVM may unroll (a row of
+        // 128 floats is 8 vectors, whose loop it unrolls whole).
+        hint(hints, "llvm.loop.unroll.disable", -1);
+        llvm::Metadata* vectorized[] = {llvm::MDString::get(ctx_, "llvm.loop.isvectorized"),
+                                        llvm::ConstantAsMetadata::get(b_.getInt32(1))};
+        llvm::Metadata* followup[] = {llvm::MDString::get(ctx_, "llvm.loop.vectorize.followup_all"),
+                                      llvm::MDNode::get(ctx_, vectorized)};
+        hints.push_back(llvm::MDNode::get(ctx_, followup));
+      }
       const int64_t lanes = std::max<int64_t>(1, host_vector_bytes() / widest);
       if (extremum) {
         hint(hints, "llvm.loop.interleave.count", fit_interleave(lanes, extremum_accumulators(widest)));
@@ -285,13 +311,14 @@ class Emitter {
         hint(hints, "llvm.loop.interleave.count", interleave);
         hint(hints, "llvm.loop.vectorize.width", plan_.schedule.vector_lanes);
       } else {
-        const int64_t width = vector_width_for_loops(lanes);
+        const int64_t width = over_rows ? lanes : vector_width_for_loops(lanes);
         if (calls || large) {
           hint(hints, "llvm.loop.interleave.count", 1);
         } else if (float_arithmetic_reduction && loops->tests_rare_paths(latch->getParent())) {
           hint(hints, "llvm.loop.interleave.count", fit_interleave(width, kRarePathInterleave));
         }
-        if (large || float_arithmetic_reduction) hint(hints, "llvm.loop.vectorize.width", width);
+        if (large || float_arithmetic_reduction || short_row) hint(hints, "llvm.loop.vectorize.width", width);
+        if (short_row && loop_points() % width != 0) hint(hints, "llvm.loop.vectorize.predicate.enable", 1);
       }
       set_loop_hints(latch, hints);
     }
@@ -303,6 +330,19 @@ class Emitter {
     llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, hints);
     id->replaceOperandWith(0, id);
     latch->setMetadata(llvm::LLVMContext::MD_loop, id);
+  }
+
+  // Whether the loops over a row's points (Rows, RowReduce) are short: at least half a
+  // register of the widest element and at most kShortRowPoints. Their vector hints then
+  // hold them as loops: LLVM unrolled a row of 24 floats whole (its trip count known) and
+  // vectorized the loop over rows around it with a gather per element (a row max over
+  // 66666 x 24 floats: 0.27 ms, 0.11 as a loop), and a row whose points its vectors do not
+  // divide runs its last vector masked instead of a scalar remainder (the sum of exp over
+  // rows of 28 floats: 16 points a vector, 12 scalar, 1.3 ms; masked 0.27).
+  bool short_rows() const {
+    if (plan_.schedule.mode != Mode::Rows && plan_.schedule.mode != Mode::RowReduce) return false;
+    const int64_t points = loop_points(), half = host_vector_bytes() / widest_itemsize() / 2;
+    return points >= std::max<int64_t>(2, half) && points <= kShortRowPoints;
   }
 
   // Bytes of the plan's widest element type.
@@ -587,6 +627,18 @@ class Emitter {
         idx[0] = i;
         store_outputs(idx);
       });
+    // Short rows (LoopSchedule::across_rows): the row's points in sequence in the body of
+    // the loop over rows, which the vectorizer runs across rows.
+    if (plan_.schedule.across_rows) {
+      loop(begin, end, [&](Value* row) {
+        decompose(row, 0, nd - 1, idx);
+        for (int64_t j = 0; j < plan_.dims[nd - 1]; ++j) {
+          idx[nd - 1] = c64(j);
+          store_outputs(idx);
+        }
+      });
+      return;
+    }
     loop(begin, end, [&](Value* row) {
       decompose(row, 0, nd - 1, idx);
       loop(c64(0), c64(plan_.dims[nd - 1]), [&](Value* j) {
@@ -653,11 +705,7 @@ class Emitter {
       parts.clear();
       for (const PlanOutput& o : reducers()) parts.push_back(entry_alloca(value_type(ctx_, o.dtype)));
     }
-    Value* chunks = b_.CreateUDiv(b_.CreateAdd(b_.CreateSub(hi, lo, "", true, true), c64(chunk - 1), "", true, true),
-                                  c64(chunk));
-    loop(c64(0), chunks, [&](Value* c) {
-      Value* clo = b_.CreateAdd(lo, b_.CreateMul(c, c64(chunk), "", true, true), "", true, true);
-      Value* chi = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(clo, c64(chunk), "", true, true), hi);
+    auto run_chunk = [&](Value* clo, Value* chi) {
       for (const PrefetchStream& s : prefetch_) {
         // Prefetches never fault, so the last chunk's lines past the row are harmless.
         Value* first = b_.CreateGEP(storage_type(ctx_, s.dtype), s.next_row, clo);
@@ -676,6 +724,19 @@ class Emitter {
           Value* part = b_.CreateLoad(parts[m]->getAllocatedType(), parts[m]);
           b_.CreateStore(combine_element(reducers()[m], acc, part), accs[m]);
         }
+    };
+    // A loop known to fit one chunk (a short row) runs as that chunk, its bounds constant:
+    // in a loop of chunks, its start and min(end) varied with the chunk, and the
+    // vectorizer, asked to prove the row's addresses do not wrap, gave up ("too many SCEV
+    // assumptions": a softmax over rows of 24 floats computed its exp scalar).
+    const auto* clo = llvm::dyn_cast<llvm::ConstantInt>(lo);
+    const auto* chi = llvm::dyn_cast<llvm::ConstantInt>(hi);
+    if (clo && chi && chi->getSExtValue() - clo->getSExtValue() <= chunk) return run_chunk(lo, hi);
+    Value* chunks = b_.CreateUDiv(b_.CreateAdd(b_.CreateSub(hi, lo, "", true, true), c64(chunk - 1), "", true, true),
+                                  c64(chunk));
+    loop(c64(0), chunks, [&](Value* c) {
+      Value* start = b_.CreateAdd(lo, b_.CreateMul(c, c64(chunk), "", true, true), "", true, true);
+      run_chunk(start, b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(start, c64(chunk), "", true, true), hi));
     });
   }
 
@@ -768,7 +829,10 @@ class Emitter {
     auto* exact = llvm::BasicBlock::Create(ctx_, "extrema.exact", function_);
     auto* combine = llvm::BasicBlock::Create(ctx_, "extrema.combine", function_);
     auto* done = llvm::BasicBlock::Create(ctx_, "extrema.done", function_);
-    b_.CreateCondBr(redo, exact, combine);
+    // Unlikely: without the weights LLVM computed a short row's exact rerun (an unrolled
+    // fmaximum reduction, a long chain of compares on x86) for every row and selected
+    // (a row max over 100000 x 16 floats: 0.48-0.62 ms, 0.1 at rows of 32).
+    b_.CreateCondBr(redo, exact, combine, llvm::MDBuilder(ctx_).createUnlikelyBranchWeights());
     b_.SetInsertPoint(exact);
     loop(lo, hi, [&](Value* i) {
       idx[d] = i;
@@ -797,6 +861,7 @@ class Emitter {
         store_element(b_, final_value(plan_.outputs[m], b_.CreateLoad(accs[m]->getAllocatedType(), accs[m])),
                       out_ptr(m, idx), plan_.outputs[m].dtype);
     });
+    unit_loops_.insert(latches_.back());
   }
 
   // A unit owns outputs [jb, je) of the innermost kept dim (a row segment). Reduced rows
@@ -1063,6 +1128,7 @@ class Emitter {
         body();
         block_slot_ = nullptr;
       });
+      unit_loops_.insert(latches_.back());
     };
     // The full-shape outputs at the point idx (their nodes selected).
     auto store_full = [&](const std::vector<Value*>& at) {
@@ -1441,6 +1507,7 @@ class Emitter {
   std::vector<llvm::AllocaInst*> column_values_;
   std::vector<char> hoisted_;
   std::map<llvm::BranchInst*, bool> column_loops_;  // latch of each loop over columns -> short_column's
+  std::set<const llvm::BranchInst*> unit_loops_;    // latches of loops over rows or a reduction's units
   Value* block_slot_ = nullptr;                         // the current row's place in its block
   Value* block_slot_row_ = nullptr;                     // the current row (unit)
 };
