@@ -616,6 +616,36 @@ TEST(ReductionKernel, ColumnReduction) {
         "reduction", 1e-5, 1e-5);
 }
 
+// Tall, narrow column reductions split their rows into parts, each unit a block of one
+// part, the parts' partial results combined by a finish function (LoopSchedule::row_parts):
+// parts that do not divide the rows (100003), float32 sums of exp accumulated in float64,
+// min and max with a NaN in one part, float64, and two reduced dims.
+TEST(ReductionKernel, TallNarrowColumnsSplitTheirRows) {
+  auto schedule_of = [](const std::string& text) { return codegen::plan_kernel(parse_jaxpr(text), "reduction").str(); };
+  const std::string tall = R"({ lambda ; a:f32[100003,12]. let
+    b:f32[100003,12] = exp a
+    c:f32[12] = reduce_sum[axes=(0,)] b
+    d:f32[12] = reduce_min[axes=(0,)] a
+    e:f32[12] = reduce_max[axes=(0,)] a
+  in (c, d, e) })";
+  EXPECT_NE(schedule_of(tall).find("row_parts"), std::string::npos) << schedule_of(tall);
+  EXPECT_EQ(schedule_of(R"({ lambda ; a:f32[37,2100]. let
+    b:f32[2100] = reduce_sum[axes=(0,)] a
+  in (b) })").find("row_parts"),
+            std::string::npos);
+  std::vector<float> v = random_array(Aval{{100003, 12}, DType::Float32, false}, 5).to_vector<float>();
+  v[77777 * 12 + 5] = std::numeric_limits<float>::quiet_NaN();
+  check(tall, "reduction", 1e-6, 1e-6, {Array(v, Shape{100003, 12})});
+  check(R"({ lambda ; a:f64[65536,3]. let
+    b:f64[3] = reduce_sum[axes=(0,)] a
+  in (b) })",
+        "reduction", 1e-12, 1e-12);
+  check(R"({ lambda ; a:f32[4000,7,16]. let
+    b:f32[16] = reduce_sum[axes=(0, 1)] a
+  in (b) })",
+        "reduction", 1e-5, 1e-5);
+}
+
 TEST(ReductionKernel, MiddleAxes) {
   check(R"({ lambda ; a:f64[4,5,6]. let
     b:f64[4,6] = reduce_sum[axes=(1,)] a
@@ -677,13 +707,19 @@ TEST(ReductionKernel, IndependentOfThreadCount) {
   Jaxpr col = parse_jaxpr(R"({ lambda ; a:f32[1024,1536]. let
     b:f32[1536] = reduce_sum[axes=(0,)] a
   in (b) })");
+  // Split into parts of rows (LoopSchedule::row_parts): the parts are the plan's.
+  Jaxpr narrow = parse_jaxpr(R"({ lambda ; a:f32[98304,16]. let
+    b:f32[16] = reduce_sum[axes=(0,)] a
+  in (b) })");
   std::vector<Array> args{random_array(j.invars[0].aval, 77)};
   auto full = compile_kernel(j, "reduction", no_cache());
   auto column = compile_kernel(col, "reduction", no_cache());
+  auto parts = compile_kernel(narrow, "reduction", no_cache());
   std::vector<Array> r = run_kernel(*full, j, args);
   std::vector<Array> c = run_kernel(*column, col, args);
+  std::vector<Array> p = run_kernel(*parts, narrow, {args[0].reshape({98304, 16})});
   std::ostringstream bits;
-  for (const Array& x : {r[0], r[1], c[0]})
+  for (const Array& x : {r[0], r[1], c[0], p[0]})
     for (float v : x.to_vector<float>()) bits << std::hexfloat << v << " ";
   if (const char* out = std::getenv("JX_CODEGEN_TEST_BITS")) {  // the child: report
     std::ofstream(out) << bits.str();

@@ -74,7 +74,9 @@ struct PlanOutput {
 //                 with scalar accumulators, innermost reduced dim innermost.
 //   ColumnReduce  the innermost kept dim is the contiguous one: units are blocks of it,
 //                 accumulated in the output row across the reduced loop nest, so the
-//                 inner loop runs along memory instead of gathering with a stride.
+//                 inner loop runs along memory instead of gathering with a stride. Too
+//                 few blocks for the threads (tall, narrow operands): each block's rows
+//                 in parts too (row_parts), combined by a finish function.
 //   FullReduce    no kept dims: units are fixed chunks of the outermost reduced dim, each
 //                 writing a partial; a finish function combines them in chunk order, so
 //                 results do not depend on the thread count.
@@ -105,6 +107,11 @@ struct LoopSchedule {
   int64_t elements_per_unit = 1;  // iteration points per unit
   int64_t chunk_rows = 0;         // FullReduce: rows of dims[0] per chunk; Rows: rows per block
   int64_t column_block = 0;       // ColumnReduce, Columns: innermost kept elements per unit
+  // ColumnReduce over few columns and many rows: the first reduced dim in row_parts parts
+  // of chunk_rows rows, a unit per block and part, each writing its partial results (in
+  // the accumulator's dtype) for a finish function to combine in part order; 1: none.
+  int64_t row_parts = 1;
+  int64_t kept_elements = 0;      // with row_parts > 1: the elements of a partial result
   int64_t cost = 1;               // relative cost of one point (op_cost summed)
   // Elementwise, with a vector ISA: the lanes of the kernel's widest type, and how many
   // independent vectors one vector iteration computes (kernel_plan.cpp, vector_blocks).

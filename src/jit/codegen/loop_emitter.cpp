@@ -122,6 +122,7 @@ class Emitter {
     llvm::Function* body = emit_body();
     emit_entry(body);
     if (plan_.schedule.mode == Mode::FullReduce) emit_finish();
+    if (plan_.schedule.row_parts > 1) emit_column_finish();
     annotate_loops();
   }
 
@@ -474,6 +475,37 @@ class Emitter {
         b_.CreateStore(emit_reduce_combine(b_, *o.reduce, b_.CreateLoad(acc->getAllocatedType(), acc), x, a), acc);
       });
       store_element(b_, emit_convert(b_, b_.CreateLoad(acc->getAllocatedType(), acc), a, o.dtype), out, o.dtype);
+    }
+    b_.CreateRetVoid();
+  }
+
+  // A column reduction's partial results, row_parts of kept_elements per output in the
+  // accumulator's dtype (LoopSchedule::row_parts), combined in part order into the first
+  // part's (the inner loop along the columns), then rounded into the output.
+  void emit_column_finish() {
+    llvm::Function* f = new_function(finish_symbol(key_), llvm::FunctionType::get(b_.getVoidTy(), {ptr_, ptr_, i64_}, false), false);
+    function_ = f;
+    b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", f));
+    const int64_t kept = plan_.schedule.kept_elements;
+    for (size_t m = 0; m < plan_.outputs.size(); ++m) {
+      const PlanOutput& o = plan_.outputs[m];
+      Value* partials = b_.CreateLoad(ptr_, b_.CreateConstInBoundsGEP1_64(ptr_, f->getArg(0), m));
+      Value* out = b_.CreateLoad(ptr_, b_.CreateConstInBoundsGEP1_64(ptr_, f->getArg(1), m));
+      const DType a = accumulator_dtype(o);
+      llvm::Type* t = storage_type(ctx_, a);
+      loop(c64(1), f->getArg(2), [&](Value* p) {
+        Value* part = b_.CreateInBoundsGEP(t, partials, b_.CreateMul(p, c64(kept), "", true, true));
+        loop(c64(0), c64(kept), [&](Value* k) {
+          Value* into = b_.CreateInBoundsGEP(t, partials, k);
+          Value* x = load_element(b_, b_.CreateInBoundsGEP(t, part, k), a);
+          store_element(b_, emit_reduce_combine(b_, *o.reduce, load_element(b_, into, a), x, a), into, a);
+        });
+      });
+      loop(c64(0), c64(kept), [&](Value* k) {
+        Value* x = load_element(b_, b_.CreateInBoundsGEP(t, partials, k), a);
+        store_element(b_, emit_convert(b_, x, a, o.dtype), b_.CreateInBoundsGEP(storage_type(ctx_, o.dtype), out, k),
+                      o.dtype);
+      });
     }
     b_.CreateRetVoid();
   }
@@ -890,6 +922,19 @@ class Emitter {
       if (narrow_part) rows_per_block = kWideColumnRows;
     }
     const int64_t rows = plan_.dims[nk];
+    // Split rows (LoopSchedule::row_parts): a unit is a block of one part of the rows, and
+    // its results are that part's partials, in the accumulator's dtype, at part * kept.
+    const int64_t row_parts = plan_.schedule.row_parts, column_units = plan_.schedule.units / row_parts;
+    const bool split = row_parts > 1;
+    Value* row_part = nullptr;
+    auto dest_dtype = [&](const PlanOutput& o) { return split ? accumulator_dtype(o) : o.dtype; };
+    auto dest = [&](size_t m, const std::vector<Value*>& at) {
+      if (!split) return out_ptr(m, at);
+      const PlanOutput& o = plan_.outputs[m];
+      Value* offset = b_.CreateAdd(b_.CreateMul(row_part, c64(plan_.schedule.kept_elements), "", true, true),
+                                   affine(o.index, at), "", true, true);
+      return b_.CreateInBoundsGEP(storage_type(ctx_, accumulator_dtype(o)), outs_[m], offset);
+    };
     std::vector<llvm::AllocaInst*> parts, totals;
     for (size_t m = 0; m < plan_.outputs.size(); ++m) {
       const PlanOutput& o = plan_.outputs[m];
@@ -903,7 +948,17 @@ class Emitter {
     auto for_each_output = [&](const std::function<void(size_t, const PlanOutput&)>& f) {
       for (size_t m = 0; m < plan_.outputs.size(); ++m) f(m, plan_.outputs[m]);
     };
-    loop(begin, end, [&](Value* u) {
+    loop(begin, end, [&](Value* unit) {
+      Value* u = unit;
+      Value* row_lo = c64(0);
+      Value* row_hi = c64(rows);
+      if (split) {
+        u = b_.CreateURem(unit, c64(column_units));
+        row_part = b_.CreateUDiv(unit, c64(column_units));
+        row_lo = b_.CreateMul(row_part, c64(plan_.schedule.chunk_rows), "", true, true);
+        row_hi = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(row_lo, c64(plan_.schedule.chunk_rows)),
+                                          c64(rows));
+      }
       Value* jb = b_.CreateMul(b_.CreateURem(u, c64(blocks)), c64(block));
       Value* je = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(jb, c64(block)), c64(inner));
       decompose(b_.CreateUDiv(u, c64(blocks)), 0, nk - 1, idx);
@@ -919,7 +974,7 @@ class Emitter {
           if (totals[m])
             b_.CreateStore(reduction_identity(b_, *o.reduce, accumulator_dtype(o)), total(m, j));
           else
-            store_element(b_, reduction_identity(b_, *o.reduce, o.dtype), out_ptr(m, idx), o.dtype);
+            store_element(b_, reduction_identity(b_, *o.reduce, dest_dtype(o)), dest(m, idx), dest_dtype(o));
         });
       });
       // `part` starts at the identity, and each fold resets it while reading it.
@@ -928,9 +983,13 @@ class Emitter {
           b_.CreateStore(reduction_identity(b_, *o.reduce, part_dtypes[m]), part(m, j));
         });
       });
-      loop(c64(0), c64((rows + rows_per_block - 1) / rows_per_block), [&](Value* row_block) {
-        Value* lo = b_.CreateMul(row_block, c64(rows_per_block), "", true, true);
-        Value* hi = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(lo, c64(rows_per_block)), c64(rows));
+      Value* row_blocks =
+          split ? b_.CreateUDiv(b_.CreateAdd(b_.CreateSub(row_hi, row_lo, "", true, true), c64(rows_per_block - 1)),
+                                c64(rows_per_block))
+                : c64((rows + rows_per_block - 1) / rows_per_block);
+      loop(c64(0), row_blocks, [&](Value* row_block) {
+        Value* lo = b_.CreateAdd(row_lo, b_.CreateMul(row_block, c64(rows_per_block), "", true, true), "", true, true);
+        Value* hi = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(lo, c64(rows_per_block)), row_hi);
         loop(lo, hi, [&](Value* r) {
           idx[nk] = r;
           nest(nk + 1, idx, [&] {
@@ -959,7 +1018,7 @@ class Emitter {
               b_.CreateStore(sum, t);
               return;
             }
-            Value* p = out_ptr(m, idx);
+            Value* p = dest(m, idx);
             store_element(b_, emit_reduce_combine(b_, *o.reduce, load_element(b_, p, o.dtype), partial, o.dtype), p,
                           o.dtype);
           });
@@ -971,7 +1030,10 @@ class Emitter {
           for_each_output([&](size_t m, const PlanOutput& o) {
             if (!totals[m]) return;
             Value* t = b_.CreateLoad(totals[m]->getAllocatedType(), total(m, j));
-            store_element(b_, final_value(o, t), out_ptr(m, idx), o.dtype);
+            if (split)
+              store_element(b_, t, dest(m, idx), accumulator_dtype(o));
+            else
+              store_element(b_, final_value(o, t), out_ptr(m, idx), o.dtype);
           });
         });
     });

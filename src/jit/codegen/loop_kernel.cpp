@@ -162,7 +162,7 @@ std::shared_ptr<const CompiledLoop> CompiledLoop::compile_emitted(const std::str
     });
     loop->object_ = load_object(object, name);
     loop->fn_ = reinterpret_cast<Fn>(loop->object_->lookup(kernel_symbol(key)));
-    if (schedule.mode == LoopSchedule::Mode::FullReduce)
+    if (schedule.mode == LoopSchedule::Mode::FullReduce || schedule.row_parts > 1)
       loop->finish_ = reinterpret_cast<FinishFn>(loop->object_->lookup(finish_symbol(key)));
   };
   bool linked = false;
@@ -219,6 +219,20 @@ std::shared_ptr<const CompiledLoop> CompiledLoop::compile_emitted(const std::str
 
 void CompiledLoop::run(const void* const* inputs, void* const* outputs) const {
   const int64_t units = schedule_.units;
+  if (schedule_.row_parts > 1) {
+    // A column reduction in parts of rows: each part's partial results (8 bytes hold any
+    // accumulator), combined by the finish function.
+    const size_t per_output = static_cast<size_t>(schedule_.row_parts * schedule_.kept_elements);
+    std::vector<uint64_t> storage(per_output * output_dtypes_.size());
+    std::vector<void*> partials(output_dtypes_.size());
+    for (size_t m = 0; m < partials.size(); ++m) partials[m] = storage.data() + m * per_output;
+    if (units <= grain_)
+      fn_(inputs, partials.data(), 0, units);
+    else
+      cpu::parallel_for(units, grain_, [&](int64_t b, int64_t e) { fn_(inputs, partials.data(), b, e); });
+    finish_(partials.data(), outputs, schedule_.row_parts);
+    return;
+  }
   if (schedule_.mode != LoopSchedule::Mode::FullReduce) {
     // Small kernels (most loop bodies) call the function directly: the std::function
     // parallel_for takes would cost an allocation per call.
