@@ -1594,6 +1594,16 @@ TEST(Dumps, ShortRowsVectorizeAlongTheRow) {
     EXPECT_EQ(max.find("masked.gather"), std::string::npos);
     EXPECT_NE(max.find("branch_weights"), std::string::npos) << max.substr(0, 3000);
   }
+  // A log_softmax's log of each row's sum, which its full-shape output reads, is computed
+  // once per row in a loop over the block's rows that vectorizes across them
+  // (hoist_row_values): left to LLVM it was a scalar call per row.
+  for (int64_t cols : {10, 24, 100}) {
+    SCOPED_TRACE(std::to_string(cols) + " a row");
+    std::string text = jx::testing::logsumexp_text(1000, cols, /*with_log_softmax=*/true);
+    text.replace(text.find("in (m, o) }"), std::string("in (m, o) }").size(), "in (o,) }");  // log_softmax alone
+    const std::string ir = ir_of(text, "rows");
+    EXPECT_TRUE(std::regex_search(ir, std::regex("call <16 x float> @[A-Za-z0-9_.]*log"))) << ir.substr(0, 3000);
+  }
 }
 
 // LLVM's remarks and warnings stay out of the user's output: a rows kernel over rows of
