@@ -531,7 +531,7 @@ void ProgramExecutable::prepare(std::span<const Array> args) const {
   // plain one only if a call cannot give it those buffers.
   for (size_t k = 0; k < steps_.size(); ++k) {
     const Step& s = steps_[k];
-    if (!s.kernel || (layout && layout->kernels[k])) continue;
+    if (!s.kernel || (layout && (layout->kernels[k] || layout->donating[k]))) continue;
     const RowMajorKernel* kernel = s.donating ? s.donating.get() : s.kernel.get();
     tasks.emplace_back([kernel] { kernel->get(); });
   }
