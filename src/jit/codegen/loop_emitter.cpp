@@ -1297,16 +1297,9 @@ class Emitter {
   using EachRow = std::function<void(Value*, Value*, Value*, const std::function<void()>&)>;
   void hoist_row_values(const std::vector<int>& targets, Value* lo, Value* hi, std::vector<Value*>& idx,
                         const EachRow& each_row) {
-    const size_t nd = plan_.dims.size(), nk = static_cast<size_t>(plan_.num_kept), n = plan_.nodes.size();
+    const size_t n = plan_.nodes.size();
     hoisted_.clear();
-    std::vector<char> varies(n, 0), hoist(n, 0);
-    for (size_t i = 0; i < n; ++i) {
-      const PlanNode& node = plan_.nodes[i];
-      if (node.kind == PlanNode::Kind::Load || node.kind == PlanNode::Kind::Iota)
-        for (size_t d = nk; d < nd; ++d) varies[i] = varies[i] || node.index.coef[d] != 0;
-      varies[i] = varies[i] || loaded_[i];  // a stashed operand is per point
-      for (int o : node.operands) varies[i] = varies[i] || varies[static_cast<size_t>(o)];
-    }
+    const std::vector<char> varies = varies_along_reduced();
     // The cost of each row-invariant op with the row-invariant ops under it: a log's sum
     // with the row's shift (log(s) + m) is worth hoisting whole.
     std::vector<int64_t> invariant_cost(n, 0);
@@ -1316,37 +1309,71 @@ class Emitter {
       invariant_cost[i] = op_cost(*node.eqn->primitive);
       for (int o : node.operands) invariant_cost[i] += invariant_cost[static_cast<size_t>(o)];
     }
+    const std::vector<char> hoist = hoistable(targets, varies, [&](size_t o) { return invariant_cost[o] >= 2; });
+    compute_hoisted(hoist, std::max<int64_t>(1, plan_.schedule.chunk_rows), plan_.num_passes, targets, idx,
+                    [&](const std::function<void()>& body) { each_row(lo, lo, hi, body); });
+  }
+
+  // Per node: whether its value varies along the reduced dims (a load or iota reading
+  // them, an operand stashed per point, or an op of such). A stage may hoist the others.
+  std::vector<char> varies_along_reduced() const {
+    const size_t nd = plan_.dims.size(), nk = static_cast<size_t>(plan_.num_kept), n = plan_.nodes.size();
+    std::vector<char> varies(n, 0);
+    for (size_t i = 0; i < n; ++i) {
+      const PlanNode& node = plan_.nodes[i];
+      if (node.kind == PlanNode::Kind::Load || node.kind == PlanNode::Kind::Iota)
+        for (size_t d = nk; d < nd; ++d) varies[i] = varies[i] || node.index.coef[d] != 0;
+      varies[i] = varies[i] || (!loaded_.empty() && loaded_[i]);
+      for (int o : node.operands) varies[i] = varies[i] || varies[static_cast<size_t>(o)];
+    }
+    return varies;
+  }
+
+  // The needed ops that do not vary along the reduced dims but feed ones that do (or are
+  // targets), among those `worth` accepts.
+  std::vector<char> hoistable(const std::vector<int>& targets, const std::vector<char>& varies,
+                              const std::function<bool(size_t)>& worth) const {
+    const size_t n = plan_.nodes.size();
     auto wanted = [&](size_t o) {
-      return needed_[o] && !varies[o] && !loaded_[o] && plan_.nodes[o].kind == PlanNode::Kind::Op && invariant_cost[o] >= 2;
+      return needed_[o] && !varies[o] && plan_.nodes[o].kind == PlanNode::Kind::Op && worth(o);
     };
+    std::vector<char> hoist(n, 0);
     for (size_t i = 0; i < n; ++i)
       if (needed_[i] && varies[i])
         for (int o : plan_.nodes[i].operands) hoist[static_cast<size_t>(o)] = hoist[static_cast<size_t>(o)] || wanted(static_cast<size_t>(o));
     for (int t : targets) hoist[static_cast<size_t>(t)] = hoist[static_cast<size_t>(t)] || wanted(static_cast<size_t>(t));
-    std::vector<int> hoisted_nodes;
+    return hoist;
+  }
+
+  // Computes the `hoist` nodes once per slot of a block (a column or a row) into buffers
+  // of `slots` elements, in the loop each_slot runs, and marks them hoisted (eval reads
+  // them there at block_slot_); then selects `targets` of `pass` again.
+  void compute_hoisted(std::vector<char> hoist, int64_t slots, int pass, const std::vector<int>& targets,
+                       std::vector<Value*>& idx, const std::function<void(const std::function<void()>&)>& each_slot) {
+    const size_t nd = plan_.dims.size(), nk = static_cast<size_t>(plan_.num_kept), n = plan_.nodes.size();
+    std::vector<int> nodes;
     for (size_t i = 0; i < n; ++i)
-      if (hoist[i]) hoisted_nodes.push_back(static_cast<int>(i));
-    if (hoisted_nodes.empty()) return;
+      if (hoist[i]) nodes.push_back(static_cast<int>(i));
+    if (nodes.empty()) return;
     if (column_values_.empty()) column_values_.assign(n, nullptr);
-    const int64_t block_rows = std::max<int64_t>(1, plan_.schedule.chunk_rows);
-    for (int h : hoisted_nodes)
+    for (int h : nodes)
       if (!column_values_[static_cast<size_t>(h)]) {
         llvm::BasicBlock& entry = function_->getEntryBlock();
         llvm::IRBuilder<> at(&entry, entry.begin());
         column_values_[static_cast<size_t>(h)] =
-            at.CreateAlloca(value_type(ctx_, plan_.nodes[static_cast<size_t>(h)].dtype), c64(block_rows));
+            at.CreateAlloca(value_type(ctx_, plan_.nodes[static_cast<size_t>(h)].dtype), c64(slots));
       }
-    select(hoisted_nodes, plan_.num_passes);
+    select(nodes, pass);
     for (size_t d = nk; d < nd; ++d) idx[d] = c64(0);  // the hoisted nodes do not read them
-    each_row(lo, lo, hi, [&] {
+    each_slot([&] {
       std::vector<Value*> v = eval(idx);
-      for (int h : hoisted_nodes) {
+      for (int h : nodes) {
         llvm::AllocaInst* buffer = column_values_[static_cast<size_t>(h)];
         b_.CreateStore(v[static_cast<size_t>(h)], b_.CreateInBoundsGEP(buffer->getAllocatedType(), buffer, block_slot_));
       }
     });
     hoisted_ = std::move(hoist);
-    select(targets, plan_.num_passes);
+    select(targets, pass);
   }
 
   // Blocks of columns (kernel_plan.h: LoopSchedule::Mode::Columns). A unit owns columns
@@ -1422,44 +1449,10 @@ class Emitter {
   // axis 0 cost it 0.62 ms against 0.50 as four kernels. Selects the stage's nodes.
   void hoist_column_values(const std::vector<int>& targets, int pass, std::vector<Value*>& idx,
                            const std::function<void(const std::function<void()>&)>& each_column) {
-    const size_t nd = plan_.dims.size(), nk = static_cast<size_t>(plan_.num_kept), n = plan_.nodes.size();
     hoisted_.clear();
     select(targets, pass);
-    std::vector<char> varies(n, 0), hoist(n, 0);
-    for (size_t i = 0; i < n; ++i) {
-      const PlanNode& node = plan_.nodes[i];
-      if (node.kind == PlanNode::Kind::Load || node.kind == PlanNode::Kind::Iota)
-        for (size_t d = nk; d < nd; ++d) varies[i] = varies[i] || node.index.coef[d] != 0;
-      for (int o : node.operands) varies[i] = varies[i] || varies[static_cast<size_t>(o)];
-    }
-    auto wanted = [&](size_t o) { return needed_[o] && !varies[o] && plan_.nodes[o].kind == PlanNode::Kind::Op; };
-    for (size_t i = 0; i < n; ++i)
-      if (needed_[i] && varies[i])
-        for (int o : plan_.nodes[i].operands) hoist[static_cast<size_t>(o)] = wanted(static_cast<size_t>(o));
-    for (int t : targets) hoist[static_cast<size_t>(t)] = hoist[static_cast<size_t>(t)] || wanted(static_cast<size_t>(t));
-    std::vector<int> hoisted_nodes;
-    for (size_t i = 0; i < n; ++i)
-      if (hoist[i]) hoisted_nodes.push_back(static_cast<int>(i));
-    if (hoisted_nodes.empty()) return;
-    if (column_values_.empty()) column_values_.assign(n, nullptr);
-    for (int h : hoisted_nodes)
-      if (!column_values_[static_cast<size_t>(h)]) {
-        llvm::BasicBlock& entry = function_->getEntryBlock();
-        llvm::IRBuilder<> at(&entry, entry.begin());
-        column_values_[static_cast<size_t>(h)] =
-            at.CreateAlloca(value_type(ctx_, plan_.nodes[static_cast<size_t>(h)].dtype), c64(plan_.schedule.column_block));
-      }
-    select(hoisted_nodes, pass);
-    for (size_t d = nk; d < nd; ++d) idx[d] = c64(0);  // the hoisted nodes do not read them
-    each_column([&] {
-      std::vector<Value*> v = eval(idx);
-      for (int h : hoisted_nodes) {
-        llvm::AllocaInst* buffer = column_values_[static_cast<size_t>(h)];
-        b_.CreateStore(v[static_cast<size_t>(h)], b_.CreateInBoundsGEP(buffer->getAllocatedType(), buffer, block_slot_));
-      }
-    });
-    hoisted_ = std::move(hoist);
-    select(targets, pass);
+    const std::vector<char> hoist = hoistable(targets, varies_along_reduced(), [](size_t) { return true; });
+    compute_hoisted(hoist, plan_.schedule.column_block, pass, targets, idx, each_column);
   }
 
   std::vector<size_t> phases_of_pass(int pass) const {
