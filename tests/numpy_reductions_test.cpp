@@ -173,6 +173,46 @@ TEST(NumpyReductions, HandComputedValues) {
   EXPECT_ALLCLOSE(x.min(), Array(1.f).astype(jx::float32));
 }
 
+// argmax/argmin over rows of up to 32 floats scan twice without branches (the extreme,
+// then its first index: reductions.cpp, float_arg_extreme): against a plain loop (the
+// first NaN, else the first extreme), over rows of 1 to 40 holding ties, both zeros and
+// NaNs, along the contiguous axis and across it, float32 and float64.
+TEST(NumpyReductions, ArgExtremesOfShortRowsMatchALoop) {
+  for (jx::DType dtype : {jx::DType::Float32, jx::DType::Float64}) {
+    for (int64_t n : {1, 2, 3, 10, 17, 32, 33, 40}) {
+      SCOPED_TRACE(std::string(jx::dtype_name(dtype)) + ", rows of " + std::to_string(n));
+      const int64_t rows = 50;
+      std::vector<double> v(static_cast<size_t>(rows * n));
+      uint32_t state = 12345u + static_cast<uint32_t>(n);
+      for (size_t i = 0; i < v.size(); ++i) {
+        state = state * 1664525u + 1013904223u;
+        v[i] = static_cast<double>((state >> 8) % 7) - 3.0;  // few values: many ties
+        if ((state >> 3) % 23 == 0) v[i] = -0.0;
+        if ((state >> 5) % 41 == 0) v[i] = NAN;
+      }
+      Array x = jx::lax::convert_element_type(Array(v, jx::Shape{rows, n}), dtype);
+      for (bool max : {true, false}) {
+        for (int axis : {1, 0}) {
+          const int64_t outer = axis == 1 ? rows : n, len = axis == 1 ? n : rows;
+          std::vector<int64_t> want(static_cast<size_t>(outer));
+          for (int64_t o = 0; o < outer; ++o) {
+            int64_t best = 0;
+            auto at = [&](int64_t k) { return v[static_cast<size_t>(axis == 1 ? o * n + k : k * n + o)]; };
+            for (int64_t k = 1; k < len; ++k) {
+              const double a = at(k), b = at(best);
+              if (std::isnan(b)) break;
+              if (std::isnan(a) || (max ? a > b : a < b)) best = k;
+            }
+            want[static_cast<size_t>(o)] = best;
+          }
+          Array got = max ? jnp::argmax(x, axis) : jnp::argmin(x, axis);
+          EXPECT_EQ(got.astype(jx::DType::Int64).to_vector<int64_t>(), want) << (max ? "argmax" : "argmin") << " axis " << axis;
+        }
+      }
+    }
+  }
+}
+
 TEST(NumpyReductions, EmptyAndZeroD) {
   Array e = jnp::zeros({0, 3});
   EXPECT_ALLCLOSE(jnp::sum(e, 0), jnp::zeros({3}));

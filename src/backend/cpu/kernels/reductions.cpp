@@ -310,6 +310,32 @@ inline bool improves(const A& v, const A& b) {
   }
 }
 
+// The index of a float row's first maximum (minimum), or of its first NaN, in two
+// branch-free scans: the extreme (max/min select no NaN) with whether a NaN was seen,
+// then the first index holding it. The one scan that kept the best so far branched on
+// each comparison, mispredicting about ln(n) times a row of random values (argmax over
+// rows of 10 floats: 12 ns a row).
+// Longer rows keep the branching scan: their branches mispredict rarely, and the
+// select's dependent chain costs more (rows of 100: 0.9 -> 1.4 ms as two scans).
+constexpr int64_t kShortScan = 32;
+template <bool kMax, class T>
+int64_t float_arg_extreme(const T* p, int64_t n, int64_t stride) {
+  T m = p[0];
+  bool nan = p[0] != p[0];
+  for (int64_t k = 1; k < n; ++k) {
+    const T v = p[k * stride];
+    nan |= v != v;
+    m = kMax ? (v > m ? v : m) : (v < m ? v : m);
+  }
+  int64_t first = n;
+  for (int64_t k = n; k-- > 0;) {
+    const T v = p[k * stride];
+    const bool hit = nan ? v != v : v == m;
+    first = hit ? k : first;
+  }
+  return first;
+}
+
 template <bool kMax, class T>
 void argminmax_kernel(const Array& x, int64_t axis, int64_t* out) {
   using A = jx::detail::compute_t<T>;
@@ -329,6 +355,16 @@ void argminmax_kernel(const Array& x, int64_t axis, int64_t* out) {
 
   if (!tiled) {
     const int64_t grain = std::max<int64_t>(1, cpu::kParallelGrain / n);
+    if constexpr (std::is_floating_point_v<A> && std::is_same_v<A, T>) {
+      if (n <= kShortScan) {
+        cpu::parallel_for(O, grain, [&](int64_t begin, int64_t end) {
+          LoopCursor<1> cursor(kept, begin);
+          for (int64_t o = begin; o < end; ++o, cursor.next())
+            out[o] = float_arg_extreme<kMax>(x0 + cursor.offset(), n, axis_stride);
+        });
+        return;
+      }
+    }
     cpu::parallel_for(O, grain, [&](int64_t begin, int64_t end) {
       LoopCursor<1> cursor(kept, begin);
       for (int64_t o = begin; o < end; ++o, cursor.next()) {
