@@ -234,12 +234,8 @@ OutputsOverInputs dot_outputs_over_inputs_allowed(const Jaxpr& fused) {
   const DotFusion d = analyze(fused);
   if (d.lone) return {};
   const KernelPlan plan = plan_kernel(d.epilogue, "loop");
-  OutputsOverInputs allowed;
   const int num_inputs = static_cast<int>(fused.invars.size());  // the epilogue's last input is the product
-  for (int o = 0; o < static_cast<int>(plan.outputs.size()); ++o)
-    for (int i = 0; i < num_inputs; ++i)
-      if (i != d.lhs && i != d.rhs && can_write_over(plan, o, i)) allowed.push_back({o, i});
-  return allowed;
+  return writable_pairs(plan, [&](int i) { return i < num_inputs && i != d.lhs && i != d.rhs; });
 }
 
 }  // namespace jx::compiler::codegen

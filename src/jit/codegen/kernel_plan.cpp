@@ -764,6 +764,14 @@ bool can_write_over(const KernelPlan& plan, int output, int input) {
   });
 }
 
+OutputsOverInputs writable_pairs(const KernelPlan& plan, const std::function<bool(int input)>& eligible) {
+  OutputsOverInputs pairs;
+  for (int o = 0; o < static_cast<int>(plan.outputs.size()); ++o)
+    for (int i = 0; i < static_cast<int>(plan.input_dtypes.size()); ++i)
+      if (eligible(i) && can_write_over(plan, o, i)) pairs.push_back({o, i});
+  return pairs;
+}
+
 bool is_index_op(const Primitive& p) { return static_cast<bool>(p.rules().lowering.index_map); }
 
 int op_cost(const Primitive& p) { return std::max(1, p.rules().lowering.cost); }

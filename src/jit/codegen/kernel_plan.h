@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -175,6 +176,8 @@ KernelPlan plan_kernel(const Jaxpr& fused, std::string_view kind, const InputStr
 // its stores; a rows kernel stores a block's outputs after the passes that read its
 // rows, and the full-shape ones row by row after the row's last pass.
 bool can_write_over(const KernelPlan& plan, int output, int input);
+// Every (output, input) pair can_write_over allows, over the inputs `eligible` accepts.
+OutputsOverInputs writable_pairs(const KernelPlan& plan, const std::function<bool(int input)>& eligible);
 
 // True for the primitives the plan reads through as index maps: those whose lowering has
 // one (jx/lowering.h).

@@ -338,11 +338,7 @@ OutputsOverInputs outputs_over_inputs_allowed(const Jaxpr& fused, std::string_vi
   if (kind == "dot") return codegen::dot_outputs_over_inputs_allowed(fused);
   if (kind != "loop" && kind != "rows") return {};
   const codegen::KernelPlan plan = codegen::plan_kernel(fused, kind);
-  OutputsOverInputs allowed;
-  for (int o = 0; o < static_cast<int>(plan.outputs.size()); ++o)
-    for (int i = 0; i < static_cast<int>(plan.input_dtypes.size()); ++i)
-      if (codegen::can_write_over(plan, o, i)) allowed.push_back({o, i});
-  return allowed;
+  return codegen::writable_pairs(plan, [](int) { return true; });
 }
 
 }  // namespace jx::compiler
