@@ -1,5 +1,8 @@
 // The optimizer's recipe (pipeline.h). Order matters where it says why:
 //   inline_calls first: every later pass works on one flat program, across call bounds.
+//   take_along_selects next, while take_along_axis's index is as traced (an iota and a
+//     concatenate, which constant folding could turn into a constant the pass no longer
+//     recognizes); the loop below cleans what it leaves.
 //   simplify, constant_folding, cse, dce until nothing changes: a simplification exposes
 //     a fold (x * 1 with x constant), a fold makes duplicates (two equal literals), cse
 //     and the others leave dead equations, which dce removes before the next round.
@@ -23,6 +26,7 @@
 #include "jit/passes/pass.h"
 #include "jit/passes/scan_accumulators.h"
 #include "jit/passes/simplify.h"
+#include "jit/passes/take_along_selects.h"
 #include "jx/error.h"
 
 namespace jx::compiler {
@@ -104,6 +108,7 @@ ClosedJaxpr optimize_program(ClosedJaxpr program, const PipelineOptions& options
   PipelineRun run(program, dump, verify);
   run.apply(kInlineCallsPass);
   if (options.optimize) {
+    run.apply(kTakeAlongSelectsPass);
     bool changed = true;
     for (int round = 0; changed && round < kMaxRounds; ++round) {
       changed = false;

@@ -1,8 +1,10 @@
 // The optimizer: the recipe of passes a traced program goes through before codegen.
 //
 //   inline_calls                      closed_call / jit equations spliced into the caller
+//   take_along_selects                take_along_axis and its gradient as selects
 //   repeat until nothing changes:     simplify, fold_constants, cse, dce
-//   fuse                              loop / reduction / dot-epilogue fusions (fusion.h)
+//   scan_accumulators                 outer-product sums of scanned loops after the loop
+//   fuse                              loop / reduction / rows / dot-epilogue fusions (fusion.h)
 //   dce
 //
 // With optimize=false only inline_calls and single-equation fusions run, so every

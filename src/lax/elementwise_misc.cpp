@@ -199,10 +199,16 @@ const Primitive convert_element_type_p("convert_element_type",
                                         .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) {
                                           return b.convert(x[0], x.in(), x.out);
                                         }, .cost = 0}});
+// Native kernels compute the same-width case (one element to one element; the fusion
+// pass takes only equations whose operands have the result's shape); the others, which
+// add or consume an axis, run as runtime calls.
 const Primitive bitcast_convert_type_p("bitcast_convert_type",
                                        {.traits = kNotDifferentiable,
                                         .abstract_eval = bitcast_convert_type_rule,
-                                        .batch = bitcast_convert_type_batch(bitcast_convert_type_p)});
+                                        .batch = bitcast_convert_type_batch(bitcast_convert_type_p),
+                                        .lowering = {.elemental = [](ScalarBuilder& b, const ElementalArgs& x) {
+                                          return b.bitcast(x[0], x.out);
+                                        }, .cost = 0}});
 // The identity with derivative zero. Its jvp and batching rules bind it again on the
 // trace below, so outer transformations (grad of grad, grad of vmap) still see it.
 const Primitive stop_gradient_p("stop_gradient",

@@ -8,6 +8,7 @@
 #include "jx/lax.h"
 #include "lax/batch_rules.h"
 #include "lax/gather_scatter_params.h"
+#include "lax/primitives.h"
 #include "lax/rules.h"
 #include "transforms/ad_util.h"
 
@@ -99,13 +100,16 @@ std::vector<Array> gather_transpose(std::span<const Array> cts, std::span<const 
 BatchResult gather_batch(std::span<const Array> args, std::span<const int64_t> dims, const Params& params,
                          const BatchAxis& axis);
 
+}  // namespace
+
 // Linear in the operand (and in fill_value, which fills out-of-bounds windows).
-extern const Primitive gather_p;
 const Primitive gather_p("gather", {.traits = kShapeOnly | kLinear,
                                     .abstract_eval = gather_rule,
                                     .jvp = gather_jvp,
                                     .transpose = gather_transpose,
                                     .batch = gather_batch});
+
+namespace {
 
 // ---- scatter ----
 
@@ -153,7 +157,6 @@ std::vector<Aval> scatter_rule(std::string_view op, std::span<const Aval> in, co
 }
 
 extern const Primitive scatter_p;
-extern const Primitive scatter_add_p;
 extern const Primitive scatter_mul_p;
 extern const Primitive scatter_min_p;
 extern const Primitive scatter_max_p;
@@ -473,8 +476,10 @@ Primitive::Rules scatter_rules(const char* name, uint32_t traits, JvpRule jvp, T
 
 const Primitive scatter_p("scatter", scatter_rules("scatter", kShapeOnly | kLinear, scatter_linear_jvp(scatter_p),
                                                    scatter_transpose, scatter_batch(scatter_p)));
+}  // namespace
 const Primitive scatter_add_p("scatter_add", scatter_rules("scatter_add", kLinear, scatter_linear_jvp(scatter_add_p),
                                                            scatter_add_transpose, scatter_batch(scatter_add_p)));
+namespace {
 const Primitive scatter_mul_p("scatter_mul", scatter_rules("scatter_mul", 0, scatter_mul_jvp, nullptr,
                                                            scatter_batch(scatter_mul_p)));
 const Primitive scatter_min_p("scatter_min", scatter_rules("scatter_min", 0, scatter_extremal_jvp(scatter_min_p),

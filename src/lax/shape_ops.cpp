@@ -8,6 +8,7 @@
 #include "lax/ad_rules.h"
 #include "lax/batch_rules.h"
 #include "lax/elemental.h"
+#include "lax/primitives.h"
 #include "lax/rules.h"
 #include "lax/shape_params.h"
 
@@ -47,6 +48,8 @@ std::vector<Aval> iota_rule(std::span<const Aval> in, const Params& params) {
 // is complete: the result is the same for every batch member.
 BatchResult iota_batch(std::span<const Array>, std::span<const int64_t>, const Params& params, const BatchAxis&);
 
+}  // namespace
+
 const Primitive iota_p("iota", {.traits = kNotDifferentiable,
                                 .abstract_eval = iota_rule,
                                 .jvp = {},
@@ -59,6 +62,8 @@ const Primitive iota_p("iota", {.traits = kNotDifferentiable,
                                        return r;
                                      },
                                  .index_is_value = true}});
+
+namespace {
 
 BatchResult iota_batch(std::span<const Array>, std::span<const int64_t>, const Params& params, const BatchAxis&) {
   return {jx::bind(iota_p, {}, params), {kNotMapped}};

@@ -7,6 +7,7 @@
 #include "lax/ad_rules.h"
 #include "lax/batch_rules.h"
 #include "lax/elemental.h"
+#include "lax/primitives.h"
 #include "lax/rules.h"
 
 namespace jx::lax {
@@ -425,7 +426,6 @@ std::vector<Aval> concatenate_rule(std::span<const Aval> in, const Params& param
   return {Aval{shape, first.dtype, rules::all_weak(in)}};
 }
 
-extern const Primitive concatenate_p;
 
 // Transpose: each linear operand's cotangent is its slab of ct.
 std::vector<Array> concatenate_transpose(std::span<const Array> cts, std::span<const TransposeOperand> operands,
@@ -462,11 +462,15 @@ BatchResult concatenate_batch(std::span<const Array> args, std::span<const int64
   return {jx::bind(concatenate_p, in, {{"dimension", dim + 1}}), {0}};
 }
 
+}  // namespace
+
 const Primitive concatenate_p("concatenate", {.traits = kLinearShapeOp,
                                               .abstract_eval = concatenate_rule,
                                               .jvp = ad_rules::linear(concatenate_p),
                                               .transpose = concatenate_transpose,
                                               .batch = concatenate_batch});
+
+namespace {
 
 std::vector<Array> with_operand(const Array& x, const std::vector<Array>& rest) {
   std::vector<Array> out{x};

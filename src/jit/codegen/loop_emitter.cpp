@@ -1219,6 +1219,10 @@ class Emitter {
         for (int k : pass_phases[q])
           if (plan_.phases[static_cast<size_t>(k)].stash) stores_.push_back(k);
         select(targets, static_cast<int>(q));
+        // A later pass's reductions read row values of the earlier ones (the picked
+        // log-probability of a cross-entropy: x - m - log(s) at the label).
+        const bool pipelined_pass = pipelined && static_cast<int>(q) == last_pass;
+        if (q > 0 && !pipelined_pass) hoist_row_values(targets, static_cast<int>(q), lo, hi, idx, each_row);
         const bool prefetching = static_cast<int>(q) == prefetch_pass;
         narrow_sums_ = sums_narrow();
         auto pass_row = [&] {
@@ -1233,7 +1237,7 @@ class Emitter {
           }
           prefetch_.clear();
         };
-        if (pipelined && static_cast<int>(q) == last_pass) {
+        if (pipelined_pass) {
           // The block's first row alone, then each later row's pass with the previous
           // row's outputs in the same loop (pipelines_outputs).
           Value* second = b_.CreateAdd(lo, c64(1), "", true, true);
@@ -1260,12 +1264,13 @@ class Emitter {
           each_row(lo, lo, hi, pass_row);
         }
         stores_.clear();
+        hoisted_.clear();
         reducers_ = nullptr;
         narrow_sums_ = false;
       }
       if (!full.empty()) {
         needed_ = full_needed, loaded_ = full_loaded;
-        if (!pipelined) hoist_row_values(full, lo, hi, idx, each_row);
+        if (!pipelined) hoist_row_values(full, plan_.num_passes, lo, hi, idx, each_row);
         // Pipelined: only the block's last row is left.
         Value* from = pipelined ? b_.CreateSub(hi, c64(1), "", true, true) : lo;
         each_row(lo, from, hi, [&] { nest(nk, idx, [&] { store_full(idx); }); });
@@ -1287,15 +1292,17 @@ class Emitter {
     });
   }
 
-  // Before a block's full-shape outputs (unpipelined), the nodes they need that do not
-  // vary along the row and cost a division or more (a log_softmax's log of the row's sum,
-  // a normalization's rsqrt) are computed once per row into row buffers, in a loop over
-  // the block's rows that vectorizes across them; the outputs' loops read them there.
-  // Left to LLVM, each was hoisted out of its row's loop as a scalar: a log per row
-  // through eager's one-element math call (jx_vm_log) was a third of a log_softmax over
-  // 160000 x 10 floats. Selects the outputs' nodes again, stopping at the row values.
+  // Before a block's full-shape outputs (unpipelined), or a later pass's reductions, the
+  // nodes they need that do not vary along the row and cost a division or more (a
+  // log_softmax's log of the row's sum, a normalization's rsqrt) are computed once per
+  // row into row buffers, in a loop over the block's rows that vectorizes across them;
+  // the outputs' (reductions') loops read them there. Left to LLVM, each was hoisted out
+  // of its row's loop as a scalar: a log per row through eager's one-element math call
+  // (jx_vm_log) was a third of a log_softmax over 160000 x 10 floats, and half of a
+  // cross-entropy's rows kernel, which picks its label's log-probability in a third pass.
+  // Selects the targets' nodes of `pass` again, stopping at the row values.
   using EachRow = std::function<void(Value*, Value*, Value*, const std::function<void()>&)>;
-  void hoist_row_values(const std::vector<int>& targets, Value* lo, Value* hi, std::vector<Value*>& idx,
+  void hoist_row_values(const std::vector<int>& targets, int pass, Value* lo, Value* hi, std::vector<Value*>& idx,
                         const EachRow& each_row) {
     const size_t n = plan_.nodes.size();
     hoisted_.clear();
@@ -1310,7 +1317,7 @@ class Emitter {
       for (int o : node.operands) invariant_cost[i] += invariant_cost[static_cast<size_t>(o)];
     }
     const std::vector<char> hoist = hoistable(targets, varies, [&](size_t o) { return invariant_cost[o] >= 2; });
-    compute_hoisted(hoist, std::max<int64_t>(1, plan_.schedule.chunk_rows), plan_.num_passes, targets, idx,
+    compute_hoisted(hoist, std::max<int64_t>(1, plan_.schedule.chunk_rows), pass, targets, idx,
                     [&](const std::function<void()>& body) { each_row(lo, lo, hi, body); });
   }
 

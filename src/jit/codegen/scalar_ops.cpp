@@ -919,6 +919,13 @@ bool scalar_op_supported(const Equation& eqn, std::string* why_not) {
   const DType out = eqn.outputs[0].aval.dtype;
   if (!native_kernel_dtype(out))
     return refuse(dtype_name(out), " is not supported by native kernels (", name, ")");
+  // One value per element: operands of the result's shape, or scalars (a select's
+  // predicate, a clamp's bounds). A bitcast to a narrower or wider type changes the shape.
+  const Shape& shape = eqn.outputs[0].aval.shape;
+  for (const Atom& in : eqn.inputs)
+    if (in.aval().shape != shape && in.aval().ndim() != 0)
+      return refuse(name, " of ", in.aval().str(), " giving ", eqn.outputs[0].aval.str(),
+                    " does not compute one element from one element");
   return true;
 }
 

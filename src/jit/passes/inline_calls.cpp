@@ -12,6 +12,7 @@
 // new constvars of the caller.
 #include "jit/passes/inline_calls.h"
 
+#include <span>
 #include <unordered_map>
 
 #include "jit/passes/rewrite.h"
@@ -47,7 +48,17 @@ class Inliner {
       detail::fail("inline_calls", "call of '", e.params.has("name") ? e.params.get_string("name") : "?",
                    "' has ", e.inputs.size(), " operands and ", e.outputs.size(), " outputs, its body takes ",
                    b.invars.size(), " and gives ", b.outvars.size());
+    std::vector<Aval> result_avals;
+    for (const Var& v : e.outputs) result_avals.push_back(v.aval);
+    std::vector<Atom> results = splice(body, e.inputs, result_avals, out);
+    for (size_t i = 0; i < e.outputs.size(); ++i) caller_subst.map(e.outputs[i], results[i]);
+  }
 
+  // `body` applied to `operands`, its equations appended to `out`; returns the atoms
+  // holding its outputs, of the types `result_avals`.
+  std::vector<Atom> splice(const ClosedJaxpr& body, const std::vector<Atom>& operands,
+                           std::span<const Aval> result_avals, std::vector<Equation>& out) {
+    const Jaxpr& b = body.jaxpr;
     Substitution body_subst;  // body variable -> caller atom
     for (size_t i = 0; i < b.constvars.size(); ++i) {
       if (body.consts.size() != b.constvars.size())
@@ -60,7 +71,7 @@ class Inliner {
     }
     for (size_t i = 0; i < b.invars.size(); ++i) {
       const Var& param = b.invars[i];
-      const Atom& operand = e.inputs[i];
+      const Atom& operand = operands.at(i);
       if (operand.aval() == param.aval) {
         body_subst.map(param, operand);
         continue;
@@ -82,15 +93,17 @@ class Inliner {
       }
       emit(std::move(copy), out, body_subst);
     }
-    for (size_t i = 0; i < e.outputs.size(); ++i) {
+    std::vector<Atom> results;
+    for (size_t i = 0; i < b.outvars.size(); ++i) {
       Atom result = body_subst.apply(b.outvars[i]);
-      if (!(result.aval() == e.outputs[i].aval)) {
-        Var converted = ctx_.fresh_var(e.outputs[i].aval);
+      if (!(result.aval() == result_avals[i])) {
+        Var converted = ctx_.fresh_var(result_avals[i]);
         out.push_back(convert(result, converted));
         result = converted;
       }
-      caller_subst.map(e.outputs[i], result);
+      results.push_back(std::move(result));
     }
+    return results;
   }
 
   int inlined() const { return inlined_; }
@@ -131,5 +144,16 @@ bool inline_calls(ClosedJaxpr& program, PassContext& ctx) {
 }
 
 const Pass kInlineCallsPass{"inline_calls", &inline_calls};
+
+std::vector<Atom> splice_body(const ClosedJaxpr& body, const std::vector<Atom>& operands,
+                              std::span<const Aval> result_avals, ClosedJaxpr& program, PassContext& ctx,
+                              std::vector<Equation>& out) {
+  if (body.jaxpr.invars.size() != operands.size() || body.jaxpr.outvars.size() != result_avals.size())
+    detail::fail("inline_calls", "a spliced body takes ", body.jaxpr.invars.size(), " operands and gives ",
+                 body.jaxpr.outvars.size(), " results; it was given ", operands.size(), " and expected to give ",
+                 result_avals.size());
+  Inliner inliner(program, ctx);
+  return inliner.splice(body, operands, result_avals, out);
+}
 
 }  // namespace jx::compiler

@@ -1,0 +1,251 @@
+#include "jit/passes/take_along_selects.h"
+
+#include <cmath>
+#include <optional>
+#include <unordered_map>
+
+#include "jit/passes/inline_calls.h"
+#include "jit/passes/rewrite.h"
+#include "jx/error.h"
+#include "jx/lax.h"
+#include "jx/transforms.h"
+#include "lax/gather_scatter_params.h"
+#include "lax/primitives.h"
+
+namespace jx::compiler {
+namespace {
+
+// A gather's operand rows of at most this many bytes are read whole by the select form
+// at no cost over the gather's one element: one cache line either way.
+constexpr int64_t kFreeRowBytes = 64;
+
+// The index operand of a take along `axis`: indices of shape [rows..., n] for an operand
+// of rank n, component d an iota over d except component `axis`, `index` ([rows..., 1]).
+struct RowIndex {
+  int64_t axis = 0;
+  Atom index;
+};
+
+std::vector<int64_t> all_axes(int64_t n) {
+  std::vector<int64_t> axes;
+  for (int64_t d = 0; d < n; ++d) axes.push_back(d);
+  return axes;
+}
+
+class Matcher {
+ public:
+  explicit Matcher(const std::vector<Equation>& eqns) {
+    for (const Equation& e : eqns)
+      for (const Var& v : e.outputs) producer_[v.id] = &e;
+  }
+
+  const Equation* producer(const Atom& a) const {
+    if (!a.is_var()) return nullptr;
+    auto it = producer_.find(a.var().id);
+    return it == producer_.end() ? nullptr : it->second;
+  }
+
+  // The row index of `indices` into an operand of shape `operand`, whose take has shape
+  // `rows` (the operand's, with 1 along the axis), or nothing when it is not that form.
+  std::optional<RowIndex> row_index(const Atom& indices, const Shape& operand, const Shape& rows) const {
+    const auto n = static_cast<int64_t>(operand.size());
+    const Aval& iv = indices.aval();
+    if (n == 0 || (iv.dtype != DType::Int32 && iv.dtype != DType::Int64)) return std::nullopt;
+    Shape component = rows;
+    component.push_back(1);
+    Shape whole = rows;
+    whole.push_back(n);
+    if (iv.shape != whole || rows.size() != operand.size()) return std::nullopt;
+    std::vector<Atom> parts{indices};
+    if (n > 1) {
+      const Equation* concat = producer(indices);
+      if (!concat || concat->primitive != &lax::concatenate_p || concat->params.get_int("dimension") != n ||
+          static_cast<int64_t>(concat->inputs.size()) != n)
+        return std::nullopt;
+      parts = concat->inputs;
+    }
+    std::optional<RowIndex> found;
+    for (int64_t d = 0; d < n; ++d) {
+      const Atom& part = parts[static_cast<size_t>(d)];
+      if (part.aval().shape != component) return std::nullopt;
+      const Equation* iota = producer(part);
+      const bool iota_over_d = iota && iota->primitive == &lax::iota_p && iota->params.get_int("dimension") == d;
+      if (iota_over_d && n > 1) continue;
+      if (found) return std::nullopt;  // a second non-iota component: not one element per row
+      found = RowIndex{d, part};
+    }
+    if (!found) return std::nullopt;
+    for (int64_t d = 0; d < n; ++d) {
+      const auto k = static_cast<size_t>(d);
+      if (rows[k] != (d == found->axis ? 1 : operand[k])) return std::nullopt;
+    }
+    return found;
+  }
+
+ private:
+  std::unordered_map<int64_t, const Equation*> producer_;
+};
+
+bool picks_exactly(DType d) { return is_floating(d) || is_integer(d) || is_bool(d); }
+
+DType same_width_integer(DType d) {
+  switch (itemsize(d)) {
+    case 2: return DType::Int16;
+    case 4: return DType::Int32;
+    default: return DType::Int64;
+  }
+}
+
+// [rows...] index (shape with 1 along axis) -> whether each iota position along `axis`
+// of `shape` is the row's index.
+Array selected(const Array& index, const Shape& shape, int64_t axis) {
+  Array iota = lax::broadcasted_iota(index.dtype(), shape, static_cast<int>(axis));
+  return lax::eq(iota, lax::broadcast_in_dim(index, shape, all_axes(static_cast<int64_t>(shape.size()))));
+}
+
+Array clamped(const Array& index, int64_t size) {
+  Array lo = Array(0).astype(index.dtype()), hi = Array(size - 1).astype(index.dtype());
+  return lax::clamp(lax::broadcast_in_dim(lo, index.shape(), {}), index, lax::broadcast_in_dim(hi, index.shape(), {}));
+}
+
+Array splat(double value, const Aval& like) {
+  return lax::broadcast_in_dim(Array(value).astype(like.dtype), like.shape, {});
+}
+
+// The gather, as lax code over (operand, index[, fill]).
+ClosedJaxpr pick_program(const Equation& e, const RowIndex& r, lax::GatherScatterMode mode) {
+  const Shape rows = e.outputs[0].aval.shape;
+  const int64_t axis = r.axis;
+  detail::FlatFn pick = [=](std::span<const Array> in) {
+    const Array& x = in[0];
+    const int64_t size = x.shape()[static_cast<size_t>(axis)];
+    Array index = lax::reshape(in[1], rows);
+    if (mode != lax::GatherScatterMode::FillOrDrop) index = clamped(index, size);
+    Array at = selected(index, x.shape(), axis);
+    const Aval a = x.aval();
+    Array picked;
+    if (is_bool(a.dtype)) {
+      picked = lax::reduce_or(lax::select_n(at, {splat(0, a), x}), {axis});
+    } else {
+      // A float's bits, summed as integers of its width with zeros: exact for every value.
+      const DType bits = is_integer(a.dtype) ? a.dtype : same_width_integer(a.dtype);
+      Array v = lax::bitcast_convert_type(x, bits);
+      picked = lax::reduce_sum(lax::select_n(at, {splat(0, v.aval()), v}), {axis});
+      picked = lax::bitcast_convert_type(picked, a.dtype);
+    }
+    picked = lax::reshape(picked, rows);
+    if (mode == lax::GatherScatterMode::FillOrDrop) {
+      const Aval ia = index.aval();
+      Array inside = lax::bitwise_and(lax::ge(index, splat(0, ia)), lax::lt(index, splat(static_cast<double>(size), ia)));
+      Array fill = in.size() == 3 ? lax::broadcast_in_dim(in[2], rows, {}) : splat(NAN, picked.aval());
+      picked = lax::select_n(inside, {fill, picked});
+    }
+    return std::vector<Array>{picked};
+  };
+  std::vector<Aval> avals{e.inputs[0].aval(), r.index.aval()};
+  if (e.inputs.size() == 3) avals.push_back(e.inputs[2].aval());
+  return detail::make_jaxpr_flat(pick, avals);
+}
+
+// The scatter_add, as lax code over (base, index, updates).
+ClosedJaxpr add_at_program(const Equation& e, const RowIndex& r, lax::GatherScatterMode mode) {
+  const Shape rows = e.inputs[2].aval().shape;
+  const int64_t axis = r.axis;
+  detail::FlatFn add_at = [=](std::span<const Array> in) {
+    const Array& base = in[0];
+    Array index = lax::reshape(in[1], rows);
+    if (mode == lax::GatherScatterMode::Clip) index = clamped(index, base.shape()[static_cast<size_t>(axis)]);
+    Array at = selected(index, base.shape(), axis);
+    Array update = lax::broadcast_in_dim(in[2], base.shape(), all_axes(base.ndim()));
+    return std::vector<Array>{lax::select_n(at, {base, lax::add(base, update)})};
+  };
+  std::vector<Aval> avals{e.inputs[0].aval(), r.index.aval(), e.inputs[2].aval()};
+  return detail::make_jaxpr_flat(add_at, avals);
+}
+
+bool only_collapsed_points(const std::vector<int64_t>& windows, const std::vector<int64_t>& collapsed,
+                           const std::vector<int64_t>& map, int64_t n) {
+  return windows.empty() && collapsed == all_axes(n) && map == all_axes(n);
+}
+
+// The program replacing `e` and its operands, when `e` is a take along an axis or its transpose.
+std::optional<std::pair<ClosedJaxpr, std::vector<Atom>>> replacement(const Equation& e, const Matcher& m,
+                                                                     PassContext& ctx) {
+  if (e.primitive == &lax::gather_p) {
+    const Aval& x = e.inputs.at(0).aval();
+    const int64_t n = x.ndim();
+    const auto mode = lax::gather_scatter::parse_mode("gather", e.params.get_string("mode"));
+    if (!picks_exactly(x.dtype) || e.params.get_ints("slice_sizes") != Shape(static_cast<size_t>(n), 1) ||
+        !only_collapsed_points(e.params.get_ints("offset_dims"), e.params.get_ints("collapsed_slice_dims"),
+                               e.params.get_ints("start_index_map"), n))
+      return std::nullopt;
+    if (mode == lax::GatherScatterMode::FillOrDrop && e.inputs.size() != 3 && !is_floating(x.dtype)) return std::nullopt;
+    std::optional<RowIndex> r = m.row_index(e.inputs[1], x.shape, e.outputs[0].aval.shape);
+    if (!r) return std::nullopt;
+    const Equation* source = m.producer(e.inputs[0]);
+    const int64_t row_bytes = x.shape[static_cast<size_t>(r->axis)] * itemsize(x.dtype);
+    if (!(source && source->primitive->has(kElementwise)) && row_bytes > kFreeRowBytes) {
+      if (ctx.records_notes())
+        ctx.note(detail::cat("kept a take along axis ", r->axis, " of ", x.str(),
+                             ": its operand is not computed elementwise and its rows are longer than ",
+                             kFreeRowBytes, " bytes"));
+      return std::nullopt;
+    }
+    std::vector<Atom> operands{e.inputs[0], r->index};
+    if (e.inputs.size() == 3) operands.push_back(e.inputs[2]);
+    if (ctx.records_notes()) ctx.note(detail::cat("a take along axis ", r->axis, " of ", x.str(), " as a select"));
+    return std::pair{pick_program(e, *r, mode), std::move(operands)};
+  }
+  if (e.primitive == &lax::scatter_add_p) {
+    const Aval& base = e.inputs.at(0).aval();
+    const int64_t n = base.ndim();
+    if (!picks_exactly(base.dtype) || is_bool(base.dtype) ||
+        !only_collapsed_points(e.params.get_ints("update_window_dims"), e.params.get_ints("inserted_window_dims"),
+                               e.params.get_ints("scatter_dims_to_operand_dims"), n))
+      return std::nullopt;
+    std::optional<RowIndex> r = m.row_index(e.inputs[1], base.shape, e.inputs[2].aval().shape);
+    if (!r) return std::nullopt;
+    const auto mode = lax::gather_scatter::parse_mode("scatter_add", e.params.get_string("mode"));
+    if (ctx.records_notes())
+      ctx.note(detail::cat("an add at one element per row along axis ", r->axis, " of ", base.str(), " as a select"));
+    return std::pair{add_at_program(e, *r, mode), std::vector<Atom>{e.inputs[0], r->index, e.inputs[2]}};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool take_along_selects(ClosedJaxpr& program, PassContext& ctx) {
+  Jaxpr& j = program.jaxpr;
+  // Decided on the program as it is (the matcher points into its equations), then built.
+  const Matcher matcher(j.eqns);
+  std::vector<std::optional<std::pair<ClosedJaxpr, std::vector<Atom>>>> replaced;
+  bool any = false;
+  for (const Equation& e : j.eqns) {
+    replaced.push_back(replacement(e, matcher, ctx));
+    any = any || replaced.back().has_value();
+  }
+  if (!any) return false;
+  std::vector<Equation> eqns = std::move(j.eqns), out;
+  out.reserve(eqns.size());
+  Substitution subst;
+  for (size_t i = 0; i < eqns.size(); ++i) {
+    Equation& e = eqns[i];
+    subst.apply_to_inputs(e);
+    if (!replaced[i]) {
+      out.push_back(std::move(e));
+      continue;
+    }
+    auto& [body, operands] = *replaced[i];
+    for (Atom& a : operands) a = subst.apply(a);
+    std::vector<Aval> result{e.outputs[0].aval};
+    subst.map(e.outputs[0], splice_body(body, operands, result, program, ctx, out)[0]);
+  }
+  j.eqns = std::move(out);
+  subst.apply_to_outvars(j);
+  return true;
+}
+
+const Pass kTakeAlongSelectsPass{"take_along_selects", &take_along_selects};
+
+}  // namespace jx::compiler
