@@ -177,19 +177,31 @@ TEST(NumpyReductions, HandComputedValues) {
 // then its first index: reductions.cpp, float_arg_extreme): against a plain loop (the
 // first NaN, else the first extreme), over rows of 1 to 40 holding ties, both zeros and
 // NaNs, along the contiguous axis and across it, float32 and float64.
-TEST(NumpyReductions, ArgExtremesOfShortRowsMatchALoop) {
+// Rows short (two branch-free scans), long and contiguous (blocks of 256), and strided
+// (axis 0): few values (many ties, NaN in most rows), then many values with NaN in some
+// rows only, often in a late block, where a blocked scan must still return the first.
+TEST(NumpyReductions, ArgExtremesOfRowsMatchALoop) {
   for (jx::DType dtype : {jx::DType::Float32, jx::DType::Float64}) {
-    for (int64_t n : {1, 2, 3, 10, 17, 32, 33, 40}) {
-      SCOPED_TRACE(std::string(jx::dtype_name(dtype)) + ", rows of " + std::to_string(n));
+    for (int64_t n : {1, 2, 3, 10, 17, 32, 33, 40, 255, 256, 257, 700}) {
+     for (bool sparse_nans : {false, true}) {
+      SCOPED_TRACE(std::string(jx::dtype_name(dtype)) + ", rows of " + std::to_string(n) +
+                   (sparse_nans ? ", NaN in a few rows" : ""));
       const int64_t rows = 50;
       std::vector<double> v(static_cast<size_t>(rows * n));
       uint32_t state = 12345u + static_cast<uint32_t>(n);
       for (size_t i = 0; i < v.size(); ++i) {
         state = state * 1664525u + 1013904223u;
-        v[i] = static_cast<double>((state >> 8) % 7) - 3.0;  // few values: many ties
-        if ((state >> 3) % 23 == 0) v[i] = -0.0;
-        if ((state >> 5) % 41 == 0) v[i] = NAN;
+        if (sparse_nans) {
+          v[i] = static_cast<double>((state >> 8) % 1000) - 500.0;
+          if ((state >> 3) % 97 == 0) v[i] = -0.0;
+          if ((state >> 5) % 20011 == 0) v[i] = NAN;
+        } else {
+          v[i] = static_cast<double>((state >> 8) % 7) - 3.0;  // few values: many ties
+          if ((state >> 3) % 23 == 0) v[i] = -0.0;
+          if ((state >> 5) % 41 == 0) v[i] = NAN;
+        }
       }
+      if (sparse_nans) v[static_cast<size_t>(7 * n + n - 1)] = NAN;  // a row's last element
       Array x = jx::lax::convert_element_type(Array(v, jx::Shape{rows, n}), dtype);
       for (bool max : {true, false}) {
         for (int axis : {1, 0}) {
@@ -209,6 +221,7 @@ TEST(NumpyReductions, ArgExtremesOfShortRowsMatchALoop) {
           EXPECT_EQ(got.astype(jx::DType::Int64).to_vector<int64_t>(), want) << (max ? "argmax" : "argmin") << " axis " << axis;
         }
       }
+     }
     }
   }
 }
