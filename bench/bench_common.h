@@ -208,6 +208,13 @@ inline Array softmax_rows(const Array& x) {
   return e / jnp::sum(e, 1, true);
 }
 inline Array logsumexp_rows(const Array& x) { return jnp::logsumexp(x, 1); }
+// Softmax cross-entropy of integer labels, as a new user writes it (jax.nn.log_softmax's
+// formulation, the max held out of the gradient), and its gradient in the logits.
+inline Array cross_entropy(const Array& logits, const Array& labels) {
+  Array shifted = logits - jx::stop_gradient(jnp::max(logits, 1, true));
+  Array log_probs = shifted - jnp::log(jnp::sum(jnp::exp(shifted), 1, true));
+  return -jnp::mean(jnp::take_along_axis(log_probs, jnp::expand_dims(labels, 1), 1));
+}
 
 // 7. a dense layer with GELU (tanh form, jax.nn.gelu's default) as the matmul epilogue.
 inline Array gelu_matmul(const Array& a, const Array& b, const Array& bias) {

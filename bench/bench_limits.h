@@ -200,6 +200,14 @@ inline void limit_logsumexp(const std::string& workload, double rows, double col
   limit("softmax", workload, 4 * (rows * cols + rows),
         {{rows * cols, mvec_cost("exp", jx::float32, -8, 0)}, {rows, mvec_cost("log", jx::float32, 1, cols)}});
 }
+// A cross-entropy reads the logits and the labels (int32) once: an exp per logit, a log
+// per row; its gradient also writes one float per logit.
+inline void limit_cross_entropy(const std::string& workload, double rows, double cols, bool gradient) {
+  const double bytes = 4 * (rows * cols + rows) + (gradient ? 4 * rows * cols : 0);
+  limit("softmax", workload, bytes,
+        {{rows * cols, mvec_cost("exp", jx::float32, -8, 0)}, {rows, mvec_cost("log", jx::float32, 1, cols)}},
+        gradient ? 0 : g_read_bandwidth);
+}
 // ---- the compute term of a product: the FMA units' peak ----
 
 // 12 independent multiply-adds of vectors of doubles (GCC's vector types) per round (past the

@@ -360,6 +360,23 @@ void bench_softmax() {
                  Extra().num("rel_diff", rel_diff(lse(x), logsumexp_rows(x))));
     limit_logsumexp("logsumexp_rows_" + shape, double(rows), double(cols));
   }
+  auto xent = jx::jit(cross_entropy, options("bench_cross_entropy"));
+  auto xent_grad = jx::jit(jx::grad(cross_entropy), options("bench_cross_entropy_grad"));
+  auto eager_grad = jx::grad(cross_entropy);
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{160000, 10}, {16000, 100}}) {
+    auto ks = jx::random::split(key, 2);
+    auto x = jx::random::normal(ks(0), {rows, cols});
+    auto labels = jx::random::randint(ks(1), {rows}, 0, cols);
+    std::string shape = std::to_string(rows) + "x" + std::to_string(cols) + "_float32";
+    eager_vs_jit("softmax", "cross_entropy_" + shape, [&] { (void)cross_entropy(x, labels); },
+                 [&] { (void)xent(x, labels); },
+                 Extra().num("rel_diff", rel_diff(xent(x, labels), cross_entropy(x, labels))));
+    limit_cross_entropy("cross_entropy_" + shape, double(rows), double(cols), false);
+    eager_vs_jit("softmax", "cross_entropy_grad_" + shape, [&] { (void)eager_grad(x, labels); },
+                 [&] { (void)xent_grad(x, labels); },
+                 Extra().num("rel_diff", rel_diff(xent_grad(x, labels), eager_grad(x, labels))));
+    limit_cross_entropy("cross_entropy_grad_" + shape, double(rows), double(cols), true);
+  }
 }
 
 // ---- 7. matmul and the dense GELU layer, against the BLAS called directly ----

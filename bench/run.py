@@ -37,6 +37,7 @@ SECTIONS = [
     ("sort", "10. sort and argsort, float32 (no hardware limit: compared with peers)"),
 ]
 SOFTMAX_SHAPES = ((4096, 4096), (65536, 128), (128, 65536))
+XENT_SHAPES = ((160000, 10), (16000, 100))  # softmax cross-entropy: (rows, classes)
 SWEEP = [1000 * 4 ** k for k in range(8)]  # 1e3 .. 1.6e7 elements
 SELU_L, SELU_A = 1.0507009873554805, 1.6732632423543772
 VECMATH = [("exp", -87.0, 88.0, False), ("log", 1e-30, 1e30, True), ("sin", -100.0, 100.0, False),
@@ -118,6 +119,21 @@ def numpy_workloads(reps, quick):
             return np.log(np.exp(x - m).sum(axis=1)) + m[:, 0]
         out[f"softmax_rows_{rows}x{cols}_float32"] = best(softmax, reps)
         out[f"logsumexp_rows_{rows}x{cols}_float32"] = best(lse, reps)
+    for rows, cols in XENT_SHAPES:
+        x = rng.standard_normal((rows, cols)).astype(np.float32)
+        labels = rng.integers(0, cols, rows).astype(np.int32)
+
+        def log_probs():
+            s = x - x.max(axis=1, keepdims=True)
+            return s - np.log(np.exp(s).sum(axis=1, keepdims=True))
+
+        def xent_grad():  # (softmax - one_hot) / rows, as its gradient is written by hand
+            g = np.exp(log_probs())
+            g[np.arange(rows), labels] -= 1
+            return g / np.float32(rows)
+        out[f"cross_entropy_{rows}x{cols}_float32"] = best(
+            lambda: -np.take_along_axis(log_probs(), labels[:, None], 1).mean(), reps)
+        out[f"cross_entropy_grad_{rows}x{cols}_float32"] = best(xent_grad, reps)
     for dt in ("float32", "float64"):
         for n in matmul_sizes(quick):
             a = rng.standard_normal((n, n)).astype(dt)
@@ -214,6 +230,15 @@ def jax_workloads(reps, quick):
         x = jax.random.normal(k, (rows, cols), jnp.float32)
         out[f"softmax_rows_{rows}x{cols}_float32"] = best(lambda: sm(x).block_until_ready(), reps)
         out[f"logsumexp_rows_{rows}x{cols}_float32"] = best(lambda: lse(x).block_until_ready(), reps)
+
+    def xent(x, labels):
+        return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(x, axis=1), labels[:, None], 1))
+    xent_j, xent_g = jax.jit(xent), jax.jit(jax.grad(xent))
+    for rows, cols in XENT_SHAPES:
+        x = jax.random.normal(k, (rows, cols), jnp.float32)
+        labels = jax.random.randint(jax.random.PRNGKey(1), (rows,), 0, cols, jnp.int32)
+        out[f"cross_entropy_{rows}x{cols}_float32"] = best(lambda: xent_j(x, labels).block_until_ready(), reps)
+        out[f"cross_entropy_grad_{rows}x{cols}_float32"] = best(lambda: xent_g(x, labels).block_until_ready(), reps)
     mm = jax.jit(lambda a, b: a @ b)
 
     def gelu_layer(a, b, bias):
@@ -349,6 +374,11 @@ def jax_compile(quick):
 
 # ---------------------------------------------------------------- PyTorch
 
+def torch_xent_grad(torch, x, labels):
+    """The cross-entropy's gradient in the logits, by torch.func (traceable by torch.compile)."""
+    return torch.func.grad(lambda z: torch.nn.functional.cross_entropy(z, labels))(x)
+
+
 def torch_workloads(reps, quick):
     import torch
     torch.set_num_threads(os.cpu_count())
@@ -373,6 +403,10 @@ def torch_workloads(reps, quick):
         x = torch.randn(rows, cols)
         out[f"softmax_rows_{rows}x{cols}_float32"] = best(lambda: torch.softmax(x, 1), reps)
         out[f"logsumexp_rows_{rows}x{cols}_float32"] = best(lambda: torch.logsumexp(x, 1), reps)
+    for rows, cols in XENT_SHAPES:
+        x, labels = torch.randn(rows, cols), torch.randint(0, cols, (rows,))
+        out[f"cross_entropy_{rows}x{cols}_float32"] = best(lambda: torch.nn.functional.cross_entropy(x, labels), reps)
+        out[f"cross_entropy_grad_{rows}x{cols}_float32"] = best(lambda: torch_xent_grad(torch, x, labels), reps)
     for dt in (torch.float32, torch.float64):
         for n in matmul_sizes(quick):
             a = torch.randn(n, n, dtype=dt)
@@ -415,6 +449,12 @@ def torch_compile_workloads(reps, quick):
         x = torch.randn(rows, cols)
         out[f"softmax_rows_{rows}x{cols}_float32"] = best(lambda: sm(x), reps)
         out[f"logsumexp_rows_{rows}x{cols}_float32"] = best(lambda: lse(x), reps)
+    xent = compiled(lambda x, labels: torch.nn.functional.cross_entropy(x, labels))
+    xent_g = compiled(lambda x, labels: torch_xent_grad(torch, x, labels))
+    for rows, cols in XENT_SHAPES:
+        x, labels = torch.randn(rows, cols), torch.randint(0, cols, (rows,))
+        out[f"cross_entropy_{rows}x{cols}_float32"] = best(lambda: xent(x, labels), reps)
+        out[f"cross_entropy_grad_{rows}x{cols}_float32"] = best(lambda: xent_g(x, labels), reps)
 
     def gelu_layer(a, b, bias):
         z = a @ b + bias
@@ -520,7 +560,7 @@ def secs(impls, impl):
 
 def limit_bound(w):
     """How close to its limit a workload's jit must come (the performance issue's targets)."""
-    if w.startswith(("softmax_", "logsumexp_")):
+    if w.startswith(("softmax_", "logsumexp_", "cross_entropy_")):
         return 1.5
     if w.startswith("sin_cos_sweep_"):
         return 1.3

@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+
+#include <immintrin.h>
 #include <vector>
 
 #include "backend/cpu/blas_kernels.h"
@@ -339,6 +341,59 @@ int64_t float_arg_extreme(const T* p, int64_t n, int64_t stride) {
   return first;
 }
 
+// A contiguous float row that fits one AVX-512 register (16 floats, 8 doubles): one
+// masked load (the lanes past the row hold the extreme's identity), a NaN test, the
+// register's extreme, and the first lane equal to it. Branch-free but for the NaN test,
+// where the two scalar scans took about 3 ns a row of 10 (argmax over 160000 x 10
+// floats: 862 -> 290 us).
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512vl,avx512bw,avx512dq")
+// The extreme of a register without NaN, halving it. GCC 12's extract intrinsics warn of
+// an uninitialized value inside their own header (the merge operand they pass unmasked).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+template <bool kMax>
+float register_extreme(__m512 v) {
+  auto pick = [](auto a, auto b) {
+    if constexpr (sizeof(a) == 32) return kMax ? _mm256_max_ps(a, b) : _mm256_min_ps(a, b);
+    else return kMax ? _mm_max_ps(a, b) : _mm_min_ps(a, b);
+  };
+  const __m256 h = pick(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+  __m128 q = pick(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+  q = pick(q, _mm_movehl_ps(q, q));
+  q = pick(q, _mm_shuffle_ps(q, q, 1));
+  return _mm_cvtss_f32(q);
+}
+template <bool kMax>
+double register_extreme(__m512d v) {
+  auto pick = [](auto a, auto b) {
+    if constexpr (sizeof(a) == 32) return kMax ? _mm256_max_pd(a, b) : _mm256_min_pd(a, b);
+    else return kMax ? _mm_max_pd(a, b) : _mm_min_pd(a, b);
+  };
+  const __m256d h = pick(_mm512_castpd512_pd256(v), _mm512_extractf64x4_pd(v, 1));
+  __m128d q = pick(_mm256_castpd256_pd128(h), _mm256_extractf128_pd(h, 1));
+  q = pick(q, _mm_unpackhi_pd(q, q));
+  return _mm_cvtsd_f64(q);
+}
+template <bool kMax>
+int64_t register_arg_extreme(const float* p, int64_t n) {
+  const auto live = static_cast<__mmask16>((1u << n) - 1);
+  const __m512 v = _mm512_mask_loadu_ps(_mm512_set1_ps(kMax ? -INFINITY : INFINITY), live, p);
+  if (const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q)) return __builtin_ctz(nan);
+  const float m = register_extreme<kMax>(v);
+  return __builtin_ctz(_mm512_cmp_ps_mask(v, _mm512_set1_ps(m), _CMP_EQ_OQ));
+}
+template <bool kMax>
+int64_t register_arg_extreme(const double* p, int64_t n) {
+  const auto live = static_cast<__mmask8>((1u << n) - 1);
+  const __m512d v = _mm512_mask_loadu_pd(_mm512_set1_pd(kMax ? -INFINITY : INFINITY), live, p);
+  if (const __mmask8 nan = _mm512_cmp_pd_mask(v, v, _CMP_UNORD_Q)) return __builtin_ctz(nan);
+  const double m = register_extreme<kMax>(v);
+  return __builtin_ctz(_mm512_cmp_pd_mask(v, _mm512_set1_pd(m), _CMP_EQ_OQ));
+}
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
+
 // A contiguous float row longer than kShortScan, in blocks of kArgBlock: each block's
 // extreme in vectors (block_extreme.inc, a NaN sticking), compared with the best so
 // far; only a block that beats it, or holds a NaN, is scanned again for the first index
@@ -422,6 +477,15 @@ void argminmax_kernel(const Array& x, int64_t axis, int64_t* out) {
   if (!tiled) {
     const int64_t grain = std::max<int64_t>(1, cpu::kParallelGrain / n);
     if constexpr (std::is_floating_point_v<A> && std::is_same_v<A, T>) {
+      static const bool avx512 = cpu::cpu_features().avx512;
+      if (avx512 && axis_stride == 1 && n * static_cast<int64_t>(sizeof(T)) <= 64) {
+        cpu::parallel_for(O, grain, [&](int64_t begin, int64_t end) {
+          LoopCursor<1> cursor(kept, begin);
+          for (int64_t o = begin; o < end; ++o, cursor.next())
+            out[o] = register_arg_extreme<kMax>(x0 + cursor.offset(), n);
+        });
+        return;
+      }
       if (n <= kShortScan) {
         cpu::parallel_for(O, grain, [&](int64_t begin, int64_t end) {
           LoopCursor<1> cursor(kept, begin);
