@@ -170,6 +170,32 @@ TEST(TakeAlongSelects, TheGradientsScatterAddBecomesASelect) {
   expect_same_values(onto, {base, labels, Array({1.0f, -0.0f, 2.0f})});
 }
 
+// NumPy's spelling of the same pick, x[arange(n), labels]: the row index reaches the
+// gather through conversions, the normalization of negative indices and a broadcast.
+TEST(TakeAlongSelects, FancyIndexingOfOneElementPerRowIsATake) {
+  Array x = awkward_rows(DType::Float32);
+  for (int shift = 0; shift < 18; ++shift) {
+    Array labels = labels_shifted(shift) % 8;  // clip mode: out-of-bounds labels clamp
+    auto pick = [](const Array& a, const Array& l) { return (a + a).index({jnp::arange(3), l}); };
+    Rewritten r = rewrite(pick, x, labels);
+    ASSERT_TRUE(r.changed);
+    EXPECT_EQ(count(r.after, "gather"), 0);
+    expect_same_values(r, {x, labels});
+    Rewritten g = rewrite(jx::grad([&](const Array& a, const Array& l) { return jnp::sum(pick(a, l) * 2.0f); }), x,
+                          labels);
+    ASSERT_TRUE(g.changed);
+    EXPECT_EQ(count(g.after, "scatter_add"), 0);
+    expect_same_values(g, {x, labels});
+  }
+  // A row index that is not each row's own position is another gather.
+  Array labels = labels_shifted(3) % 8;
+  EXPECT_FALSE(
+      rewrite([](const Array& a, const Array& l) { return (a + a).index({(jnp::arange(3) + 1) % 3, l}); }, x, labels)
+          .changed);
+  EXPECT_FALSE(
+      rewrite([](const Array& a, const Array& l) { return (a + a).index({jnp::arange(3) * 0, l}); }, x, labels).changed);
+}
+
 TEST(TakeAlongSelects, LeavesGathersItWouldReadWholeRowsFor) {
   // An argument's long rows: the gather reads one element of each, the select all 100.
   Array x = randn({4, 100}, DType::Float32, 3), labels = int_labels({1, 2, 3, 99});

@@ -1,11 +1,11 @@
 // The optimizer's recipe (pipeline.h). Order matters where it says why:
 //   inline_calls first: every later pass works on one flat program, across call bounds.
-//   take_along_selects next, while take_along_axis's index is as traced (an iota and a
-//     concatenate, which constant folding could turn into a constant the pass no longer
-//     recognizes); the loop below cleans what it leaves.
-//   simplify, constant_folding, cse, dce until nothing changes: a simplification exposes
-//     a fold (x * 1 with x constant), a fold makes duplicates (two equal literals), cse
-//     and the others leave dead equations, which dce removes before the next round.
+//   simplify, take_along_selects, constant_folding, cse, dce until nothing changes: a
+//     simplification exposes a fold (x * 1 with x constant), a fold makes duplicates (two
+//     equal literals), cse and the others leave dead equations, which dce removes before
+//     the next round. take_along_selects sees indices simplified (arange(n) * 1 + 0 as a
+//     row index) and before constant folding, which leaves iotas of more than one element
+//     alone anyway; the next round cleans what it leaves.
 //   scan_accumulators on the cleaned program (its loops' bodies as reverse mode wrote
 //     them), before fusion, which then fuses the products it adds after the loops.
 //   fusion on the cleaned program, then dce for what fusion bypassed.
@@ -108,11 +108,10 @@ ClosedJaxpr optimize_program(ClosedJaxpr program, const PipelineOptions& options
   PipelineRun run(program, dump, verify);
   run.apply(kInlineCallsPass);
   if (options.optimize) {
-    run.apply(kTakeAlongSelectsPass);
     bool changed = true;
     for (int round = 0; changed && round < kMaxRounds; ++round) {
       changed = false;
-      for (const Pass* pass : {&kSimplifyPass, &kConstantFoldingPass, &kCsePass, &kDcePass})
+      for (const Pass* pass : {&kSimplifyPass, &kTakeAlongSelectsPass, &kConstantFoldingPass, &kCsePass, &kDcePass})
         changed = run.apply(*pass) || changed;
     }
     if (changed) run.note(detail::cat("[pipeline] stopped after ", kMaxRounds, " rounds that all changed the program"));

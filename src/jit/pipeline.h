@@ -1,8 +1,8 @@
 // The optimizer: the recipe of passes a traced program goes through before codegen.
 //
 //   inline_calls                      closed_call / jit equations spliced into the caller
-//   take_along_selects                take_along_axis and its gradient as selects
-//   repeat until nothing changes:     simplify, fold_constants, cse, dce
+//   repeat until nothing changes:     simplify, take_along_selects (take_along_axis and
+//                                     its gradient as selects), fold_constants, cse, dce
 //   scan_accumulators                 outer-product sums of scanned loops after the loop
 //   fuse                              loop / reduction / rows / dot-epilogue fusions (fusion.h)
 //   dce

@@ -1,6 +1,8 @@
 #include "jit/passes/take_along_selects.h"
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <optional>
 #include <unordered_map>
 
@@ -19,17 +21,31 @@ namespace {
 // at no cost over the gather's one element: one cache line either way.
 constexpr int64_t kFreeRowBytes = 64;
 
-// The index operand of a take along `axis`: indices of shape [rows..., n] for an operand
-// of rank n, component d an iota over d except component `axis`, `index` ([rows..., 1]).
+// The index operand of a take along `axis`: indices of shape [batch..., n] for an
+// operand of rank n, each component (`index`: [batch..., 1]) an iota over a batch dim of
+// the operand's size along d, in order, except component `axis`; every other batch dim
+// has size 1. `aligned` is the operand's shape with 1 along `axis`, which the index
+// reshapes to in row-major order.
 struct RowIndex {
   int64_t axis = 0;
   Atom index;
+  Shape aligned;
 };
 
 std::vector<int64_t> all_axes(int64_t n) {
   std::vector<int64_t> axes;
   for (int64_t d = 0; d < n; ++d) axes.push_back(d);
   return axes;
+}
+
+// Whether `a` is a literal or a broadcast of one equal to `value`.
+bool is_splat(const Atom& a, int64_t value, const std::function<const Equation*(const Atom&)>& producer) {
+  if (!a.is_var()) {
+    const Array& v = a.literal().value;
+    return is_integer(v.dtype()) && v.item<int64_t>() == value;
+  }
+  const Equation* p = producer(a);
+  return p && p->primitive == &lax::broadcast_in_dim_p && is_splat(p->inputs.at(0), value, producer);
 }
 
 class Matcher {
@@ -45,45 +61,112 @@ class Matcher {
     return it == producer_.end() ? nullptr : it->second;
   }
 
+  // The dim k of a's shape such that every element of `a` is its position along k (an
+  // iota over k), seen through what keeps those values: broadcasts and unit-dim
+  // reshapes moving the dim, conversions to an integer type holding them, adding 0 or
+  // multiplying by 1, and the select normalizing negative indices (jnp's arange(n) as a
+  // row index is all of these). Memoized: linear in the program.
+  std::optional<int64_t> position_dim(const Atom& a) {
+    if (!a.is_var()) return std::nullopt;
+    auto memo = position_.find(a.var().id);
+    if (memo != position_.end()) return memo->second;
+    std::optional<int64_t> k = find_position_dim(a);
+    position_[a.var().id] = k;
+    return k;
+  }
+
   // The row index of `indices` into an operand of shape `operand`, whose take has shape
-  // `rows` (the operand's, with 1 along the axis), or nothing when it is not that form.
-  std::optional<RowIndex> row_index(const Atom& indices, const Shape& operand, const Shape& rows) const {
+  // `batch`, or nothing when it is not that form.
+  std::optional<RowIndex> row_index(const Atom& indices, const Shape& operand, const Shape& batch) {
     const auto n = static_cast<int64_t>(operand.size());
+    const auto nb = static_cast<int64_t>(batch.size());
     const Aval& iv = indices.aval();
     if (n == 0 || (iv.dtype != DType::Int32 && iv.dtype != DType::Int64)) return std::nullopt;
-    Shape component = rows;
+    Shape component = batch, whole = batch;
     component.push_back(1);
-    Shape whole = rows;
     whole.push_back(n);
-    if (iv.shape != whole || rows.size() != operand.size()) return std::nullopt;
+    if (iv.shape != whole) return std::nullopt;
     std::vector<Atom> parts{indices};
     if (n > 1) {
       const Equation* concat = producer(indices);
-      if (!concat || concat->primitive != &lax::concatenate_p || concat->params.get_int("dimension") != n ||
+      if (!concat || concat->primitive != &lax::concatenate_p || concat->params.get_int("dimension") != nb ||
           static_cast<int64_t>(concat->inputs.size()) != n)
         return std::nullopt;
       parts = concat->inputs;
     }
-    std::optional<RowIndex> found;
+    std::optional<int64_t> axis;
+    std::vector<char> mapped(static_cast<size_t>(nb), 0);
+    int64_t last = -1;
     for (int64_t d = 0; d < n; ++d) {
       const Atom& part = parts[static_cast<size_t>(d)];
       if (part.aval().shape != component) return std::nullopt;
-      const Equation* iota = producer(part);
-      const bool iota_over_d = iota && iota->primitive == &lax::iota_p && iota->params.get_int("dimension") == d;
-      if (iota_over_d && n > 1) continue;
-      if (found) return std::nullopt;  // a second non-iota component: not one element per row
-      found = RowIndex{d, part};
+      std::optional<int64_t> k = n > 1 ? position_dim(part) : std::nullopt;
+      if (k && *k < nb && *k > last && batch[static_cast<size_t>(*k)] == operand[static_cast<size_t>(d)]) {
+        mapped[static_cast<size_t>(*k)] = 1;
+        last = *k;
+        continue;
+      }
+      if (axis) return std::nullopt;  // a second free component: not one element per row
+      axis = d;
     }
-    if (!found) return std::nullopt;
-    for (int64_t d = 0; d < n; ++d) {
-      const auto k = static_cast<size_t>(d);
-      if (rows[k] != (d == found->axis ? 1 : operand[k])) return std::nullopt;
-    }
-    return found;
+    if (!axis) return std::nullopt;
+    for (int64_t k = 0; k < nb; ++k)
+      if (!mapped[static_cast<size_t>(k)] && batch[static_cast<size_t>(k)] != 1) return std::nullopt;
+    Shape aligned = operand;
+    aligned[static_cast<size_t>(*axis)] = 1;
+    return RowIndex{*axis, parts[static_cast<size_t>(*axis)], std::move(aligned)};
   }
 
  private:
+  std::optional<int64_t> find_position_dim(const Atom& a) {
+    const Equation* p = producer(a);
+    const Shape& shape = a.aval().shape;
+    if (!p || shape.empty()) return std::nullopt;
+    auto splat = [&](const Atom& x, int64_t v) { return is_splat(x, v, [&](const Atom& y) { return producer(y); }); };
+    if (p->primitive == &lax::iota_p) return p->params.get_int("dimension");
+    if (p->primitive == &lax::convert_element_type_p) {
+      const DType to = a.aval().dtype, from = p->inputs.at(0).aval().dtype;
+      std::optional<int64_t> k = position_dim(p->inputs[0]);
+      const bool fits = (to == DType::Int64) || (to == DType::Int32 && *std::max_element(shape.begin(), shape.end()) <= (int64_t{1} << 31));
+      if (k && is_integer(from) && fits) return k;
+      return std::nullopt;
+    }
+    if (p->primitive == &lax::broadcast_in_dim_p) {
+      std::optional<int64_t> k = position_dim(p->inputs.at(0));
+      if (!k) return std::nullopt;
+      return p->params.get_ints("broadcast_dimensions").at(static_cast<size_t>(*k));
+    }
+    if (p->primitive == &lax::reshape_p || p->primitive == &lax::expand_dims_p || p->primitive == &lax::squeeze_p) {
+      // Only unit dims come or go: the position dim is the same among the others.
+      const Shape& from = p->inputs.at(0).aval().shape;
+      std::optional<int64_t> k = position_dim(p->inputs[0]);
+      if (!k || from[static_cast<size_t>(*k)] == 1) return std::nullopt;
+      std::vector<int64_t> from_dims, to_dims;
+      for (size_t d = 0; d < from.size(); ++d)
+        if (from[d] != 1) from_dims.push_back(static_cast<int64_t>(d));
+      for (size_t d = 0; d < shape.size(); ++d)
+        if (shape[d] != 1) to_dims.push_back(static_cast<int64_t>(d));
+      if (from_dims.size() != to_dims.size()) return std::nullopt;
+      for (size_t i = 0; i < from_dims.size(); ++i) {
+        if (from[static_cast<size_t>(from_dims[i])] != shape[static_cast<size_t>(to_dims[i])]) return std::nullopt;
+        if (from_dims[i] == *k) return to_dims[i];
+      }
+      return std::nullopt;
+    }
+    if (p->primitive == &lax::add_p && splat(p->inputs.at(1), 0)) return position_dim(p->inputs[0]);
+    if (p->primitive == &lax::mul_p && splat(p->inputs.at(1), 1)) return position_dim(p->inputs[0]);
+    if (p->primitive == &lax::select_n_p && p->inputs.size() == 3) {
+      // select_n(x < 0, x, x + n): x, where x is a position (never negative).
+      const Equation* negative = producer(p->inputs[0]);
+      if (negative && negative->primitive == &lax::lt_p && same_atom(negative->inputs.at(0), p->inputs[1]) &&
+          splat(negative->inputs.at(1), 0))
+        return position_dim(p->inputs[1]);
+    }
+    return std::nullopt;
+  }
+
   std::unordered_map<int64_t, const Equation*> producer_;
+  std::unordered_map<int64_t, std::optional<int64_t>> position_;
 };
 
 bool picks_exactly(DType d) { return is_floating(d) || is_integer(d) || is_bool(d); }
@@ -96,7 +179,7 @@ DType same_width_integer(DType d) {
   }
 }
 
-// [rows...] index (shape with 1 along axis) -> whether each iota position along `axis`
+// An index of the operand's shape with 1 along axis -> whether each iota position along `axis`
 // of `shape` is the row's index.
 Array selected(const Array& index, const Shape& shape, int64_t axis) {
   Array iota = lax::broadcasted_iota(index.dtype(), shape, static_cast<int>(axis));
@@ -114,7 +197,7 @@ Array splat(double value, const Aval& like) {
 
 // The gather, as lax code over (operand, index[, fill]).
 ClosedJaxpr pick_program(const Equation& e, const RowIndex& r, lax::GatherScatterMode mode) {
-  const Shape rows = e.outputs[0].aval.shape;
+  const Shape batch = e.outputs[0].aval.shape, rows = r.aligned;
   const int64_t axis = r.axis;
   detail::FlatFn pick = [=](std::span<const Array> in) {
     const Array& x = in[0];
@@ -140,7 +223,7 @@ ClosedJaxpr pick_program(const Equation& e, const RowIndex& r, lax::GatherScatte
       Array fill = in.size() == 3 ? lax::broadcast_in_dim(in[2], rows, {}) : splat(NAN, picked.aval());
       picked = lax::select_n(inside, {fill, picked});
     }
-    return std::vector<Array>{picked};
+    return std::vector<Array>{lax::reshape(picked, batch)};
   };
   std::vector<Aval> avals{e.inputs[0].aval(), r.index.aval()};
   if (e.inputs.size() == 3) avals.push_back(e.inputs[2].aval());
@@ -149,14 +232,14 @@ ClosedJaxpr pick_program(const Equation& e, const RowIndex& r, lax::GatherScatte
 
 // The scatter_add, as lax code over (base, index, updates).
 ClosedJaxpr add_at_program(const Equation& e, const RowIndex& r, lax::GatherScatterMode mode) {
-  const Shape rows = e.inputs[2].aval().shape;
+  const Shape rows = r.aligned;
   const int64_t axis = r.axis;
   detail::FlatFn add_at = [=](std::span<const Array> in) {
     const Array& base = in[0];
     Array index = lax::reshape(in[1], rows);
     if (mode == lax::GatherScatterMode::Clip) index = clamped(index, base.shape()[static_cast<size_t>(axis)]);
     Array at = selected(index, base.shape(), axis);
-    Array update = lax::broadcast_in_dim(in[2], base.shape(), all_axes(base.ndim()));
+    Array update = lax::broadcast_in_dim(lax::reshape(in[2], rows), base.shape(), all_axes(base.ndim()));
     return std::vector<Array>{lax::select_n(at, {base, lax::add(base, update)})};
   };
   std::vector<Aval> avals{e.inputs[0].aval(), r.index.aval(), e.inputs[2].aval()};
@@ -169,7 +252,7 @@ bool only_collapsed_points(const std::vector<int64_t>& windows, const std::vecto
 }
 
 // The program replacing `e` and its operands, when `e` is a take along an axis or its transpose.
-std::optional<std::pair<ClosedJaxpr, std::vector<Atom>>> replacement(const Equation& e, const Matcher& m,
+std::optional<std::pair<ClosedJaxpr, std::vector<Atom>>> replacement(const Equation& e, Matcher& m,
                                                                      PassContext& ctx) {
   if (e.primitive == &lax::gather_p) {
     const Aval& x = e.inputs.at(0).aval();
@@ -218,7 +301,7 @@ std::optional<std::pair<ClosedJaxpr, std::vector<Atom>>> replacement(const Equat
 bool take_along_selects(ClosedJaxpr& program, PassContext& ctx) {
   Jaxpr& j = program.jaxpr;
   // Decided on the program as it is (the matcher points into its equations), then built.
-  const Matcher matcher(j.eqns);
+  Matcher matcher(j.eqns);
   std::vector<std::optional<std::pair<ClosedJaxpr, std::vector<Atom>>>> replaced;
   bool any = false;
   for (const Equation& e : j.eqns) {

@@ -7,10 +7,11 @@
 //     (one element per row along `axis`)              select(iota_axis == idx, 0, x)
 //   scatter_add base at the same indices, u         -> select(iota_axis == idx, base, base + u)
 //
-// The index is recognized by its form (jnp::take_along_axis builds it): a concatenate of
-// one operand per operand axis, each an iota over that axis except the one for `axis`,
-// with one index per row (the result's `axis` has size 1) and every other axis the
-// operand's own. A softmax cross-entropy (log_softmax, then take_along_axis of the
+// The index is recognized by its form: a concatenate of one component per operand axis,
+// each the position along an axis of the result (an iota, seen through broadcasts,
+// unit-dim reshapes, conversions and the normalization of negative indices) except the
+// one for `axis`, the positions in the operand's order and sizes, one element per row:
+// jnp::take_along_axis(x, idx[:, None], 1) and NumPy's x[arange(n), idx] both. A softmax cross-entropy (log_softmax, then take_along_axis of the
 // labels) then runs as one rows kernel that never writes the log-probabilities, and its
 // gradient writes one array instead of zero-filling one and scattering into it.
 //
