@@ -1612,6 +1612,31 @@ TEST(Dumps, ShortRowsVectorizeAlongTheRow) {
   }
 }
 
+// Rows of 8-11 floats reduce across rows (loop_emitter's `across`): the loop over a
+// block's rows runs each row's points in sequence and vectorizes across the rows (its
+// loads interleaved or gathered), so no row pays a horizontal reduction (LLVM's
+// vector.reduce of a sum or max); rows of 12 stay along the row.
+TEST(Dumps, RowsOfEightToElevenFloatsReduceAcrossRows) {
+  if (codegen::host_target().features.find("+avx512f") == std::string::npos) GTEST_SKIP() << "no AVX-512 on this host";
+  auto ir_of = [](const std::string& text) {
+    const fs::path dir = fs::temp_directory_path() / ("jx_codegen_dump_across_" + std::to_string(::getpid()));
+    KernelOptions o;
+    o.name = "across";
+    o.dump_dir = dir.string();
+    o.disk_cache = false;
+    compile_kernel(parse_jaxpr(text), "rows", o);
+    const std::string ir = read_file(dir / "across.ll");
+    fs::remove_all(dir);
+    return ir;
+  };
+  for (int64_t cols : {8, 10, 11, 12}) {
+    SCOPED_TRACE(std::to_string(cols) + " a row");
+    const std::string ir = ir_of(jx::testing::logsumexp_text(1000, cols));
+    const bool horizontal = std::regex_search(ir, std::regex("llvm\\.vector\\.reduce\\.(fadd|fmax)"));
+    EXPECT_EQ(horizontal, cols > 11) << ir.substr(0, 3000);
+  }
+}
+
 // LLVM's remarks and warnings stay out of the user's output: a rows kernel over rows of
 // 24 floats, whose vectorization hint LLVM could not honour in one loop, printed
 // "remark: <unknown>:0:0: loop not vectorized: Too many SCEV assumptions ..." to stderr
