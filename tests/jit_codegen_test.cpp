@@ -44,6 +44,20 @@ std::string read_file(const fs::path& p) {
   return ss.str();
 }
 
+// The optimized LLVM IR of `text` compiled as a kernel of `kind` (dumped to a fresh
+// directory, read, and removed).
+std::string kernel_ir(const std::string& text, const std::string& kind) {
+  const fs::path dir = fs::temp_directory_path() / ("jx_codegen_dump_ir_" + std::to_string(::getpid()));
+  KernelOptions o;
+  o.name = "kernel";
+  o.dump_dir = dir.string();
+  o.disk_cache = false;
+  compile_kernel(parse_jaxpr(text), kind, o);
+  const std::string ir = read_file(dir / "kernel.ll");
+  fs::remove_all(dir);
+  return ir;
+}
+
 TEST(LoopKernel, ElementwiseChainF32) {
   check(R"({ lambda ; a:f32[1000] b:f32[1000]. let
     c:f32[1000] = sin a
@@ -1004,17 +1018,6 @@ TEST(RowsKernel, LargeRowsPrefetchAndPipelineTheirOutputs) {
 }
 
 TEST(Dumps, LargeRowsKernelPrefetchesAndPipelines) {
-  auto ir_of = [](const std::string& text) {
-    const fs::path dir = fs::temp_directory_path() / ("jx_codegen_dump_rows_" + std::to_string(::getpid()));
-    KernelOptions o;
-    o.name = "rows";
-    o.dump_dir = dir.string();
-    o.disk_cache = false;
-    compile_kernel(parse_jaxpr(text), "rows", o);
-    const std::string ir = read_file(dir / "rows.ll");
-    fs::remove_all(dir);
-    return ir;
-  };
   auto count = [](const std::string& ir, const std::string& what) {
     size_t n = 0;
     for (size_t at = ir.find(what); at != std::string::npos; at = ir.find(what, at + 1)) ++n;
@@ -1022,10 +1025,10 @@ TEST(Dumps, LargeRowsKernelPrefetchesAndPipelines) {
   };
   // 1031 x 4099 floats: prefetches, and streams its output from two loops (the pipelined
   // last pass and the block's last row); 100 x 1024 (400 KiB) does neither.
-  const std::string large = ir_of(softmax_text("f32", 1031, 4099));
+  const std::string large = kernel_ir(softmax_text("f32", 1031, 4099), "rows");
   EXPECT_NE(large.find("call void @llvm.prefetch"), std::string::npos) << large;
   EXPECT_GE(count(large, "!nontemporal"), 2u) << large;
-  const std::string small = ir_of(softmax_text("f32", 100, 1024));
+  const std::string small = kernel_ir(softmax_text("f32", 100, 1024), "rows");
   EXPECT_EQ(small.find("@llvm.prefetch"), std::string::npos) << small;
   EXPECT_EQ(small.find("!nontemporal"), std::string::npos) << small;
 }
@@ -1572,23 +1575,12 @@ TEST(Dumps, ReductionsOverShortLoopsVectorize) {
 // marked unlikely, which LLVM keeps as a branch.
 TEST(Dumps, ShortRowsVectorizeAlongTheRow) {
   if (codegen::host_target().features.find("+avx512f") == std::string::npos) GTEST_SKIP() << "no AVX-512 on this host";
-  auto ir_of = [](const std::string& text, const std::string& kind) {
-    const fs::path dir = fs::temp_directory_path() / ("jx_codegen_dump_shortrows_" + std::to_string(::getpid()));
-    KernelOptions o;
-    o.name = "shortrows";
-    o.dump_dir = dir.string();
-    o.disk_cache = false;
-    compile_kernel(parse_jaxpr(text), kind, o);
-    const std::string ir = read_file(dir / "shortrows.ll");
-    fs::remove_all(dir);
-    return ir;
-  };
   for (int64_t cols : {16, 20, 24, 28}) {
     SCOPED_TRACE(std::to_string(cols) + " a row");
-    const std::string softmax = ir_of(softmax_text("f32", 1000, cols), "rows");
+    const std::string softmax = kernel_ir(softmax_text("f32", 1000, cols), "rows");
     EXPECT_EQ(softmax.find("masked.gather"), std::string::npos);
     EXPECT_TRUE(std::regex_search(softmax, std::regex("call <(4|8|16) x float> @llvm.fma.v(4|8|16)f32")));
-    const std::string max = ir_of("{ lambda ; a:f32[1000," + std::to_string(cols) +
+    const std::string max = kernel_ir("{ lambda ; a:f32[1000," + std::to_string(cols) +
                                       "]. let\n    b:f32[1000] = reduce_max[axes=(1,)] a\n  in (b) }",
                                   "reduction");
     EXPECT_EQ(max.find("masked.gather"), std::string::npos);
@@ -1601,13 +1593,13 @@ TEST(Dumps, ShortRowsVectorizeAlongTheRow) {
     SCOPED_TRACE(std::to_string(cols) + " a row");
     std::string text = jx::testing::logsumexp_text(1000, cols, /*with_log_softmax=*/true);
     text.replace(text.find("in (m, o) }"), std::string("in (m, o) }").size(), "in (o,) }");  // log_softmax alone
-    const std::string ir = ir_of(text, "rows");
+    const std::string ir = kernel_ir(text, "rows");
     EXPECT_TRUE(std::regex_search(ir, std::regex("call <16 x float> @[A-Za-z0-9_.]*log"))) << ir.substr(0, 3000);
     // So is a later pass's: a row sum of log_softmax (a cross-entropy's pick is one)
     // reads the log in the kernel's third pass.
     text.replace(text.find("  in (o,) }"), std::string("  in (o,) }").size(),
                  "    p:f32[1000] = reduce_sum[axes=(1,)] o\n  in (p,) }");
-    const std::string summed = ir_of(text, "rows");
+    const std::string summed = kernel_ir(text, "rows");
     EXPECT_TRUE(std::regex_search(summed, std::regex("call <16 x float> @[A-Za-z0-9_.]*log"))) << summed.substr(0, 3000);
   }
 }
@@ -1618,20 +1610,9 @@ TEST(Dumps, ShortRowsVectorizeAlongTheRow) {
 // vector.reduce of a sum or max); rows of 12 stay along the row.
 TEST(Dumps, RowsOfEightToElevenFloatsReduceAcrossRows) {
   if (codegen::host_target().features.find("+avx512f") == std::string::npos) GTEST_SKIP() << "no AVX-512 on this host";
-  auto ir_of = [](const std::string& text) {
-    const fs::path dir = fs::temp_directory_path() / ("jx_codegen_dump_across_" + std::to_string(::getpid()));
-    KernelOptions o;
-    o.name = "across";
-    o.dump_dir = dir.string();
-    o.disk_cache = false;
-    compile_kernel(parse_jaxpr(text), "rows", o);
-    const std::string ir = read_file(dir / "across.ll");
-    fs::remove_all(dir);
-    return ir;
-  };
   for (int64_t cols : {8, 10, 11, 12}) {
     SCOPED_TRACE(std::to_string(cols) + " a row");
-    const std::string ir = ir_of(jx::testing::logsumexp_text(1000, cols));
+    const std::string ir = kernel_ir(jx::testing::logsumexp_text(1000, cols), "rows");
     const bool horizontal = std::regex_search(ir, std::regex("llvm\\.vector\\.reduce\\.(fadd|fmax)"));
     EXPECT_EQ(horizontal, cols > 11) << ir.substr(0, 3000);
   }

@@ -11,6 +11,7 @@
 #include "jit/passes/scan_accumulators.h"
 #include "jx/jx.h"
 #include "lax/control_flow/scan_rules.h"
+#include "pass_test_util.h"
 #include "test_util.h"
 
 namespace jx::compiler {
@@ -27,22 +28,9 @@ std::vector<int64_t> scan_carries(const ClosedJaxpr& p) {
   return out;
 }
 
-struct Rewritten {
-  ClosedJaxpr before, after;
-  bool changed = false;
-  std::vector<std::string> notes;
-};
-
 template <class F, class... Args>
 Rewritten rewrite(F f, const Args&... args) {
-  Rewritten r;
-  r.before = make_jaxpr(f)(args...);
-  r.after = r.before;
-  PassContext ctx(r.after.jaxpr);
-  r.changed = hoist_scan_accumulators(r.after, ctx);
-  r.notes = ctx.take_notes();
-  verify_jaxpr(r.after.jaxpr);
-  return r;
+  return rewrite_with(&hoist_scan_accumulators, f, args...);
 }
 
 // sum(h_T^2) of h' = tanh(h W + x U), differentiated in W and U.

@@ -14,6 +14,7 @@
 #include "jit/passes/take_along_selects.h"
 #include "jit/pipeline.h"
 #include "jx/jx.h"
+#include "pass_test_util.h"
 #include "test_util.h"
 
 namespace jx::compiler {
@@ -28,24 +29,9 @@ int count(const ClosedJaxpr& p, std::string_view primitive) {
   return n;
 }
 
-struct Rewritten {
-  ClosedJaxpr before, after;
-  bool changed = false;
-  std::vector<std::string> notes;
-};
-
 template <class F, class... Args>
 Rewritten rewrite(F f, const Args&... args) {
-  Rewritten r;
-  r.before = make_jaxpr(f)(args...);
-  r.after = r.before;
-  PassContext ctx(r.after.jaxpr);
-  r.changed = take_along_selects(r.after, ctx);
-  r.notes = ctx.take_notes();
-  verify_jaxpr(r.after.jaxpr);
-  EXPECT_EQ(r.after.in_avals(), r.before.in_avals());
-  EXPECT_EQ(r.after.out_avals(), r.before.out_avals());
-  return r;
+  return rewrite_with(&take_along_selects, f, args...);
 }
 
 // Equal bit for bit (0.0 and -0.0 differ, NaN equals NaN of the same payload).
