@@ -156,6 +156,58 @@ TEST(TakeAlongSelects, TheGradientsScatterAddBecomesASelect) {
   expect_same_values(onto, {base, labels, Array({1.0f, -0.0f, 2.0f})});
 }
 
+// The pick moves inside ops with values constant along the row (log_softmax's shift and
+// log of the sum), so the kernel picks from the logits in its first pass: the rewritten
+// program selects from its argument itself, and computes the very same bits.
+TEST(TakeAlongSelects, PicksInsideOpsWithRowValues) {
+  Array x = awkward_rows(DType::Float32);
+  auto log_probs_pick = [](const Array& a, const Array& l) {
+    Array shifted = a - jx::stop_gradient(jnp::max(a, 1, true));
+    Array lp = shifted - jnp::log(jnp::sum(jnp::exp(shifted), 1, true));
+    return jnp::take_along_axis(lp * 2.0f, jnp::expand_dims(l, 1), 1);
+  };
+  for (int shift = 0; shift < 18; ++shift) {
+    Array labels = labels_shifted(shift);
+    Rewritten r = rewrite(log_probs_pick, x, labels);
+    ASSERT_TRUE(r.changed);
+    expect_same_values(r, {x, labels});
+    bool reads_argument = false;
+    for (const Equation& e : r.after.jaxpr.eqns)
+      reads_argument = reads_argument || (e.primitive->name() == "bitcast_convert_type" && e.inputs[0].is_var() &&
+                                          e.inputs[0].var().id == r.after.jaxpr.invars[0].id);
+    EXPECT_TRUE(reads_argument) << r.after.str();
+  }
+  ASSERT_EQ(rewrite(log_probs_pick, x, labels_shifted(0)).notes.size(), 1u);
+  EXPECT_NE(rewrite(log_probs_pick, x, labels_shifted(0)).notes[0].find("inside 3 ops with row values"),
+            std::string::npos);
+}
+
+// A row's max and its label's pick in one loop (the pick's integer sum beside the max's
+// fast maxps loop): rows whose max is zero or NaN rerun the max exactly, and the sum
+// must not be counted twice.
+TEST(TakeAlongSelects, APickBesideARowMaxSurvivesItsExactRerun) {
+  for (int64_t cols : {20, 100}) {
+    std::vector<float> v(static_cast<size_t>(5 * cols));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(static_cast<int>(i * 7919 % 23) - 30);
+    for (int64_t j = 0; j < cols; ++j) {
+      v[static_cast<size_t>(1 * cols + j)] = 0.0f;   // a max of zero
+      v[static_cast<size_t>(2 * cols + j)] = -0.0f;  // of -0.0
+    }
+    v[static_cast<size_t>(3 * cols + cols / 2)] = NAN;  // a NaN row
+    v[static_cast<size_t>(4 * cols + 3)] = INFINITY;    // an infinite max
+    Array x(v, {5, cols});
+    Array labels = int_labels({0, 5, static_cast<int32_t>(cols) - 1, 7, 3});
+    auto f = [](const Array& a, const Array& l) {
+      Array m = jnp::max(a, 1, true);
+      return std::make_tuple(m, jnp::take_along_axis(a - m, jnp::expand_dims(l, 1), 1));
+    };
+    auto [jm, jp] = jx::jit(f)(x, labels);
+    auto [em, ep] = f(x, labels);
+    EXPECT_TRUE(same_bits(jm, em)) << cols;
+    EXPECT_TRUE(same_bits(jp, ep)) << cols;
+  }
+}
+
 // NumPy's spelling of the same pick, x[arange(n), labels]: the row index reaches the
 // gather through conversions, the normalization of negative indices and a broadcast.
 TEST(TakeAlongSelects, FancyIndexingOfOneElementPerRowIsATake) {

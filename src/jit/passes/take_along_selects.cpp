@@ -195,10 +195,55 @@ Array splat(double value, const Aval& like) {
   return lax::broadcast_in_dim(Array(value).astype(like.dtype), like.shape, {});
 }
 
-// The gather, as lax code over (operand, index[, fill]).
-ClosedJaxpr pick_program(const Equation& e, const RowIndex& r, lax::GatherScatterMode mode) {
+// An elementwise op between the picked operand and a value constant along the row (a
+// broadcast of a row value: log_softmax's max and log of the sum). The pick moves inside
+// it, pick(u - bcast(v)) = pick(u) - v, the same operation on the same values, so a
+// cross-entropy picks its logit in the kernel's first pass instead of a pass of its own
+// after the sum (over rows of 100: one pass of three).
+struct RowOp {
+  const Primitive* op = nullptr;  // add, sub, mul or div
+  Atom row;                       // the broadcast's operand
+  std::vector<int64_t> dims;      // its broadcast_dimensions
+  bool row_first = false;         // the row value is the op's first operand
+};
+
+// The row ops around the gather's operand, outermost first, and the operand under them.
+std::pair<Atom, std::vector<RowOp>> peel_row_ops(Atom operand, int64_t axis, const Matcher& m) {
+  constexpr int kMaxRowOps = 8;
+  std::vector<RowOp> ops;
+  const Aval aval = operand.aval();
+  while (ops.size() < kMaxRowOps) {
+    const Equation* p = m.producer(operand);
+    if (!p || p->inputs.size() != 2 ||
+        (p->primitive != &lax::add_p && p->primitive != &lax::sub_p && p->primitive != &lax::mul_p &&
+         p->primitive != &lax::div_p))
+      break;
+    std::optional<RowOp> found;
+    for (size_t side = 0; side < 2 && !found; ++side) {
+      const Atom& w = p->inputs[side];
+      const Equation* b = m.producer(w);
+      if (!b || b->primitive != &lax::broadcast_in_dim_p || !(w.aval() == aval) ||
+          !(p->inputs[1 - side].aval() == aval))
+        continue;
+      const std::vector<int64_t>& dims = b->params.get_ints("broadcast_dimensions");
+      const Shape& from = b->inputs.at(0).aval().shape;
+      bool constant = true;  // along the axis: the row value's dim there (if any) has size 1
+      for (size_t i = 0; i < dims.size(); ++i) constant = constant && (dims[i] != axis || from[i] == 1);
+      if (constant) found = RowOp{p->primitive, b->inputs[0], dims, side == 0};
+    }
+    if (!found) break;
+    operand = p->inputs[found->row_first ? 1 : 0];
+    ops.push_back(std::move(*found));
+  }
+  return {operand, std::move(ops)};
+}
+
+// The gather, as lax code over (operand, index[, fill], the row ops' values...).
+ClosedJaxpr pick_program(const Equation& e, const RowIndex& r, lax::GatherScatterMode mode, const Atom& base,
+                         const std::vector<RowOp>& row_ops) {
   const Shape batch = e.outputs[0].aval.shape, rows = r.aligned;
   const int64_t axis = r.axis;
+  const size_t first_row = e.inputs.size();
   detail::FlatFn pick = [=](std::span<const Array> in) {
     const Array& x = in[0];
     const int64_t size = x.shape()[static_cast<size_t>(axis)];
@@ -217,6 +262,15 @@ ClosedJaxpr pick_program(const Equation& e, const RowIndex& r, lax::GatherScatte
       picked = lax::bitcast_convert_type(picked, a.dtype);
     }
     picked = lax::reshape(picked, rows);
+    for (size_t k = row_ops.size(); k-- > 0;) {
+      const RowOp& o = row_ops[k];
+      Array w = lax::broadcast_in_dim(in[first_row + k], rows, o.dims);
+      Array a = o.row_first ? w : picked, b = o.row_first ? picked : w;
+      picked = o.op == &lax::add_p   ? lax::add(a, b)
+               : o.op == &lax::sub_p ? lax::sub(a, b)
+               : o.op == &lax::mul_p ? lax::mul(a, b)
+                                     : lax::div(a, b);
+    }
     if (mode == lax::GatherScatterMode::FillOrDrop) {
       const Aval ia = index.aval();
       Array inside = lax::bitwise_and(lax::ge(index, splat(0, ia)), lax::lt(index, splat(static_cast<double>(size), ia)));
@@ -225,8 +279,9 @@ ClosedJaxpr pick_program(const Equation& e, const RowIndex& r, lax::GatherScatte
     }
     return std::vector<Array>{lax::reshape(picked, batch)};
   };
-  std::vector<Aval> avals{e.inputs[0].aval(), r.index.aval()};
+  std::vector<Aval> avals{base.aval(), r.index.aval()};
   if (e.inputs.size() == 3) avals.push_back(e.inputs[2].aval());
+  for (const RowOp& o : row_ops) avals.push_back(o.row.aval());
   return detail::make_jaxpr_flat(pick, avals);
 }
 
@@ -274,10 +329,14 @@ std::optional<std::pair<ClosedJaxpr, std::vector<Atom>>> replacement(const Equat
                              kFreeRowBytes, " bytes"));
       return std::nullopt;
     }
-    std::vector<Atom> operands{e.inputs[0], r->index};
+    auto [base, row_ops] = peel_row_ops(e.inputs[0], r->axis, m);
+    std::vector<Atom> operands{base, r->index};
     if (e.inputs.size() == 3) operands.push_back(e.inputs[2]);
-    if (ctx.records_notes()) ctx.note(detail::cat("a take along axis ", r->axis, " of ", x.str(), " as a select"));
-    return std::pair{pick_program(e, *r, mode), std::move(operands)};
+    for (const RowOp& o : row_ops) operands.push_back(o.row);
+    if (ctx.records_notes())
+      ctx.note(detail::cat("a take along axis ", r->axis, " of ", x.str(), " as a select",
+                           row_ops.empty() ? "" : detail::cat(", inside ", row_ops.size(), " ops with row values")));
+    return std::pair{pick_program(e, *r, mode, base, row_ops), std::move(operands)};
   }
   if (e.primitive == &lax::scatter_add_p) {
     const Aval& base = e.inputs.at(0).aval();

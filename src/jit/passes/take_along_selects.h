@@ -24,6 +24,11 @@
 // value equals them) unless it clamps (mode clip). Complex operands, and a filling
 // integer gather without an explicit fill value, are left as they are.
 //
+// The pick moves inside add, sub, mul and div with a value constant along the row
+// (pick(u - bcast(v)) = pick(u) - v, the same operation on the same values): a
+// cross-entropy then picks from the logits in its kernel's first pass, beside the row
+// max, instead of in a pass of its own after the sum.
+//
 // A gather reads its row's one element where the select form reads the whole row, so it
 // is rewritten only where that is free: its operand is computed by an elementwise
 // equation (which fusion puts in the same kernel, where the row is in registers or
