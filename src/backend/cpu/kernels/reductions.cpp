@@ -14,10 +14,10 @@
 #include <immintrin.h>
 #include <vector>
 
-#include "backend/cpu/blas_kernels.h"
 #include "backend/cpu/kernels/kernels.h"
 #include "backend/cpu/kernels/reductions_loops.h"
 #include "backend/cpu/thread_pool.h"
+#include "backend/cpu/vector_math.h"
 #include "core/array_internal.h"
 #include "lax/reduction_ops.h"
 #include "lax/rules.h"
@@ -399,8 +399,9 @@ int64_t register_arg_extreme(const double* p, int64_t n) {
 // far; only a block that beats it, or holds a NaN, is scanned again for the first index
 // of its extreme. On random rows the best improves in about ln(blocks) blocks, so the
 // row is read about once, in vectors, where the branching scan compared element by
-// element. The block's extreme runs in the widest vectors the CPU has (the library is
-// built for baseline x86-64, whose 16-byte vectors are a quarter of AVX-512's). Argmax
+// element. The block's extreme runs in the vectors of the ISA in use (cpu::vector_isa(),
+// by default the CPU's best: the library is built for baseline x86-64, whose 16-byte
+// vectors are a quarter of AVX-512's). Argmax
 // over float32 rows on the AVX-512 Xeon, branching scan -> this: 1600 x 1000 587 ->
 // 202 us (NumPy 211), 16000 x 100 871 -> 479 (727), 160000 x 40 4839 -> 3111 (9084).
 constexpr int64_t kArgBlock = 256;
@@ -430,13 +431,17 @@ constexpr int64_t kArgBlock = 256;
 #undef JX_EXTREME_NAME
 #pragma GCC diagnostic pop
 
+// The block extreme for the vector ISA in use (cpu::vector_isa(): the CPU's best unless
+// configured lower).
 template <bool kMax, class T>
-int64_t float_arg_extreme_blocked(const T* p, int64_t n) {
-  static const auto extreme = [] {
-    const cpu::CpuFeatures cpu = cpu::cpu_features();
-    return cpu.avx512 ? &block_extreme_avx512<kMax, T> : cpu.avx2_fma ? &block_extreme_avx2<kMax, T>
-                                                                      : &block_extreme_baseline<kMax, T>;
-  }();
+auto block_extreme_for(VectorIsa isa) {
+  return isa == VectorIsa::Avx512 ? &block_extreme_avx512<kMax, T>
+         : isa == VectorIsa::Avx2 ? &block_extreme_avx2<kMax, T>
+                                  : &block_extreme_baseline<kMax, T>;
+}
+
+template <bool kMax, class T>
+int64_t float_arg_extreme_blocked(const T* p, int64_t n, T (*extreme)(const T*, int64_t)) {
   T best = p[0];
   int64_t best_index = 0;
   for (int64_t b = 0; b < n; b += kArgBlock) {
@@ -477,30 +482,20 @@ void argminmax_kernel(const Array& x, int64_t axis, int64_t* out) {
   if (!tiled) {
     const int64_t grain = std::max<int64_t>(1, cpu::kParallelGrain / n);
     if constexpr (std::is_floating_point_v<A> && std::is_same_v<A, T>) {
-      static const bool avx512 = cpu::cpu_features().avx512;
-      if (avx512 && axis_stride == 1 && n * static_cast<int64_t>(sizeof(T)) <= 64) {
+      // out[o] = index_of(row o) over every row, in parallel.
+      auto each_row = [&](auto&& index_of) {
         cpu::parallel_for(O, grain, [&](int64_t begin, int64_t end) {
           LoopCursor<1> cursor(kept, begin);
-          for (int64_t o = begin; o < end; ++o, cursor.next())
-            out[o] = register_arg_extreme<kMax>(x0 + cursor.offset(), n);
+          for (int64_t o = begin; o < end; ++o, cursor.next()) out[o] = index_of(x0 + cursor.offset());
         });
-        return;
-      }
-      if (n <= kShortScan) {
-        cpu::parallel_for(O, grain, [&](int64_t begin, int64_t end) {
-          LoopCursor<1> cursor(kept, begin);
-          for (int64_t o = begin; o < end; ++o, cursor.next())
-            out[o] = float_arg_extreme<kMax>(x0 + cursor.offset(), n, axis_stride);
-        });
-        return;
-      }
+      };
+      const VectorIsa isa = vector_isa();
+      if (isa == VectorIsa::Avx512 && axis_stride == 1 && n * static_cast<int64_t>(sizeof(T)) <= 64)
+        return each_row([&](const T* p) { return register_arg_extreme<kMax>(p, n); });
+      if (n <= kShortScan) return each_row([&](const T* p) { return float_arg_extreme<kMax>(p, n, axis_stride); });
       if (axis_stride == 1) {
-        cpu::parallel_for(O, grain, [&](int64_t begin, int64_t end) {
-          LoopCursor<1> cursor(kept, begin);
-          for (int64_t o = begin; o < end; ++o, cursor.next())
-            out[o] = float_arg_extreme_blocked<kMax>(x0 + cursor.offset(), n);
-        });
-        return;
+        const auto extreme = block_extreme_for<kMax, T>(isa);
+        return each_row([&](const T* p) { return float_arg_extreme_blocked<kMax>(p, n, extreme); });
       }
     }
     cpu::parallel_for(O, grain, [&](int64_t begin, int64_t end) {
