@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <optional>
 #include <unordered_map>
 
@@ -38,16 +37,6 @@ std::vector<int64_t> all_axes(int64_t n) {
   return axes;
 }
 
-// Whether `a` is a literal or a broadcast of one equal to `value`.
-bool is_splat(const Atom& a, int64_t value, const std::function<const Equation*(const Atom&)>& producer) {
-  if (!a.is_var()) {
-    const Array& v = a.literal().value;
-    return is_integer(v.dtype()) && v.item<int64_t>() == value;
-  }
-  const Equation* p = producer(a);
-  return p && p->primitive == &lax::broadcast_in_dim_p && is_splat(p->inputs.at(0), value, producer);
-}
-
 class Matcher {
  public:
   explicit Matcher(const std::vector<Equation>& eqns) {
@@ -59,6 +48,16 @@ class Matcher {
     if (!a.is_var()) return nullptr;
     auto it = producer_.find(a.var().id);
     return it == producer_.end() ? nullptr : it->second;
+  }
+
+  // Whether `a` is an integer literal equal to `value`, or a broadcast of one.
+  bool is_splat(const Atom& a, int64_t value) const {
+    if (!a.is_var()) {
+      const Array& v = a.literal().value;
+      return is_integer(v.dtype()) && v.item<int64_t>() == value;
+    }
+    const Equation* p = producer(a);
+    return p && p->primitive == &lax::broadcast_in_dim_p && is_splat(p->inputs.at(0), value);
   }
 
   // The dim k of a's shape such that every element of `a` is its position along k (an
@@ -122,7 +121,6 @@ class Matcher {
     const Equation* p = producer(a);
     const Shape& shape = a.aval().shape;
     if (!p || shape.empty()) return std::nullopt;
-    auto splat = [&](const Atom& x, int64_t v) { return is_splat(x, v, [&](const Atom& y) { return producer(y); }); };
     if (p->primitive == &lax::iota_p) return p->params.get_int("dimension");
     if (p->primitive == &lax::convert_element_type_p) {
       const DType to = a.aval().dtype, from = p->inputs.at(0).aval().dtype;
@@ -153,13 +151,13 @@ class Matcher {
       }
       return std::nullopt;
     }
-    if (p->primitive == &lax::add_p && splat(p->inputs.at(1), 0)) return position_dim(p->inputs[0]);
-    if (p->primitive == &lax::mul_p && splat(p->inputs.at(1), 1)) return position_dim(p->inputs[0]);
+    if (p->primitive == &lax::add_p && is_splat(p->inputs.at(1), 0)) return position_dim(p->inputs[0]);
+    if (p->primitive == &lax::mul_p && is_splat(p->inputs.at(1), 1)) return position_dim(p->inputs[0]);
     if (p->primitive == &lax::select_n_p && p->inputs.size() == 3) {
       // select_n(x < 0, x, x + n): x, where x is a position (never negative).
       const Equation* negative = producer(p->inputs[0]);
       if (negative && negative->primitive == &lax::lt_p && same_atom(negative->inputs.at(0), p->inputs[1]) &&
-          splat(negative->inputs.at(1), 0))
+          is_splat(negative->inputs.at(1), 0))
         return position_dim(p->inputs[1]);
     }
     return std::nullopt;
