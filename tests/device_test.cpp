@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -189,6 +190,34 @@ const bool g_test_backend = [] {
                         });
   return true;
 }();
+
+// Arrays from 256 KiB up start at staggered page offsets (cpu_backend.cpp, next_stagger):
+// a kernel loading one array and storing another at the same offset into its page
+// stalls on "4K aliasing". Consecutive arrays sit apart, every one 64-byte aligned, and
+// blocks freed and taken again (through the block cache, at other offsets) keep their
+// contents' bounds: each array is written whole and read back.
+TEST(Allocator, LargeArraysStartAtStaggeredPageOffsets) {
+  const int64_t n = int64_t{1} << 18;  // 1 MiB of float32
+  std::vector<Array> kept;
+  std::set<uintptr_t> offsets;
+  for (int round = 0; round < 3; ++round) {
+    std::vector<Array> made;
+    for (int i = 0; i < 16; ++i) {
+      made.push_back(jnp::full({n}, static_cast<float>(i)) * 1.0f);  // full alone is a broadcast view
+      const auto at = reinterpret_cast<uintptr_t>(detail::raw_data(made.back()));
+      EXPECT_EQ(at % 64, 0u);
+      if (i > 0) {
+        const auto before = reinterpret_cast<uintptr_t>(detail::raw_data(made[static_cast<size_t>(i - 1)]));
+        EXPECT_NE(at % 4096, before % 4096) << "two consecutive arrays at one page offset";
+      }
+      offsets.insert(at % 4096);
+    }
+    for (int i = 0; i < 16; ++i)
+      EXPECT_EQ(jnp::sum(made[static_cast<size_t>(i)] == static_cast<float>(i)).item<int64_t>(), n);
+    kept.insert(kept.end(), made.begin(), made.begin() + 4);  // the rest are freed, their blocks taken again
+  }
+  EXPECT_GE(offsets.size(), 8u);
+}
 
 TEST(Backends, ImplsAreLookedUpByTheOperandsPlatform) {
   Device test = devices("test").at(0);
