@@ -1,5 +1,7 @@
 // Loop codegen (src/jit/codegen/): fused sub-programs written as jaxpr text, compiled by
 // compile_kernel and checked against eval_jaxpr (eager jx) on random data.
+#include <set>
+#include <bit>
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -1084,6 +1086,69 @@ TEST(RowsKernel, NaNAndInfinityRows) {
   check(softmax_text("f32", 16, 8), "rows", 1e-6, 1e-7, {Array(v, {16, 8})});
 }
 
+// Rows of 8-11 floats run every pass of a row in one loop across rows (loop_emitter's
+// across_passes) with the max and min as x86's maxps/minps on NaN mapped to infinity;
+// a row whose fast extreme is a zero or that infinity runs again exactly. Rows of NaN at
+// every position, of +inf, of -inf, of signed zeros in either order, of zeros beside
+// negatives, in blocks of 64 with a remainder: the max and min bit for bit against IEEE
+// maximum and minimum, the sums and the softmax (whose exp the full-shape outputs
+// compute again) close to eager.
+TEST(RowsKernel, AcrossRowsRerunRowsWhoseFastExtremeIsOdd) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (int64_t cols : {8, 10, 11}) {
+    SCOPED_TRACE(std::to_string(cols) + " a row");
+    const int64_t rows = 64 * 3 + 5;
+    std::mt19937 rng(7);
+    std::normal_distribution<float> normal;
+    std::vector<float> v(static_cast<size_t>(rows * cols));
+    for (float& x : v) x = normal(rng);
+    auto row = [&](int64_t r) { return v.begin() + r * cols; };
+    for (int64_t j = 0; j < cols; ++j) row(3 + j)[j] = nan;                      // NaN at each position
+    row(20)[cols - 1] = inf;                                                       // +inf, max
+    std::fill(row(21), row(21) + cols, -inf);                                      // all -inf
+    std::fill(row(22), row(22) + cols, -0.0f);                                     // all -0.0
+    std::fill(row(64), row(64) + cols, 0.0f), row(64)[0] = -0.0f;                  // -0.0 first, then +0.0
+    std::fill(row(65), row(65) + cols, -0.0f), row(65)[cols - 1] = 0.0f;           // +0.0 last
+    for (int64_t j = 0; j < cols; ++j) row(66)[j] = j % 2 ? -1.0f - j : 0.0f;      // max 0 beside negatives
+    for (int64_t j = 0; j < cols; ++j) row(130)[j] = j % 2 ? 1.0f + j : -0.0f;     // min -0.0 beside positives
+    row(131)[1] = inf, row(131)[4] = nan;                                          // inf and NaN
+    row(rows - 1)[cols / 2] = -inf;                                                // min -inf in the last block
+    const Array x(v, {rows, cols});
+    const std::string r = std::to_string(rows), c = std::to_string(cols);
+    const std::string text = "{ lambda ; a:f32[" + r + "," + c + "]. let\n    b:f32[" + r +
+                             "] = reduce_max[axes=(1,)] a\n    c:f32[" + r + "] = reduce_min[axes=(1,)] a\n    d:f32[" +
+                             r + ",1] = expand_dims[dimensions=(1,)] b\n    e:f32[" + r + "," + c +
+                             "] = broadcast_in_dim[broadcast_dimensions=(0, 1) shape=(" + r + ", " + c +
+                             ")] d\n    f:f32[" + r + "," + c + "] = sub a e\n    g:f32[" + r + "," + c +
+                             "] = exp f\n    h:f32[" + r + "] = reduce_sum[axes=(1,)] g\n  in (b, c, h) }";
+    Jaxpr j = parse_jaxpr(text);
+    EXPECT_NE(codegen::plan_kernel(j, "rows").str().find("pass 1"), std::string::npos);
+    const std::vector<Array> args = {x};
+    std::vector<Array> expected = eval_jaxpr(j, {}, args);
+    std::vector<Array> actual = run_kernel(*compiler::compile_kernel(j, "rows", no_cache()), j, args);
+    // The oracle of the max and min: IEEE maximum and minimum (NaN wins, +0 over -0 in a
+    // max, -0 in a min: JAX's reductions), which eager's order-dependent choice between
+    // zeros is not (lax/elemental.h).
+    for (size_t m = 0; m < 2; ++m) {
+      const std::vector<float> a = actual[m].to_vector<float>();
+      for (int64_t i = 0; i < rows; ++i) {
+        float e = m == 0 ? -inf : inf;
+        for (int64_t k = 0; k < cols; ++k) {
+          const float y = row(i)[k];
+          if (std::isnan(e) || std::isnan(y)) e = nan;
+          else if (y == e) e = (m == 0) == std::signbit(e) ? y : e;
+          else if ((m == 0) == (y > e)) e = y;
+        }
+        EXPECT_EQ(std::bit_cast<uint32_t>(a[static_cast<size_t>(i)]), std::bit_cast<uint32_t>(e))
+            << (m == 0 ? "max" : "min") << " of row " << i << ": " << a[static_cast<size_t>(i)] << " against " << e;
+      }
+    }
+    EXPECT_ALLCLOSE(actual[2], expected[2], 1e-6, 1e-7);
+    check(softmax_text("f32", rows, cols), "rows", 1e-6, 1e-7, {x});
+    check(jx::testing::logsumexp_text(rows, cols, /*with_log_softmax=*/true), "rows", 1e-6, 1e-6, {x});
+  }
+}
+
 TEST(RowsKernel, RefusesWhatItCannotPlan) {
   Jaxpr none = parse_jaxpr(R"({ lambda ; a:f32[16,8]. let
     b:f32[16,8] = exp a
@@ -1616,6 +1681,36 @@ TEST(Dumps, RowsOfEightToElevenFloatsReduceAcrossRows) {
     const bool horizontal = std::regex_search(ir, std::regex("llvm\\.vector\\.reduce\\.(fadd|fmax)"));
     EXPECT_EQ(horizontal, cols > 11) << ir.substr(0, 3000);
   }
+}
+
+// Every pass of such a row runs in one loop (across_passes): a logsumexp's two passes
+// gather the row's points in one loop body, where separate loops gathered them once per
+// pass; a softmax's too (it stashes nothing: its outputs compute the exp again along the
+// row, from the block's rows in cache), and it stores each row of 10 as one masked
+// register of 16.
+TEST(Dumps, AcrossRowsPassesShareTheirLoads) {
+  if (codegen::host_target().features.find("+avx512f") == std::string::npos) GTEST_SKIP() << "no AVX-512 on this host";
+  // The basic blocks (by label) whose code gathers floats.
+  auto gathering_blocks = [](const std::string& ir) {
+    std::set<std::string> blocks;
+    std::string block = "entry";
+    std::istringstream lines(ir);
+    for (std::string line; std::getline(lines, line);) {
+      std::smatch label;
+      if (std::regex_search(line, label, std::regex("^([A-Za-z0-9_.]+):"))) block = label[1];
+      else if (line.find("@llvm.masked.gather") != std::string::npos && line.find("call") != std::string::npos)
+        blocks.insert(block);
+    }
+    return blocks;
+  };
+  for (int64_t cols : {9, 10, 11}) {  // rows of 8 load whole vectors and shuffle them
+    SCOPED_TRACE(std::to_string(cols) + " a row");
+    const std::string ir = kernel_ir(jx::testing::logsumexp_text(1000, cols), "rows");
+    EXPECT_EQ(gathering_blocks(ir).size(), 1u) << ir.substr(0, 3000);
+  }
+  const std::string softmax = kernel_ir(softmax_text("f32", 1000, 10), "rows");
+  EXPECT_EQ(gathering_blocks(softmax).size(), 1u) << softmax.substr(0, 3000);
+  EXPECT_NE(softmax.find("@llvm.masked.store.v16f32"), std::string::npos) << softmax.substr(0, 3000);
 }
 
 // LLVM's remarks and warnings stay out of the user's output: a rows kernel over rows of

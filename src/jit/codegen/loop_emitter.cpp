@@ -142,11 +142,15 @@ class Emitter {
   }
   // Full registers, or fewer lanes where the loops are shorter, or half a register where
   // that covers a short loop's points and a full one does not (24 floats: three vectors
-  // of 8, not one of 16 and 8 points scalar).
-  int64_t vector_width_for_loops(int64_t lanes) const {
+  // of 8, not one of 16 and 8 points scalar). A whole_row loop (a rows kernel's outputs)
+  // of more than half a register's points runs as one masked register: rows of 10
+  // floats as one vector of 16 instead of 8 and 2 (a cross-entropy's gradient over
+  // 160000 x 10: 0.80 -> 0.67 ms, softmax 0.65 -> 0.61); row reductions kept the halves
+  // (a row max over rows of 10: 0.15 -> 0.20 ms as one register).
+  int64_t vector_width_for_loops(int64_t lanes, bool whole_row = false) const {
     const int64_t points = loop_points();
     int64_t width = lanes;
-    while (width > 1 && width > points) width /= 2;
+    while (width > 1 && width > points && !(whole_row && 2 * points > lanes)) width /= 2;
     if (width > 1 && points < 4 * width && points % width != 0 && points % (width / 2) == 0) width /= 2;
     return width;
   }
@@ -254,6 +258,12 @@ class Emitter {
     }
     std::map<llvm::Function*, std::unique_ptr<LoopCalls>> loops_of;
     for (llvm::BranchInst* latch : latches_) {
+      if (scalar_loops_.contains(latch)) {
+        std::vector<llvm::Metadata*> hints = {nullptr};
+        hint(hints, "llvm.loop.vectorize.enable", 0);
+        set_loop_hints(latch, hints);
+        continue;
+      }
       if (plan_.schedule.across_rows) {  // the loop over rows is the vector loop
         std::vector<llvm::Metadata*> hints = {nullptr};
         hint(hints, "llvm.loop.vectorize.enable", 1);
@@ -314,7 +324,7 @@ class Emitter {
         hint(hints, "llvm.loop.interleave.count", interleave);
         hint(hints, "llvm.loop.vectorize.width", plan_.schedule.vector_lanes);
       } else {
-        const int64_t width = over_rows ? lanes : vector_width_for_loops(lanes);
+        const int64_t width = over_rows ? lanes : vector_width_for_loops(lanes, output_loops_.contains(latch));
         if (calls || large) {
           hint(hints, "llvm.loop.interleave.count", 1);
         } else if (float_arithmetic_reduction && loops->tests_rare_paths(latch->getParent())) {
@@ -1091,7 +1101,7 @@ class Emitter {
   void select(const std::vector<int>& targets, int pass) {
     loaded_.assign(plan_.nodes.size(), 0);
     for (const PlanPhase& ph : plan_.phases)
-      if (ph.stash && ph.pass < pass) loaded_[static_cast<size_t>(ph.node)] = 1;
+      if (ph.stash && ph.pass < pass && !recompute_stashes_) loaded_[static_cast<size_t>(ph.node)] = 1;
     needed_.assign(plan_.nodes.size(), 0);
     for (int t : targets) needed_[static_cast<size_t>(t)] = 1;
     for (size_t i = plan_.nodes.size(); i-- > 0;)
@@ -1228,31 +1238,36 @@ class Emitter {
         if (!plan_.outputs[m].per_row)
           store_element(b_, v[static_cast<size_t>(plan_.outputs[m].node)], out_ptr(m, at), plan_.outputs[m].dtype);
     };
+    const int prefetch_pass = prefetching_pass();
+    const bool pipelined = !full.empty() && pipelines_outputs();
+    const int last_pass = plan_.num_passes - 1;
+    // Rows of 8-11 float32 points run every pass of a row in sequence in the body of one
+    // loop over the block's rows (across_passes), which the vectorizer widens across
+    // rows: no horizontal reduction per row and pass, full vectors where the row's own
+    // would be masked, each point loaded once for all passes, and nothing stashed (the
+    // full-shape outputs, along the row, compute a stashed operand again from the
+    // block's rows in cache). Measured over 1.6e6 floats, rows of 10, along -> across
+    // (a pass at a time): logsumexp 623 -> 406 us, layer norm 1151 -> 1034, cross-entropy
+    // 816 -> 551; one loop for all passes: logsumexp 389 -> 246, cross-entropy 454 ->
+    // 317, softmax 770 -> 647, layer norm 514 -> 358 (with arrays at staggered page
+    // offsets: cpu_backend.cpp). Rows of 12 and 16 measured slower across (their loads
+    // become gathers: softmax 609 -> 708 at 12), those of up to 7 level.
+    const bool across = !pipelined && prefetch_pass < 0 && one_reduced_dim() && widest_itemsize() <= 4 &&
+                        plan_.dims[nd - 1] >= kAcrossRowsMin && plan_.dims[nd - 1] <= kAcrossRowsMax;
+    recompute_stashes_ = across;
     std::vector<char> full_needed, full_loaded;
     if (!full.empty()) {
       select(full, plan_.num_passes);
       full_needed = needed_, full_loaded = loaded_;
     }
-    const int prefetch_pass = prefetching_pass();
-    const bool pipelined = !full.empty() && pipelines_outputs();
-    const int last_pass = plan_.num_passes - 1;
-    // Rows of 8-11 float32 points: a pass of reductions that stashes nothing runs each
-    // row's points in sequence in the body of the loop over the block's rows, which the
-    // vectorizer widens across rows: no horizontal reduction per row and pass, and full
-    // vectors where the row's own would be masked. Measured over 1.6e6 floats, rows of 10,
-    // along -> across: logsumexp 623 -> 406 us, layer norm 1151 -> 1034, cross-entropy
-    // 816 -> 551, its gradient 1237 -> 792; softmax (whose exp is stashed, so only its
-    // max runs across) 739 -> 770. Rows of 12 and 16 measured slower across (their loads
-    // become gathers: softmax 609 -> 708 at 12), those of up to 7 level; a stashing pass
-    // would scatter its stash, and the full-shape outputs stay along the row.
-    const bool across = !pipelined && prefetch_pass < 0 && one_reduced_dim() && widest_itemsize() <= 4 &&
-                        plan_.dims[nd - 1] >= kAcrossRowsMin && plan_.dims[nd - 1] <= kAcrossRowsMax;
     Value* count = b_.CreateSub(end, begin, "", true, true);
     Value* blocks = b_.CreateUDiv(b_.CreateAdd(count, c64(block_rows - 1), "", true, true), c64(block_rows));
     loop(c64(0), blocks, [&](Value* block) {
       Value* lo = b_.CreateAdd(begin, b_.CreateMul(block, c64(block_rows), "", true, true), "", true, true);
       Value* hi = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(lo, c64(block_rows), "", true, true), end);
-      for (size_t q = 0; q < pass_reducers.size(); ++q) {
+      if (across) across_passes(lo, hi, idx, pass_reducers, pass_phases, each_row);
+      const size_t separate_passes = across ? 0 : pass_reducers.size();  // each a loop over the block's rows
+      for (size_t q = 0; q < separate_passes; ++q) {
         reducers_ = &pass_reducers[q];
         std::vector<int> targets;
         for (const PlanOutput& r : pass_reducers[q]) targets.push_back(r.node);
@@ -1268,14 +1283,7 @@ class Emitter {
         auto pass_row = [&] {
           if (prefetching) prefetch_streams(end, block_rows);
           reset(pass_accs[q]);
-          if (across && stores_.empty()) {
-            for (int64_t j = 0; j < plan_.dims[nd - 1]; ++j) {
-              idx[nd - 1] = c64(j);
-              accumulate(pass_accs[q], idx);
-            }
-          } else {
-            reduce_nest(nk, idx, pass_accs[q]);
-          }
+          reduce_nest(nk, idx, pass_accs[q]);
           for (size_t m = 0; m < pass_phases[q].size(); ++m) {
             const size_t k = static_cast<size_t>(pass_phases[q][m]);
             Value* acc = b_.CreateLoad(pass_accs[q][m]->getAllocatedType(), pass_accs[q][m]);
@@ -1320,7 +1328,10 @@ class Emitter {
         if (!pipelined) hoist_row_values(full, plan_.num_passes, lo, hi, idx, each_row);
         // Pipelined: only the block's last row is left.
         Value* from = pipelined ? b_.CreateSub(hi, c64(1), "", true, true) : lo;
-        each_row(lo, from, hi, [&] { nest(nk, idx, [&] { store_full(idx); }); });
+        each_row(lo, from, hi, [&] {
+          nest(nk, idx, [&] { store_full(idx); });
+          output_loops_.insert(latches_.back());
+        });
         hoisted_.clear();
       }
       if (!per_row.empty()) {
@@ -1339,6 +1350,110 @@ class Emitter {
     });
   }
 
+  using EachRow = std::function<void(Value*, Value*, Value*, const std::function<void()>&)>;
+  // Rows of 8-11 float32 points whose passes all run across rows (`across` in rows(), no
+  // stash, no full-shape outputs): every pass of a row in one iteration of one loop over
+  // the block's rows, which the vectorizer widens across rows, so the row's points are
+  // loaded (gathered across rows) once for all passes and a later pass reads the earlier
+  // ones' row values in registers (separate loops gathered every point once per pass).
+  // A float max or min runs as x86's maxps (minps) on NaN mapped to the infinity it
+  // reduces towards, two instructions a point where IEEE maximum is six; a row whose fast
+  // extreme is a zero (whose sign maxps picks by operand order) or that infinity (where
+  // NaN may have been) runs all its passes again exactly after the loop, which the block
+  // enters only when one did. A float32 sum of the row's few points adds in float32
+  // (the same partials as a short row's along it), so a rerun row sums the same way.
+  void across_passes(Value* lo, Value* hi, std::vector<Value*>& idx,
+                     const std::vector<std::vector<PlanOutput>>& pass_reducers,
+                     const std::vector<std::vector<int>>& pass_phases, const EachRow& each_row) {
+    const size_t nd = plan_.dims.size();
+    auto is_max = [](const PlanOutput& o) { return monoid_of(o) == lowering::Monoid::kMax; };
+    auto bound = [&](const PlanOutput& o, llvm::Type* t) { return llvm::ConstantFP::getInfinity(t, !is_max(o)); };
+    auto odd_extreme = [&](const PlanOutput& o, Value* x) {
+      return b_.CreateOr(b_.CreateFCmpOEQ(x, llvm::ConstantFP::get(x->getType(), 0.0)),
+                         b_.CreateFCmpOEQ(x, bound(o, x->getType())));
+    };
+    bool any_fast = false;
+    for (const auto& rs : pass_reducers)
+      for (const PlanOutput& o : rs) any_fast = any_fast || fast_extremum(o);
+    llvm::FastMathFlags no_nans;
+    no_nans.setNoNaNs();
+    no_nans.setNoSignedZeros();
+    // One row's passes into the block values; returns whether a fast extreme was odd.
+    auto run_row = [&](bool fast) {
+      Value* odd = b_.getFalse();
+      for (size_t q = 0; q < pass_reducers.size(); ++q) {
+        const std::vector<PlanOutput>& rs = pass_reducers[q];
+        reducers_ = &rs;
+        std::vector<int> targets;
+        for (const PlanOutput& r : rs) targets.push_back(r.node);
+        select(targets, static_cast<int>(q));
+        // Each reduction's running value in SSA: the points are unrolled.
+        std::vector<Value*> acc(rs.size());
+        std::vector<char> narrow(rs.size());
+        for (size_t m = 0; m < rs.size(); ++m) {
+          narrow[m] = (fast && fast_extremum(rs[m])) || accumulator_dtype(rs[m]) != rs[m].dtype;
+          acc[m] = reduction_identity(b_, *rs[m].reduce, narrow[m] ? rs[m].dtype : accumulator_dtype(rs[m]));
+        }
+        for (int64_t j = 0; j < plan_.dims[nd - 1]; ++j) {
+          idx[nd - 1] = c64(j);
+          std::vector<Value*> v = eval(idx);
+          for (size_t m = 0; m < rs.size(); ++m) {
+            Value* x = v[static_cast<size_t>(rs[m].node)];
+            if (fast && fast_extremum(rs[m])) {
+              Value* inf = bound(rs[m], x->getType());
+              x = b_.CreateSelect(is_max(rs[m]) ? b_.CreateFCmpOLT(x, inf) : b_.CreateFCmpOGT(x, inf), x, inf);
+              acc[m] = b_.CreateBinaryIntrinsic(is_max(rs[m]) ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum,
+                                                acc[m], x);
+              llvm::cast<llvm::Instruction>(acc[m])->setFastMathFlags(no_nans);
+            } else {
+              acc[m] = narrow[m] ? emit_reduce_combine(b_, *rs[m].reduce, acc[m], x, rs[m].dtype)
+                                 : combine_element(rs[m], acc[m], x);
+            }
+          }
+        }
+        for (size_t m = 0; m < rs.size(); ++m) {
+          Value* value = narrow[m] ? acc[m] : final_value(rs[m], acc[m]);
+          if (fast && fast_extremum(rs[m])) odd = b_.CreateOr(odd, odd_extreme(rs[m], value));
+          b_.CreateStore(value, block_value_ptr(static_cast<size_t>(pass_phases[q][m])));
+        }
+      }
+      reducers_ = nullptr;
+      return odd;
+    };
+    llvm::AllocaInst* any_odd = entry_alloca(b_.getInt1Ty());
+    b_.CreateStore(b_.getFalse(), any_odd);
+    each_row(lo, lo, hi, [&] {
+      Value* odd = run_row(true);
+      b_.CreateStore(b_.CreateOr(b_.CreateLoad(b_.getInt1Ty(), any_odd), odd), any_odd);
+    });
+    if (!any_fast) return;
+    auto* rerun = llvm::BasicBlock::Create(ctx_, "across.rerun", function_);
+    auto* done = llvm::BasicBlock::Create(ctx_, "across.done", function_);
+    llvm::MDNode* unlikely = llvm::MDBuilder(ctx_).createUnlikelyBranchWeights();
+    b_.CreateCondBr(b_.CreateLoad(b_.getInt1Ty(), any_odd), rerun, done, unlikely);
+    b_.SetInsertPoint(rerun);
+    each_row(lo, lo, hi, [&] {
+      Value* odd = b_.getFalse();
+      for (size_t q = 0; q < pass_reducers.size(); ++q)
+        for (size_t m = 0; m < pass_reducers[q].size(); ++m) {
+          const PlanOutput& o = pass_reducers[q][m];
+          if (!fast_extremum(o)) continue;
+          const size_t k = static_cast<size_t>(pass_phases[q][m]);
+          odd = b_.CreateOr(odd, odd_extreme(o, b_.CreateLoad(block_values_[k]->getAllocatedType(), block_value_ptr(k))));
+        }
+      auto* exact = llvm::BasicBlock::Create(ctx_, "across.exact", function_);
+      auto* next = llvm::BasicBlock::Create(ctx_, "across.next", function_);
+      b_.CreateCondBr(odd, exact, next, unlikely);
+      b_.SetInsertPoint(exact);
+      run_row(false);
+      b_.CreateBr(next);
+      b_.SetInsertPoint(next);
+    });
+    scalar_loops_.insert(latches_.back());
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+  }
+
   // Before a block's full-shape outputs (unpipelined), or a later pass's reductions, the
   // nodes they need that do not vary along the row and cost a division or more (a
   // log_softmax's log of the row's sum, a normalization's rsqrt) are computed once per
@@ -1348,7 +1463,6 @@ class Emitter {
   // (jx_vm_log) was a third of a log_softmax over 160000 x 10 floats, and half of a
   // cross-entropy's rows kernel, which picks its label's log-probability in a third pass.
   // Selects the targets' nodes of `pass` again, stopping at the row values.
-  using EachRow = std::function<void(Value*, Value*, Value*, const std::function<void()>&)>;
   void hoist_row_values(const std::vector<int>& targets, int pass, Value* lo, Value* hi, std::vector<Value*>& idx,
                         const EachRow& each_row) {
     const size_t n = plan_.nodes.size();
@@ -1679,6 +1793,9 @@ class Emitter {
   // and which nodes the current stage reads from theirs
   std::vector<llvm::AllocaInst*> column_values_;
   std::vector<char> hoisted_;
+  std::set<const llvm::BranchInst*> output_loops_;  // latches of a rows kernel's loops storing full-shape outputs
+  bool recompute_stashes_ = false;                  // rows(): across_passes stashes nothing
+  std::set<const llvm::BranchInst*> scalar_loops_;  // latches of loops left scalar (a rare path's)
   std::map<llvm::BranchInst*, bool> column_loops_;  // latch of each loop over columns -> short_column's
   std::set<const llvm::BranchInst*> unit_loops_;    // latches of loops over rows or a reduction's units
   Value* block_slot_ = nullptr;                         // the current row's place in its block
