@@ -128,6 +128,14 @@ Session& session() {
     if (!jtmb) fail("jit", "cannot detect the host target: ", error_text(jtmb.takeError()));
     jtmb->setCPU(llvm::sys::getHostCPUName().str());
     jtmb->setCodeGenOptLevel(llvm::CodeGenOptLevel::Default);
+    // The small code model, position independent: a kernel reaches its constants
+    // RIP-relative (one load), where the large model, x86's default for a JIT, first
+    // materializes each address with a 10-byte movabs (inside loops, since constant
+    // loads are cheap to redo): a logsumexp over 16000 x 100 floats 305 -> 281 us,
+    // softmax 475 -> 425. JITLink reaches functions outside the 2 GiB range through
+    // stubs and external data through the GOT.
+    jtmb->setCodeModel(llvm::CodeModel::Small);
+    jtmb->setRelocationModel(llvm::Reloc::PIC_);
     session->machine_builder = *jtmb;
     auto tm = jtmb->createTargetMachine();
     if (!tm) fail("jit", "cannot create the host target machine: ", error_text(tm.takeError()));
