@@ -994,11 +994,12 @@ TEST(RowsKernel, SoftmaxMatchesEager) {
 }
 
 // Short rows (loop_emitter.cpp, short_rows): their loops held as loops, the last vector
-// of a row its vectors do not divide masked, against eager for every length from 3 (too
-// short for the treatment) through the lengths a vector does not divide to 100, in
-// blocks with a remainder (1001 rows).
+// of a row its vectors do not divide masked (or, past two whole vectors of exp, run in a
+// loop of its own: points_loop), against eager for every length from 3 (too short for
+// the treatment) through the lengths a vector does not divide to 200, in blocks with a
+// remainder (1001 rows).
 TEST(RowsKernel, ShortRowsMatchEager) {
-  for (int64_t cols : {3, 5, 8, 12, 16, 20, 24, 28, 31, 40, 100}) {
+  for (int64_t cols : {3, 5, 8, 12, 16, 20, 24, 28, 31, 40, 50, 70, 100, 130, 200}) {
     SCOPED_TRACE(std::to_string(cols) + " a row");
     check(softmax_text("f32", 1001, cols), "rows", 1e-5, 1e-7);
     check(jx::testing::logsumexp_text(1001, cols, /*with_log_softmax=*/true), "rows", 1e-5, 1e-5);
@@ -1667,6 +1668,22 @@ TEST(Dumps, ShortRowsVectorizeAlongTheRow) {
     const std::string summed = kernel_ir(text, "rows");
     EXPECT_TRUE(std::regex_search(summed, std::regex("call <16 x float> @[A-Za-z0-9_.]*log"))) << summed.substr(0, 3000);
   }
+}
+
+// A short row whose points cost an exp and whose length the vector does not divide into
+// two or more whole vectors runs its whole vectors in an unmasked loop and the rest
+// apart (points_loop): a logsumexp over rows of 100 floats loads 6 vectors of 16 unmasked
+// and 4 floats as one vector of 4, over rows of 70 the last 6 as a masked vector of 8;
+// its row max (cheap points) stays one loop, masked at its last vector. One masked loop
+// computed the mask at every vector.
+TEST(Dumps, CostlyShortRowsRunTheirWholeVectorsUnmasked) {
+  if (codegen::host_target().features.find("+avx512f") == std::string::npos) GTEST_SKIP() << "no AVX-512 on this host";
+  const std::string rows_of_100 = kernel_ir(jx::testing::logsumexp_text(1000, 100), "rows");
+  EXPECT_TRUE(std::regex_search(rows_of_100, std::regex("= load <16 x float>, ptr"))) << rows_of_100.substr(0, 3000);
+  EXPECT_TRUE(std::regex_search(rows_of_100, std::regex("= load <4 x float>, ptr"))) << rows_of_100.substr(0, 3000);
+  const std::string rows_of_70 = kernel_ir(jx::testing::logsumexp_text(1000, 70), "rows");
+  EXPECT_TRUE(std::regex_search(rows_of_70, std::regex("= load <16 x float>, ptr"))) << rows_of_70.substr(0, 3000);
+  EXPECT_NE(rows_of_70.find("@llvm.masked.load.v8f32"), std::string::npos) << rows_of_70.substr(0, 3000);
 }
 
 // Rows of 8-11 floats reduce across rows (loop_emitter's `across`): the loop over a

@@ -1,5 +1,6 @@
 #include "jit/codegen/loop_emitter.h"
 
+#include <bit>
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -130,8 +131,10 @@ class Emitter {
 
   // The most points this kernel's innermost vector loops run over, where that is short:
   // a block's columns (column_reduce) or a row's length (row reductions, rows kernels);
-  // for the other schedules a number no loop is short of.
-  int64_t loop_points() const {
+  // for the other schedules a number no loop is short of. While annotate_loops hints a
+  // loop points_loop split, that loop's own points.
+  int64_t loop_points() const { return split_points_now_ > 0 ? split_points_now_ : row_points(); }
+  int64_t row_points() const {
     const size_t nk = static_cast<size_t>(plan_.num_kept);
     switch (plan_.schedule.mode) {
       case Mode::ColumnReduce: return std::min(plan_.schedule.column_block, plan_.dims[nk - 1]);
@@ -298,6 +301,8 @@ class Emitter {
         set_loop_hints(latch, hints);
         continue;
       }
+      const auto split = split_points_.find(latch);
+      split_points_now_ = split == split_points_.end() ? 0 : split->second.points;
       const bool extremum = !calls && !large && loops->reduces_extremum(latch->getParent());
       // A loop over rows (or a reduction's units) is not over a row's points: its width is
       // a full register's (the per-row log of a logsumexp over rows of 24 floats, held to
@@ -324,7 +329,10 @@ class Emitter {
         hint(hints, "llvm.loop.interleave.count", interleave);
         hint(hints, "llvm.loop.vectorize.width", plan_.schedule.vector_lanes);
       } else {
-        const int64_t width = over_rows ? lanes : vector_width_for_loops(lanes, output_loops_.contains(latch));
+        const bool rest = split != split_points_.end() && split->second.rest;  // one vector, masked if need be
+        const int64_t width = over_rows ? lanes
+                              : rest    ? std::min<int64_t>(lanes, int64_t{1} << std::bit_width(static_cast<uint64_t>(loop_points() - 1)))
+                                        : vector_width_for_loops(lanes, output_loops_.contains(latch));
         if (calls || large) {
           hint(hints, "llvm.loop.interleave.count", 1);
         } else if (float_arithmetic_reduction && loops->tests_rare_paths(latch->getParent())) {
@@ -334,6 +342,7 @@ class Emitter {
         if (short_row && loop_points() % width != 0) hint(hints, "llvm.loop.vectorize.predicate.enable", 1);
       }
       set_loop_hints(latch, hints);
+      split_points_now_ = 0;
     }
   }
 
@@ -354,7 +363,7 @@ class Emitter {
   // rows of 28 floats: 16 points a vector, 12 scalar, 1.3 ms; masked 0.27).
   bool short_rows() const {
     if (plan_.schedule.mode != Mode::Rows && plan_.schedule.mode != Mode::RowReduce) return false;
-    const int64_t points = loop_points(), half = host_vector_bytes() / widest_itemsize() / 2;
+    const int64_t points = row_points(), half = host_vector_bytes() / widest_itemsize() / 2;
     return points >= std::max<int64_t>(2, half) && points <= kShortRowPoints;
   }
 
@@ -548,6 +557,33 @@ class Emitter {
     b_.SetInsertPoint(exit);
   }
 
+  // A loop over a short row's points [lo, hi) (constant bounds: short_rows) whose points
+  // cost a transcendental or more, and whose count the vector width does not divide into
+  // two or more whole vectors: the whole vectors in one loop, unmasked, and the rest in a
+  // second loop (annotate_loops gives each its own point count: the rest runs as one
+  // vector, masked where it is not a power of two). One loop was masked at every vector,
+  // its mask computed each time (six instructions of the 30 a vector of a logsumexp's
+  // exp took over rows of 100 floats). Over 1.6e6 floats, us: rows of 70, softmax 540 ->
+  // 381, logsumexp 409 -> 250, cross-entropy 440 -> 282; of 100, softmax 425 -> 369,
+  // logsumexp 288 -> 228, cross-entropy 314 -> 255, its gradient 709 -> 650; of 130,
+  // softmax 473 -> 371, logsumexp 331 -> 227. Cheap points keep one loop (a layer norm's
+  // plain sums over rows of 70: 318 -> 416 split, their second horizontal sum costing
+  // more than the masks saved).
+  void points_loop(Value* lo, Value* hi, const std::function<void(Value*)>& body) {
+    const auto* clo = llvm::dyn_cast<llvm::ConstantInt>(lo);
+    const auto* chi = llvm::dyn_cast<llvm::ConstantInt>(hi);
+    if (!clo || !chi || !short_rows() || !costly_points()) return loop(lo, hi, body);
+    const int64_t first = clo->getSExtValue(), n = chi->getSExtValue() - first;
+    const int64_t lanes = std::max<int64_t>(1, host_vector_bytes() / widest_itemsize());
+    const int64_t width = vector_width_for_loops(lanes, true);
+    const int64_t whole = n - n % width;
+    if (whole < 2 * width || whole == n) return loop(lo, hi, body);  // one vector and a rest: one loop
+    loop(lo, c64(first + whole), body);
+    split_points_[latches_.back()] = {whole, false};
+    loop(c64(first + whole), hi, body);
+    split_points_[latches_.back()] = {n - whole, true};
+  }
+
   // The multi-index over dims[first, last) of a row-major flat index.
   void decompose(Value* flat, size_t first, size_t last, std::vector<Value*>& idx) {
     for (size_t d = last; d-- > first;) {
@@ -563,10 +599,12 @@ class Emitter {
   // Loops over dims[d, ndim) (the reduced dims), then body().
   void nest(size_t d, std::vector<Value*>& idx, const std::function<void()>& body) {
     if (d == plan_.dims.size()) return body();
-    loop(c64(0), c64(plan_.dims[d]), [&](Value* i) {
+    auto point = [&](Value* i) {
       idx[d] = i;
       nest(d + 1, idx, body);
-    });
+    };
+    if (d + 1 == plan_.dims.size()) points_loop(c64(0), c64(plan_.dims[d]), point);
+    else loop(c64(0), c64(plan_.dims[d]), point);
   }
 
   Value* affine(const Affine& a, const std::vector<Value*>& idx) {
@@ -741,7 +779,7 @@ class Emitter {
     };
     if (prefetch_.empty() && !narrow_sums_) {
       if (extrema_alone()) return reduce_extrema_checked(d, lo, hi, idx, accs);
-      return loop(lo, hi, [&](Value* i) { step(i, accs); });
+      return points_loop(lo, hi, [&](Value* i) { step(i, accs); });
     }
     const int64_t chunk = kChunkBytes / widest_itemsize();
     std::vector<llvm::AllocaInst*> parts = accs;  // narrow: float32 partials per chunk
@@ -761,7 +799,7 @@ class Emitter {
       if (narrow_sums_)
         for (size_t m = 0; m < parts.size(); ++m)
           b_.CreateStore(reduction_identity(b_, *reducers()[m].reduce, reducers()[m].dtype), parts[m]);
-      loop(clo, chi, [&](Value* i) { step(i, parts); });
+      points_loop(clo, chi, [&](Value* i) { step(i, parts); });
       if (narrow_sums_)
         for (size_t m = 0; m < parts.size(); ++m) {
           Value* acc = b_.CreateLoad(accs[m]->getAllocatedType(), accs[m]);
@@ -846,7 +884,7 @@ class Emitter {
       probes.push_back(entry_alloca(t));
       b_.CreateStore(llvm::ConstantFP::get(t, 0.0), probes.back());
     }
-    loop(lo, hi, [&](Value* i) {
+    points_loop(lo, hi, [&](Value* i) {
       idx[d] = i;
       std::vector<Value*> v = eval(idx);
       for (size_t m = 0; m < rs.size(); ++m) {
@@ -1122,11 +1160,15 @@ class Emitter {
   bool sums_narrow() const {
     bool widened = false;
     for (const PlanOutput& o : reducers()) widened = widened || accumulator_dtype(o) != o.dtype;
-    if (!widened) return false;
+    return widened && costly_points();
+  }
+  // Whether a point of the loop being emitted (the nodes needed_ selects) costs a
+  // transcendental or more.
+  bool costly_points() const {
     int64_t cost = 0;
     for (size_t i = 0; i < plan_.nodes.size(); ++i) {
       const PlanNode& n = plan_.nodes[i];
-      const bool evaluated = needed_.empty() || (needed_[i] && !loaded_[i]);
+      const bool evaluated = needed_.empty() || (needed_[i] && !loaded_[i] && !hoisted(i));
       if (n.kind == PlanNode::Kind::Op && evaluated) cost += op_cost(*n.eqn->primitive);
     }
     return cost >= kNarrowSumCost;
@@ -1329,8 +1371,9 @@ class Emitter {
         // Pipelined: only the block's last row is left.
         Value* from = pipelined ? b_.CreateSub(hi, c64(1), "", true, true) : lo;
         each_row(lo, from, hi, [&] {
+          const size_t first_latch = latches_.size();
           nest(nk, idx, [&] { store_full(idx); });
-          output_loops_.insert(latches_.back());
+          output_loops_.insert(latches_.begin() + static_cast<std::ptrdiff_t>(first_latch), latches_.end());
         });
         hoisted_.clear();
       }
@@ -1793,6 +1836,12 @@ class Emitter {
   // and which nodes the current stage reads from theirs
   std::vector<llvm::AllocaInst*> column_values_;
   std::vector<char> hoisted_;
+  struct SplitLoop {
+    int64_t points;  // of this loop
+    bool rest;       // the points after the whole vectors
+  };
+  std::map<const llvm::BranchInst*, SplitLoop> split_points_;  // points_loop's loops
+  int64_t split_points_now_ = 0;                              // annotate_loops: the latch's, or 0
   std::set<const llvm::BranchInst*> output_loops_;  // latches of a rows kernel's loops storing full-shape outputs
   bool recompute_stashes_ = false;                  // rows(): across_passes stashes nothing
   std::set<const llvm::BranchInst*> scalar_loops_;  // latches of loops left scalar (a rare path's)
