@@ -219,6 +219,29 @@ TEST(Allocator, LargeArraysStartAtStaggeredPageOffsets) {
   EXPECT_GE(offsets.size(), 8u);
 }
 
+// A result never starts within aliasing reach of a buffer its kernel reads (256 bytes
+// after it, modulo a page: detail::ReadBuffersScope): eager results of a fresh block,
+// and a jitted function's, fresh or recycled from its buffer pool, over calls whose
+// results cycle through every staggered slot.
+TEST(Allocator, ResultsKeepOutOfTheirOperandsAliasingReach) {
+  const int64_t n = int64_t{1} << 18;
+  const Array x = jnp::arange(n).astype(DType::Float32), y = jnp::arange(n).astype(DType::Float32) + 1.0f;
+  auto reach = [](const Array& out, const Array& in) {
+    return (reinterpret_cast<uintptr_t>(detail::raw_data(out)) - reinterpret_cast<uintptr_t>(detail::raw_data(in))) & 4095;
+  };
+  auto f = jit([](const Array& a, const Array& b) { return jnp::sin(a) * b + a; });
+  std::vector<Array> kept;
+  for (int i = 0; i < 40; ++i) {
+    Array eager = x * y, jitted = f(x, y);
+    for (const Array* in : {&x, &y}) {
+      EXPECT_GE(reach(eager, *in), detail::kAliasingReach) << "call " << i;
+      EXPECT_GE(reach(jitted, *in), detail::kAliasingReach) << "call " << i;
+    }
+    if (i % 3 == 0) kept.push_back(jitted);  // the others return to the caches
+  }
+  EXPECT_TRUE(jnp::allclose(f(x, y), jnp::sin(x) * y + x));
+}
+
 TEST(Backends, ImplsAreLookedUpByTheOperandsPlatform) {
   Device test = devices("test").at(0);
   EXPECT_EQ(test.platform(), "test");

@@ -92,6 +92,36 @@ AllocScope::AllocScope(std::string_view op) : saved_(t_alloc_op) { t_alloc_op = 
 AllocScope::~AllocScope() { t_alloc_op = saved_; }
 std::string_view alloc_op() { return t_alloc_op; }
 
+namespace {
+JX_INITIAL_EXEC_TLS thread_local const void* const* t_read_buffers = nullptr;
+JX_INITIAL_EXEC_TLS thread_local size_t t_num_read_buffers = 0;
+}  // namespace
+ReadBuffersScope::ReadBuffersScope(std::span<const void* const> reads) : saved_(read_buffers()) {
+  t_read_buffers = reads.data(), t_num_read_buffers = reads.size();
+}
+ReadBuffersScope::~ReadBuffersScope() { t_read_buffers = saved_.data(), t_num_read_buffers = saved_.size(); }
+std::span<const void* const> read_buffers() { return {t_read_buffers, t_num_read_buffers}; }
+namespace {
+size_t large_operands(std::span<const Array> operands, std::array<const void*, 8>& reads) {
+  size_t n = 0;
+  for (const Array& x : operands) {
+    if (n == reads.size()) break;
+    if (!x.valid()) continue;
+    const ArrayImpl& impl = x.impl();
+    if (impl.storage && impl.storage->nbytes >= 4096) reads[n++] = raw_data(x);
+  }
+  return n;
+}
+}  // namespace
+OperandReadsScope::OperandReadsScope(std::span<const Array> operands)
+    : reads_(), scope_(std::span<const void* const>(reads_.data(), large_operands(operands, reads_))) {}
+bool aliases_read_buffers(const void* out) {
+  const auto at = reinterpret_cast<uintptr_t>(out);
+  for (const void* in : read_buffers())
+    if (((at - reinterpret_cast<uintptr_t>(in)) & 4095) < kAliasingReach) return true;
+  return false;
+}
+
 int64_t check_allocatable(const Shape& shape, DType dtype, std::string_view op) {
   const int64_t bytes = checked_nbytes(shape, dtype, op);
   if (bytes > machine_memory_bytes()) fail_alloc(op, shape, dtype, bytes);

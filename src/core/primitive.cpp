@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <new>
+#include <optional>
 #include <sstream>
 
 #include "backend/backend.h"
@@ -220,6 +221,9 @@ std::vector<Array> Primitive::run_impl(std::span<const Array> in, const Params& 
                                        std::span<const Aval> out) const {
   const ImplRule& impl = detail::impl_for(*detail::current_device(), *this);
   detail::AllocScope scope(name_);
+  // A large result keeps its page offset out of the operands' aliasing reach.
+  std::optional<detail::OperandReadsScope> reads;
+  if (detail::any_staggered(out)) reads.emplace(in);
   try {
     return impl(in, params, out);
   } catch (const std::bad_alloc&) {

@@ -157,14 +157,19 @@ class CompiledSubprograms final : public detail::SubprogramRunner {
 // Recycled kernel output buffers, by byte size.
 class BufferPool {
  public:
+  // A kept buffer of the size, the most recently kept first, passing over those within
+  // aliasing reach of the buffers the kernel reads (detail::ReadBuffersScope), else a
+  // fresh one.
   Array take(const Aval& aval) {
     size_t nbytes = static_cast<size_t>(aval.size() * itemsize(aval.dtype));
     auto it = free_.find(nbytes);
-    if (it != free_.end() && !it->second.empty()) {
-      std::shared_ptr<detail::Storage> s = std::move(it->second.back());
-      it->second.pop_back();
-      return wrap(std::move(s), aval);
-    }
+    if (it != free_.end())
+      for (size_t i = it->second.size(); i-- > 0;)
+        if (!detail::aliases_read_buffers(it->second[i]->data)) {
+          std::shared_ptr<detail::Storage> s = std::move(it->second[i]);
+          it->second.erase(it->second.begin() + static_cast<std::ptrdiff_t>(i));
+          return wrap(std::move(s), aval);
+        }
     return detail::alloc_array(aval);
   }
   // Releases a slot's value, keeping its storage for reuse if nothing else holds it: no
@@ -781,6 +786,7 @@ std::vector<Array> ProgramExecutable::run(std::span<const Array> args, const std
         }
         in_ptrs.push_back(detail::raw_data(*x));
       }
+      detail::ReadBuffersScope read_scope(in_ptrs);  // fresh and recycled outputs clear of them
       for (size_t k = 0; k < s.outputs.size(); ++k) {
         std::shared_ptr<detail::Storage> over;
         if (donates)

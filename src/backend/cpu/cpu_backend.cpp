@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "backend/cpu/kernels/kernels.h"
+#include "core/array_internal.h"
 #include "core/config_internal.h"
 #include "distributed/mpi.h"
 #include "core/hot_tls.h"
@@ -21,7 +22,7 @@ namespace {
 
 constexpr size_t kHugePage = size_t{2} << 20;
 
-constexpr size_t kCachedMin = size_t{256} << 10;  // smaller blocks: malloc's own free lists
+constexpr size_t kCachedMin = kStaggeredBytes;  // smaller blocks: malloc's own free lists
 
 // Recently freed large blocks, kept for the next allocation of the same rounded size.
 // A fresh 100 MB block costs the kernel zeroing every page on first touch (measured:
@@ -148,16 +149,23 @@ class SmallBlockCache {
 
 // Large arrays start at staggered offsets into their page-aligned blocks. A loop that
 // loads one array and stores another whose addresses agree in their low 12 bits stalls
-// its loads behind the stores (the CPU checks a load against earlier stores by those bits
-// first: "4K aliasing"), and page-aligned arrays all agree. A jitted layer norm over
-// 160000 x 10 floats took 0.89 ms with its output at its input's page offset, 0.36 with
-// the output 256 bytes or more past it (128: 0.45; 64: 0.88; before it, -64: 0.36), a
-// softmax's 1.9 ms against 0.65. Successive large blocks take successive slots of 16
-// (256 bytes apart, 64-byte aligned) in the order 0, 7, 14, 5, ...: consecutive arrays
-// sit 1792 bytes apart; any two meet in one case in 16.
-constexpr size_t kStaggerSlots = 16, kStaggerStep = 4096 / kStaggerSlots, kStaggerStride = 7;
+// its loads behind the stores ("4K aliasing": array_internal.h, ReadBuffersScope), and
+// page-aligned arrays all agree: a softmax over 160000 x 10 floats took 1.9 ms with its
+// output at its input's page offset, 0.65 with it 256 bytes or more past. Successive
+// large blocks take successive slots of 16 (kAliasingReach apart, 64-byte aligned) in
+// the order 0, 7, 14, 5, ..., passing over the slots within reach of the buffers the
+// kernel about to write reads (a jitted gradient whose output met its input's offset
+// once in 16 calls ran those at 3x).
+constexpr size_t kStaggerStep = kAliasingReach, kStaggerSlots = 4096 / kStaggerStep, kStaggerStride = 7;
 std::atomic<size_t> g_stagger_counter{0};
-size_t next_stagger() { return (g_stagger_counter.fetch_add(1, std::memory_order_relaxed) * kStaggerStride) % kStaggerSlots * kStaggerStep; }
+size_t next_stagger() {
+  for (size_t tries = 0;; ++tries) {
+    const size_t offset =
+        g_stagger_counter.fetch_add(1, std::memory_order_relaxed) * kStaggerStride % kStaggerSlots * kStaggerStep;
+    // (A block is page aligned: the offset is the array's page offset.)
+    if (tries == kStaggerSlots || !aliases_read_buffers(reinterpret_cast<const void*>(uintptr_t{offset}))) return offset;
+  }
+}
 
 // Blocks from 4 MiB are 2 MiB aligned and sized (for transparent huge pages), cached
 // ones below that 64 KiB sized, so nearby sizes share cache entries.
