@@ -983,6 +983,34 @@ TEST(RowsKernel, PlanStashesTheExpForTheOutputPass) {
   EXPECT_NE(s.find("schedule rows units 100 chunk_rows 32 column_block 0\n"), std::string::npos) << s;
 }
 
+// Inputs read once a row (a row value, a label) do not vote for the columns schedule: a
+// cross-entropy's gradient over rows of 100, with its labels and a per-row value beside
+// the logits, ran as columns (the loads of two row values outvoting the logits') at twice
+// the time.
+TEST(RowsKernel, RowValueInputsKeepTheRowsSchedule) {
+  const std::string text = R"({ lambda ; a:f32[300,100] b:i32[300,1] c:f32[300]. let
+    d:f32[300] = reduce_max[axes=(1,)] a
+    e:f32[300,100] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(300, 100)] d
+    f:f32[300,100] = sub a e
+    g:f32[300,100] = exp f
+    h:f32[300] = reduce_sum[axes=(1,)] g
+    i:i32[300,100] = iota[dimension=1 dtype=int32 shape=(300, 100)]
+    j:i32[300,100] = broadcast_in_dim[broadcast_dimensions=(0, 1) shape=(300, 100)] b
+    k:bool[300,100] = eq i j
+    l:f32[300,100] = broadcast_in_dim[broadcast_dimensions=() shape=(300, 100)] 0.0:f32[]
+    m:f32[300,100] = broadcast_in_dim[broadcast_dimensions=() shape=(300, 100)] -0.5:f32[]
+    n:f32[300,100] = select_n k l m
+    o:f32[300] = div c h
+    p:f32[300,100] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(300, 100)] o
+    q:f32[300,100] = mul p g
+    r:f32[300,100] = add n q
+  in (r,) })";
+  const std::string s = codegen::plan_kernel(parse_jaxpr(text), "rows").str();
+  EXPECT_NE(s.find("schedule rows "), std::string::npos) << s;
+  Array labels = jx::random::randint(jx::random::key(3), {300, 1}, -5, 105, DType::Int32);
+  check(text, "rows", 1e-5, 1e-7, {testing::randn({300, 100}, DType::Float32, 1), labels, testing::randn({300}, DType::Float32, 2)});
+}
+
 TEST(RowsKernel, SoftmaxMatchesEager) {
   // Blocks with a remainder (100 rows of 37 in blocks of 64), rows longer than a
   // reduction block (10000 > 4096 elements: several partial accumulators per row), one

@@ -410,6 +410,32 @@ TEST(ConstantFolding, RefusesResultsLargerThanTheirOperands) {
                               "cheaper to compute at run time than to hold"}));
 }
 
+// An elementwise op of splats is a splat of its value: a broadcast of the folded scalar
+// (left to fusion to recompute where read), through a chain; an op with an operand that
+// is not a splat, or whose result is 0-d, stays.
+TEST(ConstantFolding, ElementwiseOpsOfSplatsBecomeSplats) {
+  expect_rewrite(kConstantFoldingPass, R"({ lambda ; a:f32[2,3]. let
+    b:f32[2,3] = broadcast_in_dim[broadcast_dimensions=() shape=(2, 3)] 0.0:f32[]
+    c:f32[2,3] = broadcast_in_dim[broadcast_dimensions=() shape=(2, 3)] -6.25:f32[]
+    d:f32[2,3] = add b c
+    e:f32[2,3] = neg d
+    f:f32[2,3] = mul e a
+  in (f,) })",
+                 R"({ lambda ; a:f32[2,3]. let
+    b:f32[2,3] = broadcast_in_dim[broadcast_dimensions=() shape=(2, 3)] 0.0:f32[]
+    c:f32[2,3] = broadcast_in_dim[broadcast_dimensions=() shape=(2, 3)] -6.25:f32[]
+    d:f32[2,3] = broadcast_in_dim[broadcast_dimensions=() shape=(2, 3)] -6.25:f32[]
+    e:f32[2,3] = broadcast_in_dim[broadcast_dimensions=() shape=(2, 3)] 6.25:f32[]
+    f:f32[2,3] = mul e a
+  in (f,) })");
+  ClosedJaxpr p = program(R"({ lambda ; a:f32[2,3]. let
+    b:f32[2,3] = broadcast_in_dim[broadcast_dimensions=() shape=(2, 3)] 2.0:f32[]
+    c:f32[2,3] = add a b
+  in (c,) })");
+  PassContext ctx(p.jaxpr);
+  EXPECT_FALSE(fold_constants(p, ctx));
+}
+
 TEST(ConstantFolding, DoesNotFireOnUnknownOperandsOrSideEffects) {
   expect_unchanged(kConstantFoldingPass, R"({ lambda ; a:f32[]. let
     b:f32[] = mul a 2.0:f32[]
@@ -612,6 +638,24 @@ TEST(Simplify, ChainsCollapseInOneSweep) {
     e:f32[3,2] = reshape[new_sizes=(3, 2)] a
     f:f32[2,3] = neg a
   in (a,) })");
+}
+
+// A slice of a broadcast is a broadcast of its operand where each operand dim is size 1
+// or sliced whole; slicing part of a dim the operand spans stays a slice.
+TEST(Simplify, SliceOfABroadcastIsABroadcast) {
+  expect_rewrite(kSimplifyPass, R"({ lambda ; a:i32[5,1]. let
+    b:i32[5,7] = broadcast_in_dim[broadcast_dimensions=(0, 1) shape=(5, 7)] a
+    c:i32[5,1] = slice[limit_indices=(5, 1) start_indices=(0, 0) strides=(1, 1)] b
+    d:i32[5,3] = slice[limit_indices=(5, 5) start_indices=(0, 2) strides=(1, 1)] b
+  in (c, d) })",
+                 R"({ lambda ; a:i32[5,1]. let
+    b:i32[5,7] = broadcast_in_dim[broadcast_dimensions=(0, 1) shape=(5, 7)] a
+    c:i32[5,3] = broadcast_in_dim[broadcast_dimensions=(0, 1) shape=(5, 3)] a
+  in (a, c) })");
+  expect_unchanged(kSimplifyPass, R"({ lambda ; a:i32[5,1]. let
+    b:i32[5,7] = broadcast_in_dim[broadcast_dimensions=(0, 1) shape=(5, 7)] a
+    c:i32[2,7] = slice[limit_indices=(3, 7) start_indices=(1, 0) strides=(1, 1)] b
+  in (c,) })");
 }
 
 TEST(Simplify, NegativeZeroAdditionKeepsTheSignOfZero) {

@@ -1,11 +1,12 @@
 // The optimizer's recipe (pipeline.h). Order matters where it says why:
 //   inline_calls first: every later pass works on one flat program, across call bounds.
-//   simplify, take_along_selects, constant_folding, cse, dce until nothing changes: a
+//   simplify, take_along_selects, one_hot_sums, constant_folding, cse, dce until nothing changes: a
 //     simplification exposes a fold (x * 1 with x constant), a fold makes duplicates (two
 //     equal literals), cse and the others leave dead equations, which dce removes before
 //     the next round. take_along_selects sees indices simplified (arange(n) * 1 + 0 as a
 //     row index) and before constant folding, which leaves iotas of more than one element
-//     alone anyway; the next round cleans what it leaves.
+//     alone anyway; the next round cleans what it leaves. one_hot_sums after it: the
+//     one-hot rows its scatters become are what a gradient then sums.
 //   scan_accumulators on the cleaned program (its loops' bodies as reverse mode wrote
 //     them), before fusion, which then fuses the products it adds after the loops.
 //   fusion on the cleaned program, then dce for what fusion bypassed.
@@ -23,6 +24,7 @@
 #include "jit/passes/dce.h"
 #include "jit/passes/fusion.h"
 #include "jit/passes/inline_calls.h"
+#include "jit/passes/one_hot_sums.h"
 #include "jit/passes/pass.h"
 #include "jit/passes/scan_accumulators.h"
 #include "jit/passes/simplify.h"
@@ -111,7 +113,8 @@ ClosedJaxpr optimize_program(ClosedJaxpr program, const PipelineOptions& options
     bool changed = true;
     for (int round = 0; changed && round < kMaxRounds; ++round) {
       changed = false;
-      for (const Pass* pass : {&kSimplifyPass, &kTakeAlongSelectsPass, &kConstantFoldingPass, &kCsePass, &kDcePass})
+      for (const Pass* pass :
+           {&kSimplifyPass, &kTakeAlongSelectsPass, &kOneHotSumsPass, &kConstantFoldingPass, &kCsePass, &kDcePass})
         changed = run.apply(*pass) || changed;
     }
     if (changed) run.note(detail::cat("[pipeline] stopped after ", kMaxRounds, " rounds that all changed the program"));

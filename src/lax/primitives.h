@@ -8,9 +8,9 @@
 namespace jx::lax {
 
 extern const Primitive add_p, sub_p, mul_p, div_p, neg_p;
-extern const Primitive reshape_p, squeeze_p, expand_dims_p, broadcast_in_dim_p, transpose_p;
+extern const Primitive reshape_p, squeeze_p, expand_dims_p, broadcast_in_dim_p, transpose_p, slice_p;
 extern const Primitive convert_element_type_p, select_n_p, dot_general_p;
-extern const Primitive iota_p, concatenate_p, gather_p, scatter_add_p, lt_p;
+extern const Primitive iota_p, concatenate_p, gather_p, scatter_add_p, lt_p, eq_p, reduce_sum_p;
 // Identities that passes must not see through: the barrier keeps a recomputation
 // (jx::checkpoint) apart from the forward pass, so CSE and constant folding skip it.
 extern const Primitive optimization_barrier_p, checkpoint_name_p;

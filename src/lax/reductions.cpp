@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "jx/lax.h"
+#include "lax/primitives.h"
 #include "lax/reduction_ops.h"
 #include "lax/ad_rules.h"
 #include "lax/batch_rules.h"
@@ -104,8 +105,7 @@ LValue* or_step(ScalarBuilder& b, DType, LValue* acc, LValue* x) { return b.bit_
 
 // ---- primitives ----
 
-extern const Primitive reduce_sum_p, reduce_prod_p, reduce_max_p, reduce_min_p, reduce_and_p, reduce_or_p, argmax_p,
-    argmin_p;
+extern const Primitive reduce_prod_p, reduce_max_p, reduce_min_p, reduce_and_p, reduce_or_p, argmax_p, argmin_p;
 
 // The cotangent of a reduction's operand: ct broadcast back over the reduced axes.
 Array broadcast_back(const Array& ct, const Aval& operand, const std::vector<int64_t>& axes) {
@@ -185,6 +185,9 @@ JvpRule chooser_jvp(const Primitive& p) {
   };
 }
 
+}  // namespace
+
+// Matched by identity (lax/primitives.h: one_hot_sums).
 const Primitive reduce_sum_p("reduce_sum", {.traits = kReduction | kLinear,
                                             .abstract_eval = reduce_rule("reduce_sum", rules::kNumberTypes, true),
                                             .jvp = ad_rules::linear(reduce_sum_p),
@@ -195,6 +198,9 @@ const Primitive reduce_sum_p("reduce_sum", {.traits = kReduction | kLinear,
                                             .batch = batch_rules::reduction(reduce_sum_p),
                                             .lowering = {.reducer = reducer<SumOp>(Monoid::kSum, kNativeArithmetic,
                                                                     /*widen_float32=*/true, sum_step)}});
+
+namespace {
+
 const Primitive reduce_prod_p("reduce_prod", {.traits = kReduction,
                                               .abstract_eval = reduce_rule("reduce_prod", rules::kNumberTypes, true),
                                               .jvp = reduce_prod_jvp,

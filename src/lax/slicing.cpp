@@ -108,7 +108,9 @@ BatchResult slice_batch(std::span<const Array> args, std::span<const int64_t> di
   return {{slice(args[0], start, limit, steps)}, {dims[0]}};
 }
 
-extern const Primitive slice_p;
+}  // namespace
+
+// Matched by identity (lax/primitives.h: simplify's slice of a broadcast).
 const Primitive slice_p("slice", {.traits = kLinearShapeOp,
                                   .abstract_eval = slice_rule,
                                   .jvp = ad_rules::linear(slice_p),
@@ -124,6 +126,8 @@ const Primitive slice_p("slice", {.traits = kLinearShapeOp,
                                      }
                                      return r;
                                    }}});
+
+namespace {
 
 // ---- dynamic_slice / dynamic_update_slice ----
 

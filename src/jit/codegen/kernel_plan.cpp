@@ -487,13 +487,18 @@ int64_t product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
 
 // Whether more loads of a reduction plan run along memory in the innermost kept dim than
 // in the innermost reduced one: its inner loops then run along the kept dim (ColumnReduce,
-// Columns) instead of gathering with a stride.
+// Columns) instead of gathering with a stride. Loads the same along the reduced dims (a
+// row value: one element a row) take no part: a cross-entropy gradient's rows over 16000
+// x 100 floats, beside a per-row value and the labels, ran as columns at twice the time.
 bool runs_along_kept(const KernelPlan& plan) {
   const size_t nd = plan.dims.size(), nk = static_cast<size_t>(plan.num_kept);
   if (nk == 0 || nd == nk) return false;
   int along_kept = 0, along_reduced = 0;
   for (const PlanNode& n : plan.nodes)
     if (n.kind == PlanNode::Kind::Load) {
+      bool varies = false;
+      for (size_t d = nk; d < nd; ++d) varies = varies || n.index.coef[d] != 0;
+      if (!varies) continue;
       along_kept += std::abs(n.index.coef[nk - 1]) == 1;
       along_reduced += std::abs(n.index.coef[nd - 1]) == 1;
     }

@@ -10,11 +10,15 @@
 //    them trades a cheap generator, which fusion turns into a few instructions, for a
 //    constant array held in memory (XLA's folder refuses broadcast and iota likewise).
 // A 0-d constvar is replaced by a literal of its value, so later rules (simplify) and
-// codegen see the number itself.
+// codegen see the number itself. An elementwise equation whose operands are all splats
+// (a broadcast_in_dim of a 0-d literal) is a splat of its value on those scalars: it
+// becomes a broadcast_in_dim of that literal, which fusion recomputes wherever it is read
+// (an add of two splats was an array of the row's shape written out for two readers).
 #include "jit/passes/constant_folding.h"
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <unordered_map>
 
 #include "core/array_internal.h"
@@ -40,6 +44,37 @@ std::string avals_text(const std::vector<Var>& vars) {
   return s;
 }
 
+// An elementwise equation of splats (a 0-d literal, or a broadcast of one in `splats`)
+// with a result of one or more dims, as a broadcast of its value on the scalars.
+std::optional<Equation> splat_of_splats(const Equation& e, const std::unordered_map<int64_t, Array>& splats,
+                                        PassContext& ctx) {
+  if (!e.primitive->has(kElementwise) || e.outputs.size() != 1 || e.outputs[0].aval.ndim() == 0) return std::nullopt;
+  std::vector<Array> scalars;
+  for (const Atom& a : e.inputs) {
+    if (!a.is_var()) {
+      if (a.literal().value.ndim() != 0) return std::nullopt;
+      scalars.push_back(a.literal().value);
+      continue;
+    }
+    auto it = splats.find(a.var().id);
+    if (it == splats.end()) return std::nullopt;
+    scalars.push_back(it->second);
+  }
+  const Aval& out = e.outputs[0].aval;
+  std::vector<Array> results;
+  try {
+    results = e.primitive->eval(scalars, e.params);
+  } catch (const Error&) {
+    return std::nullopt;  // left to run (and raise) at run time
+  }
+  if (results.size() != 1 || !results[0].valid() || !results[0].is_concrete() ||
+      !(results[0].aval() == Aval{{}, out.dtype, out.weak_type}))
+    return std::nullopt;
+  if (ctx.records_notes()) ctx.note(detail::cat("folded: ", e.primitive->name(), " of splats giving ", out.str(), " as a splat"));
+  return Equation{&lax::broadcast_in_dim_p, {Atom(Literal{own_scalar(results[0])})}, e.outputs,
+                  Params{{"shape", out.shape}, {"broadcast_dimensions", std::vector<int64_t>{}}}};
+}
+
 }  // namespace
 
 bool fold_constants(ClosedJaxpr& program, PassContext& ctx) {
@@ -63,12 +98,22 @@ bool fold_constants(ClosedJaxpr& program, PassContext& ctx) {
     }
   }
 
+  // Variables that are a broadcast of a 0-d literal, by id: that literal's value.
+  std::unordered_map<int64_t, Array> splats;
   std::vector<Equation> kept;
   kept.reserve(j.eqns.size());
   for (Equation& e : j.eqns) {
     subst.apply_to_inputs(e);
     if (!detail::compile_time_evaluable(e) || e.primitive == &lax::optimization_barrier_p) {
       kept.push_back(std::move(e));
+      continue;
+    }
+    if (e.primitive == &lax::broadcast_in_dim_p && !e.inputs.at(0).is_var())
+      splats.emplace(e.outputs.at(0).id, e.inputs[0].literal().value);  // (not folded itself: below)
+    if (std::optional<Equation> splat = splat_of_splats(e, splats, ctx)) {
+      splats.emplace(e.outputs.at(0).id, splat->inputs.at(0).literal().value);
+      kept.push_back(std::move(*splat));
+      changed = true;
       continue;
     }
     std::vector<Array> values;

@@ -16,6 +16,7 @@
 //                                                  the dot kernel writes the transposed
 //                                                  product and an epilogue can follow it)
 //   broadcast_in_dim (broadcast_in_dim x) -> one broadcast_in_dim
+//   slice (broadcast_in_dim x), x's dims of size 1 or sliced whole -> broadcast_in_dim x
 //   reshape, squeeze, expand_dims, broadcast_in_dim, convert_element_type to x's own type -> x
 //   select_n p a b ... with a literal p  -> the case it selects
 //   select_n p x x ...                   -> x
@@ -235,6 +236,28 @@ std::optional<Rewrite> broadcast_of_broadcast(const Equation& e, const Producers
   return Rewrite{std::move(merged)};
 }
 
+// out = slice(bid(x, s, d)): each element of out is x at the position its own maps to,
+// so out = bid(x, out's shape, d) when every dim of x is either size 1 or taken whole
+// by the slice (a one-hot sum's index row, sliced out of its broadcast).
+std::optional<Rewrite> slice_of_broadcast(const Equation& e, const Producers& producers) {
+  if (!is(e, lax::slice_p)) return std::nullopt;
+  const Equation* p = producers.of(e.inputs.at(0));
+  if (!is(p, lax::broadcast_in_dim_p)) return std::nullopt;
+  const auto& dims = p->params.get_ints("broadcast_dimensions");
+  const Shape& from = p->inputs.at(0).aval().shape;
+  const Shape& to = p->outputs.at(0).aval.shape;
+  const auto& start = e.params.get_ints("start_indices");
+  const auto& limit = e.params.get_ints("limit_indices");
+  const auto& strides = e.params.get_ints("strides");
+  for (size_t i = 0; i < dims.size(); ++i) {
+    const auto d = static_cast<size_t>(dims[i]);
+    const bool whole = start.at(d) == 0 && limit.at(d) == to.at(d) && (strides.empty() || strides.at(d) == 1);
+    if (from[i] != 1 && !whole) return std::nullopt;
+  }
+  return Rewrite{Equation{&lax::broadcast_in_dim_p, {p->inputs.at(0)}, e.outputs,
+                          Params{{"shape", e.outputs.at(0).aval.shape}, {"broadcast_dimensions", dims}}}};
+}
+
 // ---- select_n ----
 
 // A literal predicate selects one case everywhere (integers clamp as select_n does).
@@ -300,7 +323,7 @@ constexpr Rule kRules[] = {
     subtract_zero,           double_negation,      no_op_shape_or_type_change,
     reshape_of_reshape,      identity_transpose,   transpose_of_transpose,
     transpose_of_product,
-    broadcast_of_broadcast,  select_with_literal_predicate, select_between_equal_cases,
+    broadcast_of_broadcast,  slice_of_broadcast,   select_with_literal_predicate, select_between_equal_cases,
     drop_checkpoint_name,
 };
 

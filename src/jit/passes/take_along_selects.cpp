@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "jit/passes/inline_calls.h"
+#include "jit/passes/positions.h"
 #include "jit/passes/rewrite.h"
 #include "jx/error.h"
 #include "jx/lax.h"
@@ -37,135 +38,47 @@ std::vector<int64_t> all_axes(int64_t n) {
   return axes;
 }
 
-class Matcher {
- public:
-  explicit Matcher(const std::vector<Equation>& eqns) {
-    for (const Equation& e : eqns)
-      for (const Var& v : e.outputs) producer_[v.id] = &e;
-  }
-
-  const Equation* producer(const Atom& a) const {
-    if (!a.is_var()) return nullptr;
-    auto it = producer_.find(a.var().id);
-    return it == producer_.end() ? nullptr : it->second;
-  }
-
-  // Whether `a` is an integer literal equal to `value`, or a broadcast of one.
-  bool is_splat(const Atom& a, int64_t value) const {
-    if (!a.is_var()) {
-      const Array& v = a.literal().value;
-      return is_integer(v.dtype()) && v.item<int64_t>() == value;
-    }
-    const Equation* p = producer(a);
-    return p && p->primitive == &lax::broadcast_in_dim_p && is_splat(p->inputs.at(0), value);
-  }
-
-  // The dim k of a's shape such that every element of `a` is its position along k (an
-  // iota over k), seen through what keeps those values: broadcasts and unit-dim
-  // reshapes moving the dim, conversions to an integer type holding them, adding 0 or
-  // multiplying by 1, and the select normalizing negative indices (jnp's arange(n) as a
-  // row index is all of these). Memoized: linear in the program.
-  std::optional<int64_t> position_dim(const Atom& a) {
-    if (!a.is_var()) return std::nullopt;
-    auto memo = position_.find(a.var().id);
-    if (memo != position_.end()) return memo->second;
-    std::optional<int64_t> k = find_position_dim(a);
-    position_[a.var().id] = k;
-    return k;
-  }
-
-  // The row index of `indices` into an operand of shape `operand`, whose take has shape
-  // `batch`, or nothing when it is not that form.
-  std::optional<RowIndex> row_index(const Atom& indices, const Shape& operand, const Shape& batch) {
-    const auto n = static_cast<int64_t>(operand.size());
-    const auto nb = static_cast<int64_t>(batch.size());
-    const Aval& iv = indices.aval();
-    if (n == 0 || (iv.dtype != DType::Int32 && iv.dtype != DType::Int64)) return std::nullopt;
-    Shape component = batch, whole = batch;
-    component.push_back(1);
-    whole.push_back(n);
-    if (iv.shape != whole) return std::nullopt;
-    std::vector<Atom> parts{indices};
-    if (n > 1) {
-      const Equation* concat = producer(indices);
-      if (!concat || concat->primitive != &lax::concatenate_p || concat->params.get_int("dimension") != nb ||
-          static_cast<int64_t>(concat->inputs.size()) != n)
-        return std::nullopt;
-      parts = concat->inputs;
-    }
-    std::optional<int64_t> axis;
-    std::vector<char> mapped(static_cast<size_t>(nb), 0);
-    int64_t last = -1;
-    for (int64_t d = 0; d < n; ++d) {
-      const Atom& part = parts[static_cast<size_t>(d)];
-      if (part.aval().shape != component) return std::nullopt;
-      std::optional<int64_t> k = n > 1 ? position_dim(part) : std::nullopt;
-      if (k && *k < nb && *k > last && batch[static_cast<size_t>(*k)] == operand[static_cast<size_t>(d)]) {
-        mapped[static_cast<size_t>(*k)] = 1;
-        last = *k;
-        continue;
-      }
-      if (axis) return std::nullopt;  // a second free component: not one element per row
-      axis = d;
-    }
-    if (!axis) return std::nullopt;
-    for (int64_t k = 0; k < nb; ++k)
-      if (!mapped[static_cast<size_t>(k)] && batch[static_cast<size_t>(k)] != 1) return std::nullopt;
-    Shape aligned = operand;
-    aligned[static_cast<size_t>(*axis)] = 1;
-    return RowIndex{*axis, parts[static_cast<size_t>(*axis)], std::move(aligned)};
-  }
-
- private:
-  std::optional<int64_t> find_position_dim(const Atom& a) {
-    const Equation* p = producer(a);
-    const Shape& shape = a.aval().shape;
-    if (!p || shape.empty()) return std::nullopt;
-    if (p->primitive == &lax::iota_p) return p->params.get_int("dimension");
-    if (p->primitive == &lax::convert_element_type_p) {
-      const DType to = a.aval().dtype, from = p->inputs.at(0).aval().dtype;
-      std::optional<int64_t> k = position_dim(p->inputs[0]);
-      const bool fits = (to == DType::Int64) || (to == DType::Int32 && *std::max_element(shape.begin(), shape.end()) <= (int64_t{1} << 31));
-      if (k && is_integer(from) && fits) return k;
+// The row index of `indices` into an operand of shape `operand`, whose take has shape
+// `batch`, or nothing when it is not that form.
+std::optional<RowIndex> row_index(Positions& m, const Atom& indices, const Shape& operand, const Shape& batch) {
+  const auto n = static_cast<int64_t>(operand.size());
+  const auto nb = static_cast<int64_t>(batch.size());
+  const Aval& iv = indices.aval();
+  if (n == 0 || (iv.dtype != DType::Int32 && iv.dtype != DType::Int64)) return std::nullopt;
+  Shape component = batch, whole = batch;
+  component.push_back(1);
+  whole.push_back(n);
+  if (iv.shape != whole) return std::nullopt;
+  std::vector<Atom> parts{indices};
+  if (n > 1) {
+    const Equation* concat = m.producer(indices);
+    if (!concat || concat->primitive != &lax::concatenate_p || concat->params.get_int("dimension") != nb ||
+        static_cast<int64_t>(concat->inputs.size()) != n)
       return std::nullopt;
-    }
-    if (p->primitive == &lax::broadcast_in_dim_p) {
-      std::optional<int64_t> k = position_dim(p->inputs.at(0));
-      if (!k) return std::nullopt;
-      return p->params.get_ints("broadcast_dimensions").at(static_cast<size_t>(*k));
-    }
-    if (p->primitive == &lax::reshape_p || p->primitive == &lax::expand_dims_p || p->primitive == &lax::squeeze_p) {
-      // Only unit dims come or go: the position dim is the same among the others.
-      const Shape& from = p->inputs.at(0).aval().shape;
-      std::optional<int64_t> k = position_dim(p->inputs[0]);
-      if (!k || from[static_cast<size_t>(*k)] == 1) return std::nullopt;
-      std::vector<int64_t> from_dims, to_dims;
-      for (size_t d = 0; d < from.size(); ++d)
-        if (from[d] != 1) from_dims.push_back(static_cast<int64_t>(d));
-      for (size_t d = 0; d < shape.size(); ++d)
-        if (shape[d] != 1) to_dims.push_back(static_cast<int64_t>(d));
-      if (from_dims.size() != to_dims.size()) return std::nullopt;
-      for (size_t i = 0; i < from_dims.size(); ++i) {
-        if (from[static_cast<size_t>(from_dims[i])] != shape[static_cast<size_t>(to_dims[i])]) return std::nullopt;
-        if (from_dims[i] == *k) return to_dims[i];
-      }
-      return std::nullopt;
-    }
-    if (p->primitive == &lax::add_p && is_splat(p->inputs.at(1), 0)) return position_dim(p->inputs[0]);
-    if (p->primitive == &lax::mul_p && is_splat(p->inputs.at(1), 1)) return position_dim(p->inputs[0]);
-    if (p->primitive == &lax::select_n_p && p->inputs.size() == 3) {
-      // select_n(x < 0, x, x + n): x, where x is a position (never negative).
-      const Equation* negative = producer(p->inputs[0]);
-      if (negative && negative->primitive == &lax::lt_p && same_atom(negative->inputs.at(0), p->inputs[1]) &&
-          is_splat(negative->inputs.at(1), 0))
-        return position_dim(p->inputs[1]);
-    }
-    return std::nullopt;
+    parts = concat->inputs;
   }
-
-  std::unordered_map<int64_t, const Equation*> producer_;
-  std::unordered_map<int64_t, std::optional<int64_t>> position_;
-};
+  std::optional<int64_t> axis;
+  std::vector<char> mapped(static_cast<size_t>(nb), 0);
+  int64_t last = -1;
+  for (int64_t d = 0; d < n; ++d) {
+    const Atom& part = parts[static_cast<size_t>(d)];
+    if (part.aval().shape != component) return std::nullopt;
+    std::optional<int64_t> k = n > 1 ? m.position_dim(part) : std::nullopt;
+    if (k && *k < nb && *k > last && batch[static_cast<size_t>(*k)] == operand[static_cast<size_t>(d)]) {
+      mapped[static_cast<size_t>(*k)] = 1;
+      last = *k;
+      continue;
+    }
+    if (axis) return std::nullopt;  // a second free component: not one element per row
+    axis = d;
+  }
+  if (!axis) return std::nullopt;
+  for (int64_t k = 0; k < nb; ++k)
+    if (!mapped[static_cast<size_t>(k)] && batch[static_cast<size_t>(k)] != 1) return std::nullopt;
+  Shape aligned = operand;
+  aligned[static_cast<size_t>(*axis)] = 1;
+  return RowIndex{*axis, parts[static_cast<size_t>(*axis)], std::move(aligned)};
+}
 
 bool picks_exactly(DType d) { return is_floating(d) || is_integer(d) || is_bool(d); }
 
@@ -206,7 +119,7 @@ struct RowOp {
 };
 
 // The row ops around the gather's operand, outermost first, and the operand under them.
-std::pair<Atom, std::vector<RowOp>> peel_row_ops(Atom operand, int64_t axis, const Matcher& m) {
+std::pair<Atom, std::vector<RowOp>> peel_row_ops(Atom operand, int64_t axis, const Positions& m) {
   constexpr int kMaxRowOps = 8;
   std::vector<RowOp> ops;
   const Aval aval = operand.aval();
@@ -305,7 +218,7 @@ bool only_collapsed_points(const std::vector<int64_t>& windows, const std::vecto
 }
 
 // The program replacing `e` and its operands, when `e` is a take along an axis or its transpose.
-std::optional<std::pair<ClosedJaxpr, std::vector<Atom>>> replacement(const Equation& e, Matcher& m,
+std::optional<std::pair<ClosedJaxpr, std::vector<Atom>>> replacement(const Equation& e, Positions& m,
                                                                      PassContext& ctx) {
   if (e.primitive == &lax::gather_p) {
     const Aval& x = e.inputs.at(0).aval();
@@ -316,7 +229,7 @@ std::optional<std::pair<ClosedJaxpr, std::vector<Atom>>> replacement(const Equat
                                e.params.get_ints("start_index_map"), n))
       return std::nullopt;
     if (mode == lax::GatherScatterMode::FillOrDrop && e.inputs.size() != 3 && !is_floating(x.dtype)) return std::nullopt;
-    std::optional<RowIndex> r = m.row_index(e.inputs[1], x.shape, e.outputs[0].aval.shape);
+    std::optional<RowIndex> r = row_index(m, e.inputs[1], x.shape, e.outputs[0].aval.shape);
     if (!r) return std::nullopt;
     const Equation* source = m.producer(e.inputs[0]);
     const int64_t row_bytes = x.shape[static_cast<size_t>(r->axis)] * itemsize(x.dtype);
@@ -343,7 +256,7 @@ std::optional<std::pair<ClosedJaxpr, std::vector<Atom>>> replacement(const Equat
         !only_collapsed_points(e.params.get_ints("update_window_dims"), e.params.get_ints("inserted_window_dims"),
                                e.params.get_ints("scatter_dims_to_operand_dims"), n))
       return std::nullopt;
-    std::optional<RowIndex> r = m.row_index(e.inputs[1], base.shape, e.inputs[2].aval().shape);
+    std::optional<RowIndex> r = row_index(m, e.inputs[1], base.shape, e.inputs[2].aval().shape);
     if (!r) return std::nullopt;
     const auto mode = lax::gather_scatter::parse_mode("scatter_add", e.params.get_string("mode"));
     if (ctx.records_notes())
@@ -358,7 +271,7 @@ std::optional<std::pair<ClosedJaxpr, std::vector<Atom>>> replacement(const Equat
 bool take_along_selects(ClosedJaxpr& program, PassContext& ctx) {
   Jaxpr& j = program.jaxpr;
   // Decided on the program as it is (the matcher points into its equations), then built.
-  Matcher matcher(j.eqns);
+  Positions matcher(j.eqns);
   std::vector<std::optional<std::pair<ClosedJaxpr, std::vector<Atom>>>> replaced;
   bool any = false;
   for (const Equation& e : j.eqns) {
