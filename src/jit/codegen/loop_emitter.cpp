@@ -309,7 +309,7 @@ class Emitter {
       // the row's 8 lanes, found no vector log of that width and ran scalar: 1.1 ms
       // against 0.27 at rows of 32).
       const bool over_rows = unit_loops_.contains(latch);
-      const bool short_row = !over_rows && short_rows();
+      const bool short_row = !over_rows && (short_rows() || split != split_points_.end());
       if (!short_row && !calls && !large && !float_arithmetic_reduction && !extremum && interleave == 1) continue;
       std::vector<llvm::Metadata*> hints = {nullptr};
       if (short_row) {
@@ -572,12 +572,18 @@ class Emitter {
   void points_loop(Value* lo, Value* hi, const std::function<void(Value*)>& body) {
     const auto* clo = llvm::dyn_cast<llvm::ConstantInt>(lo);
     const auto* chi = llvm::dyn_cast<llvm::ConstantInt>(hi);
-    if (!clo || !chi || !short_rows() || !costly_points()) return loop(lo, hi, body);
+    const bool elementwise = plan_.schedule.mode == Mode::Elementwise;
+    if (!clo || !chi || !(short_rows() || elementwise) || !costly_points()) return loop(lo, hi, body);
     const int64_t first = clo->getSExtValue(), n = chi->getSExtValue() - first;
     const int64_t lanes = std::max<int64_t>(1, host_vector_bytes() / widest_itemsize());
-    const int64_t width = vector_width_for_loops(lanes, true);
+    const int64_t width = elementwise ? lanes : vector_width_for_loops(lanes, true);
     const int64_t whole = n - n % width;
-    if (whole < 2 * width || whole == n) return loop(lo, hi, body);  // one vector and a rest: one loop
+    // A rows kernel's row of one vector and a rest keeps its one masked loop; an
+    // elementwise row's rest was LLVM's scalar remainder (over rows of 31 floats, 15
+    // inline sines a row), so it splits from one whole vector, up to the short rows'
+    // length (longer rows' remainders are a small part).
+    if (whole == n || whole < (elementwise ? width : 2 * width) || (elementwise && n > kShortRowPoints))
+      return loop(lo, hi, body);
     loop(lo, c64(first + whole), body);
     split_points_[latches_.back()] = {whole, false};
     loop(c64(first + whole), hi, body);
@@ -723,7 +729,7 @@ class Emitter {
     }
     loop(begin, end, [&](Value* row) {
       decompose(row, 0, nd - 1, idx);
-      loop(c64(0), c64(plan_.dims[nd - 1]), [&](Value* j) {
+      points_loop(c64(0), c64(plan_.dims[nd - 1]), [&](Value* j) {
         idx[nd - 1] = j;
         store_outputs(idx);
       });
