@@ -23,29 +23,9 @@ namespace {
 
 namespace jnp = jx::numpy;
 
-int count(const ClosedJaxpr& p, std::string_view primitive) {
-  int n = 0;
-  for (const Equation& e : p.jaxpr.eqns) n += e.primitive->name() == primitive;
-  return n;
-}
-
 template <class F, class... Args>
 Rewritten rewrite(F f, const Args&... args) {
   return rewrite_with(&one_hot_sums, f, args...);
-}
-
-// Equal bit for bit (0.0 and -0.0 differ, NaN equals NaN of the same payload).
-::testing::AssertionResult same_bits(const Array& got, const Array& want) {
-  if (got.aval() != want.aval()) return ::testing::AssertionFailure() << got.aval().str() << " vs " << want.aval().str();
-  if (!is_floating(got.dtype())) return testing::allclose(got, want, 0, 0);
-  const DType bits = got.itemsize() == 8 ? DType::Int64 : DType::Int32;
-  return testing::allclose(lax::bitcast_convert_type(got, bits), lax::bitcast_convert_type(want, bits), 0, 0);
-}
-
-void expect_same_values(const Rewritten& r, const std::vector<Array>& args) {
-  std::vector<Array> want = eval_jaxpr(r.before, args), got = eval_jaxpr(r.after, args);
-  ASSERT_EQ(want.size(), got.size());
-  for (size_t k = 0; k < want.size(); ++k) EXPECT_TRUE(same_bits(got[k], want[k])) << "output " << k;
 }
 
 // A 0-d zero made outside any trace (Array(0.0) inside one would be traced: a convert

@@ -156,4 +156,30 @@ std::vector<Atom> splice_body(const ClosedJaxpr& body, const std::vector<Atom>& 
   return inliner.splice(body, operands, result_avals, out);
 }
 
+bool splice_replacements(ClosedJaxpr& program, std::vector<std::optional<Replacement>> replacements,
+                         PassContext& ctx) {
+  Jaxpr& j = program.jaxpr;
+  bool any = false;
+  for (const auto& r : replacements) any = any || r.has_value();
+  if (!any) return false;
+  std::vector<Equation> eqns = std::move(j.eqns), out;
+  out.reserve(eqns.size());
+  Substitution subst;
+  for (size_t i = 0; i < eqns.size(); ++i) {
+    Equation& e = eqns[i];
+    subst.apply_to_inputs(e);
+    if (!replacements[i]) {
+      out.push_back(std::move(e));
+      continue;
+    }
+    Replacement& r = *replacements[i];
+    for (Atom& a : r.operands) a = subst.apply(a);
+    const std::vector<Aval> result{e.outputs.at(0).aval};
+    subst.map(e.outputs[0], splice_body(r.body, r.operands, result, program, ctx, out)[0]);
+  }
+  j.eqns = std::move(out);
+  subst.apply_to_outvars(j);
+  return true;
+}
+
 }  // namespace jx::compiler

@@ -3,6 +3,7 @@
 // the later passes and fusion see one flat program.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -22,5 +23,18 @@ extern const Pass kInlineCallsPass;  // "inline_calls"
 std::vector<Atom> splice_body(const ClosedJaxpr& body, const std::vector<Atom>& operands,
                               std::span<const Aval> result_avals, ClosedJaxpr& program, PassContext& ctx,
                               std::vector<Equation>& out);
+
+// A body to put in place of one equation, applied to atoms of the program as it was when
+// the replacement was decided.
+struct Replacement {
+  ClosedJaxpr body;
+  std::vector<Atom> operands;
+};
+// Replaces each equation i of `program` that has replacements[i] by its body (splice_body;
+// the equation's one result renamed to the body's wherever it is read) and keeps the
+// others. The replacements are decided on the program first (a matcher points into its
+// equations), then applied at once. Returns whether any was.
+bool splice_replacements(ClosedJaxpr& program, std::vector<std::optional<Replacement>> replacements,
+                         PassContext& ctx);
 
 }  // namespace jx::compiler

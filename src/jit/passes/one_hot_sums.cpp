@@ -125,37 +125,20 @@ ClosedJaxpr sum_program(const Equation& e, const OneHot& h) {
 }  // namespace
 
 bool one_hot_sums(ClosedJaxpr& program, PassContext& ctx) {
-  Jaxpr& j = program.jaxpr;
-  // Decided on the program as it is (the matcher points into its equations), then built.
-  Matcher matcher(j.eqns);
-  std::vector<std::optional<OneHot>> found;
-  bool any = false;
-  for (const Equation& e : j.eqns) {
-    found.push_back(matcher.one_hot(e));
-    any = any || found.back().has_value();
-  }
-  if (!any) return false;
-  std::vector<Equation> eqns = std::move(j.eqns), out;
-  out.reserve(eqns.size());
-  Substitution subst;
-  for (size_t i = 0; i < eqns.size(); ++i) {
-    Equation& e = eqns[i];
-    subst.apply_to_inputs(e);
-    if (!found[i]) {
-      out.push_back(std::move(e));
+  Matcher matcher(program.jaxpr.eqns);
+  std::vector<std::optional<Replacement>> replaced;
+  for (const Equation& e : program.jaxpr.eqns) {
+    std::optional<OneHot> h = matcher.one_hot(e);
+    if (!h) {
+      replaced.emplace_back();
       continue;
     }
-    const OneHot& h = *found[i];
     if (ctx.records_notes())
-      ctx.note(detail::cat("a sum along axis ", h.axis, " of a one-hot ", e.inputs[0].aval().str(),
+      ctx.note(detail::cat("a sum along axis ", h->axis, " of a one-hot ", e.inputs[0].aval().str(),
                            " as its one value"));
-    std::vector<Atom> operands{subst.apply(h.index), subst.apply(h.value)};
-    std::vector<Aval> result{e.outputs[0].aval};
-    subst.map(e.outputs[0], splice_body(sum_program(e, h), operands, result, program, ctx, out)[0]);
+    replaced.push_back(Replacement{sum_program(e, *h), {h->index, h->value}});
   }
-  j.eqns = std::move(out);
-  subst.apply_to_outvars(j);
-  return true;
+  return splice_replacements(program, std::move(replaced), ctx);
 }
 
 const Pass kOneHotSumsPass{"one_hot_sums", &one_hot_sums};

@@ -218,7 +218,7 @@ bool only_collapsed_points(const std::vector<int64_t>& windows, const std::vecto
 }
 
 // The program replacing `e` and its operands, when `e` is a take along an axis or its transpose.
-std::optional<std::pair<ClosedJaxpr, std::vector<Atom>>> replacement(const Equation& e, Positions& m,
+std::optional<Replacement> replacement(const Equation& e, Positions& m,
                                                                      PassContext& ctx) {
   if (e.primitive == &lax::gather_p) {
     const Aval& x = e.inputs.at(0).aval();
@@ -247,7 +247,7 @@ std::optional<std::pair<ClosedJaxpr, std::vector<Atom>>> replacement(const Equat
     if (ctx.records_notes())
       ctx.note(detail::cat("a take along axis ", r->axis, " of ", x.str(), " as a select",
                            row_ops.empty() ? "" : detail::cat(", inside ", row_ops.size(), " ops with row values")));
-    return std::pair{pick_program(e, *r, mode, base, row_ops), std::move(operands)};
+    return Replacement{pick_program(e, *r, mode, base, row_ops), std::move(operands)};
   }
   if (e.primitive == &lax::scatter_add_p) {
     const Aval& base = e.inputs.at(0).aval();
@@ -261,7 +261,7 @@ std::optional<std::pair<ClosedJaxpr, std::vector<Atom>>> replacement(const Equat
     const auto mode = lax::gather_scatter::parse_mode("scatter_add", e.params.get_string("mode"));
     if (ctx.records_notes())
       ctx.note(detail::cat("an add at one element per row along axis ", r->axis, " of ", base.str(), " as a select"));
-    return std::pair{add_at_program(e, *r, mode), std::vector<Atom>{e.inputs[0], r->index, e.inputs[2]}};
+    return Replacement{add_at_program(e, *r, mode), std::vector<Atom>{e.inputs[0], r->index, e.inputs[2]}};
   }
   return std::nullopt;
 }
@@ -269,34 +269,10 @@ std::optional<std::pair<ClosedJaxpr, std::vector<Atom>>> replacement(const Equat
 }  // namespace
 
 bool take_along_selects(ClosedJaxpr& program, PassContext& ctx) {
-  Jaxpr& j = program.jaxpr;
-  // Decided on the program as it is (the matcher points into its equations), then built.
-  Positions matcher(j.eqns);
-  std::vector<std::optional<std::pair<ClosedJaxpr, std::vector<Atom>>>> replaced;
-  bool any = false;
-  for (const Equation& e : j.eqns) {
-    replaced.push_back(replacement(e, matcher, ctx));
-    any = any || replaced.back().has_value();
-  }
-  if (!any) return false;
-  std::vector<Equation> eqns = std::move(j.eqns), out;
-  out.reserve(eqns.size());
-  Substitution subst;
-  for (size_t i = 0; i < eqns.size(); ++i) {
-    Equation& e = eqns[i];
-    subst.apply_to_inputs(e);
-    if (!replaced[i]) {
-      out.push_back(std::move(e));
-      continue;
-    }
-    auto& [body, operands] = *replaced[i];
-    for (Atom& a : operands) a = subst.apply(a);
-    std::vector<Aval> result{e.outputs[0].aval};
-    subst.map(e.outputs[0], splice_body(body, operands, result, program, ctx, out)[0]);
-  }
-  j.eqns = std::move(out);
-  subst.apply_to_outvars(j);
-  return true;
+  Positions positions(program.jaxpr.eqns);
+  std::vector<std::optional<Replacement>> replaced;
+  for (const Equation& e : program.jaxpr.eqns) replaced.push_back(replacement(e, positions, ctx));
+  return splice_replacements(program, std::move(replaced), ctx);
 }
 
 const Pass kTakeAlongSelectsPass{"take_along_selects", &take_along_selects};
