@@ -313,6 +313,62 @@ TEST(LoopFusion, ChainsOfIndexMapsAreDuplicatedWhole) {
       << r.all_notes();
 }
 
+// A few cheap ops reading one array (a label's negative index wrapped) are recomputed
+// in each consumer that fuses them instead of written out for them: each reads that
+// array where it read the result. A chain reading two arrays, or a costly op, is
+// materialized (recomputing would read more than the result).
+TEST(LoopFusion, CheapChainsOfOneArrayAreDuplicatedIntoEachConsumer) {
+  Fused r = fuse_text(R"({ lambda ; a:i32[6] b:f32[6,5]. let
+    c:i32[6] = broadcast_in_dim[broadcast_dimensions=() shape=(6,)] 0:i32[]
+    d:bool[6] = lt a c
+    e:i32[6] = broadcast_in_dim[broadcast_dimensions=() shape=(6,)] 5:i32[]
+    f:i32[6] = add a e
+    g:i32[6] = select_n d a f
+    h:i32[] = reduce_sum[axes=(0,)] g
+    i:f32[6] = convert_element_type[new_dtype=float32 weak_type=False] g
+    j:f32[6,5] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(6, 5)] i
+    k:f32[6,5] = mul b j
+    l:f32[6] = reduce_sum[axes=(1,)] k
+  in (h, l) })");
+  EXPECT_EQ(r.fusions(), 2) << r.text << r.all_notes();
+  // Both fusions read only the arguments: nothing of the chain is materialized.
+  const std::vector<Var>& args = r.program.jaxpr.invars;
+  for (const Equation& e : r.program.jaxpr.eqns)
+    for (const Atom& in : e.inputs)
+      EXPECT_TRUE(in.is_var() && (in.var().id == args[0].id || in.var().id == args[1].id)) << r.text;
+  Fused costly = fuse_text(R"({ lambda ; a:f32[6] b:f32[6]. let
+    c:f32[6] = mul a b
+    d:f32[] = reduce_sum[axes=(0,)] c
+    e:f32[6] = sin c
+  in (d, e) })");
+  bool reads_a_result = false;  // c, materialized, is read by the other fusion
+  for (const Equation& e : costly.program.jaxpr.eqns)
+    for (const Atom& in : e.inputs)
+      reads_a_result = reads_a_result || (in.is_var() && in.var().id != costly.program.jaxpr.invars[0].id &&
+                                          in.var().id != costly.program.jaxpr.invars[1].id);
+  EXPECT_TRUE(reads_a_result) << costly.text;
+}
+
+// A few cheap ops computing one value per row (a label with its negative index
+// wrapped) merge into the reduction over those rows that reads them broadcast along the
+// row: the kernel computes them once a row, not once per element.
+TEST(ReductionFusion, CheapRowValuesMergeIntoTheirRowsReduction) {
+  Fused r = fuse_text(R"({ lambda ; a:i32[6,1] b:f32[6,40]. let
+    c:i32[6,1] = broadcast_in_dim[broadcast_dimensions=() shape=(6, 1)] 0:i32[]
+    d:bool[6,1] = lt a c
+    e:i32[6,1] = broadcast_in_dim[broadcast_dimensions=() shape=(6, 1)] 40:i32[]
+    f:i32[6,1] = add a e
+    g:i32[6,1] = select_n d a f
+    h:i32[6,40] = iota[dimension=1 dtype=int32 shape=(6, 40)]
+    i:i32[6,40] = broadcast_in_dim[broadcast_dimensions=(0, 1) shape=(6, 40)] g
+    j:bool[6,40] = eq h i
+    k:f32[6,40] = broadcast_in_dim[broadcast_dimensions=() shape=(6, 40)] 0.0:f32[]
+    l:f32[6,40] = select_n j k b
+    m:f32[6] = reduce_sum[axes=(1,)] l
+  in (m,) })");
+  EXPECT_EQ(r.fusions(), 1) << r.text << r.all_notes();
+}
+
 TEST(LoopFusion, CopiesOfABroadcastInOneFusionAreComputedOnce) {
   Fused r = fuse_text(R"({ lambda ; a:f32[4,3] b:f32[3]. let
     c:f32[4,3] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(4, 3)] b
@@ -515,7 +571,10 @@ TEST(RowsFusion, SoftmaxCrossEntropyGradientIsOneFusion) {
   in (v,) })");
   EXPECT_EQ(r.fusions(), 1) << r.text << r.all_notes();
   EXPECT_EQ(r.fusions("rows"), 1) << r.text;
-  EXPECT_NE(r.all_notes().find("merged neg (o), reduce_sum (p) into rows over f32[16,40] axes=(1,) (a producer of the rows)"),
+  // The one-hot scale (n, read by the sum and by the output) is copied into the sum's
+  // reduction (cheap, one array read) and that reduction merged into the rows.
+  EXPECT_NE(r.all_notes().find("merged broadcast_in_dim (m), mul (n), neg (o), reduce_sum (p) into rows over "
+                               "f32[16,40] axes=(1,) (a producer of the rows)"),
             std::string::npos)
       << r.all_notes();
 }

@@ -71,12 +71,18 @@ std::vector<int64_t> sorted_axes(const Equation& e) {
 bool is_reshape(const Equation& e) { return e.primitive->rules().lowering.row_major_read; }
 
 // Cheap enough to recompute in every consumer instead of materializing it once: index
-// maps (a broadcast or iota read through costs nothing) and the trivial unary ops. Other
+// maps (a broadcast or iota read through costs nothing), the trivial unary ops, and a
+// few cheap ops (`chain_cost` at most kCheapChainCost) whose elementwise subtree reads
+// at most one array (`reads_one`): each consumer then reads that array where it would
+// read the result, and the result is never written (a cross-entropy's labels, their
+// negative indices wrapped, were a kernel of their own feeding two others). Other
 // elementwise ops with several consumers are materialized: recomputing them re-reads
 // all their inputs, which costs about what writing and re-reading the result does.
-bool cheap_to_duplicate(const Equation& e, Role role) {
+constexpr int64_t kCheapChainCost = 4;
+bool cheap_to_duplicate(const Equation& e, Role role, int64_t chain_cost, bool reads_one) {
   if (role == Role::kIndex) return true;
-  return role == Role::kScalar && e.primitive->rules().lowering.cost == 0;
+  if (role != Role::kScalar) return false;
+  return e.primitive->rules().lowering.cost == 0 || (reads_one && chain_cost <= kCheapChainCost);
 }
 
 struct Group {
@@ -275,6 +281,32 @@ class Fuser {
           if (u.empty() || u.back() != i) u.push_back(i);
         }
 
+    // Per equation of a loop (elementwise or index map): the one array its elementwise
+    // subtree reads (-1: none, only literals; -2: more than one) and the subtree's cost,
+    // capped; in program order, each from its operands' (memoized: linear).
+    std::vector<int64_t> chain_read(eqns_.size(), -1), chain_cost(eqns_.size(), 0);
+    {
+      std::unordered_map<int64_t, size_t> def;
+      for (size_t i = 0; i < eqns_.size(); ++i) {
+        const bool loop_op = roles_[i] == Role::kScalar || roles_[i] == Role::kIndex;
+        int64_t read = -1, cost = roles_[i] == Role::kScalar ? eqns_[i].primitive->rules().lowering.cost : 0;
+        auto merge = [&](int64_t r) { read = read == -1 ? r : (r == -1 || r == read) ? read : -2; };
+        for (const Atom& a : eqns_[i].inputs) {
+          if (!a.is_var()) continue;
+          auto d = def.find(a.var().id);
+          if (d != def.end() && (roles_[d->second] == Role::kScalar || roles_[d->second] == Role::kIndex)) {
+            merge(chain_read[d->second]);
+            cost = std::min<int64_t>(cost + chain_cost[d->second], kCheapChainCost + 1);
+          } else {
+            merge(a.var().id);
+          }
+        }
+        chain_read[i] = loop_op ? read : -2;
+        chain_cost[i] = cost;
+        for (const Var& v : eqns_[i].outputs) def[v.id] = i;
+      }
+    }
+
     std::vector<Equation> out;
     std::vector<Role> roles;
     std::unordered_map<size_t, std::vector<std::pair<int64_t, Var>>> renames;  // user -> (old id, copy)
@@ -289,7 +321,8 @@ class Fuser {
         for (auto& [old_id, copy] : r->second)
           for (Atom& a : out[at].inputs)
             if (a.is_var() && a.var().id == old_id) a = copy;
-      if (!cheap_to_duplicate(out[at], roles_[i]) || out[at].outputs.size() != 1) continue;
+      if (!cheap_to_duplicate(out[at], roles_[i], chain_cost[i], chain_read[i] != -2) || out[at].outputs.size() != 1)
+        continue;
       const Var v = out[at].outputs[0];
       const std::vector<size_t>& u = users[v.id];
       std::vector<size_t> absorbing;
@@ -575,6 +608,16 @@ class Fuser {
            " (a kernel's compile time grows faster than its size)";
   }
 
+  // Whether `shape` is reduction group g's operand space with its reduced axes of size 1.
+  static bool row_shaped(const Shape& shape, const Group& g) {
+    if (shape.size() != g.space.shape.size()) return false;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      const bool reduced = std::find(g.axes.begin(), g.axes.end(), static_cast<int64_t>(d)) != g.axes.end();
+      if (shape[d] != (reduced ? 1 : g.space.shape[d])) return false;
+    }
+    return true;
+  }
+
   // Why loop group p cannot merge into its consumer c; empty when it can.
   std::string why_not_producer(size_t p, size_t c) {
     const Group& P = groups_[p];
@@ -604,8 +647,12 @@ class Fuser {
       const Aval& out = eqns_[m].outputs[0].aval;
       if (roles_[m] != Role::kScalar || out.size() == C.space.size()) continue;
       constexpr int64_t kMaxRecomputedOps = 2, kMaxRecomputations = 8;
-      const bool cheap = recompute_cost <= kMaxRecomputedOps && out.size() > 0 &&
-                         C.space.size() <= kMaxRecomputations * out.size();
+      // A value of a reduction's rows (its shape the operand's with the reduced axes 1: a
+      // row's label) is computed once a row there, its loop over the row's points
+      // invariant in it: a few cheap ops are worth that (kCheapChainCost).
+      const bool per_row = C.kind == "reduction" && recompute_cost <= kCheapChainCost && row_shaped(out.shape, C);
+      const bool cheap = per_row || (recompute_cost <= kMaxRecomputedOps && out.size() > 0 &&
+                                     C.space.size() <= kMaxRecomputations * out.size());
       if (!cheap)
         return label(m) + into() + "computed over " + out.str() +
                ", not the iteration space (it would be recomputed per element)";
