@@ -325,7 +325,7 @@ class Emitter {
       const int64_t lanes = std::max<int64_t>(1, host_vector_bytes() / widest);
       if (extremum) {
         hint(hints, "llvm.loop.interleave.count", fit_interleave(lanes, extremum_accumulators(widest)));
-      } else if (interleave > 1) {
+      } else if (interleave > 1 && split == split_points_.end()) {  // (a split loop's hints are its own)
         hint(hints, "llvm.loop.interleave.count", interleave);
         hint(hints, "llvm.loop.vectorize.width", plan_.schedule.vector_lanes);
       } else {
