@@ -1750,10 +1750,10 @@ TEST(Dumps, RowsOfEightToElevenFloatsReduceAcrossRows) {
 }
 
 // Every pass of such a row runs in one loop (across_passes): a logsumexp's two passes
-// gather the row's points in one loop body, where separate loops gathered them once per
-// pass; a softmax's too (it stashes nothing: its outputs compute the exp again along the
-// row, from the block's rows in cache), and it stores each row of 10 as one masked
-// register of 16.
+// gather the row's points in one loop body (32-bit indices), where separate loops
+// gathered them once per pass; a softmax's too (it stashes nothing: its outputs compute
+// the exp again along the row, from the block's rows in cache), and it stores each row
+// of 10 as one masked register of 16.
 TEST(Dumps, AcrossRowsPassesShareTheirLoads) {
   if (codegen::host_target().features.find("+avx512f") == std::string::npos) GTEST_SKIP() << "no AVX-512 on this host";
   // The basic blocks (by label) whose code gathers floats.
@@ -1773,6 +1773,8 @@ TEST(Dumps, AcrossRowsPassesShareTheirLoads) {
     SCOPED_TRACE(std::to_string(cols) + " a row");
     const std::string ir = kernel_ir(jx::testing::logsumexp_text(1000, cols), "rows");
     EXPECT_EQ(gathering_blocks(ir).size(), 1u) << ir.substr(0, 3000);
+    // Their offsets are 32-bit row slots (load_ptr), 16 lanes a gather.
+    EXPECT_TRUE(std::regex_search(ir, std::regex("sext <16 x i32> %[^ ]+ to <16 x i64>"))) << ir.substr(0, 3000);
   }
   const std::string softmax = kernel_ir(softmax_text("f32", 1000, 10), "rows");
   EXPECT_EQ(gathering_blocks(softmax).size(), 1u) << softmax.substr(0, 3000);
