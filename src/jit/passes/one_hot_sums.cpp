@@ -1,11 +1,10 @@
 #include "jit/passes/one_hot_sums.h"
 
+#include <map>
 #include <optional>
-#include <unordered_map>
 
 #include "jit/passes/inline_calls.h"
 #include "jit/passes/positions.h"
-#include "jit/passes/rewrite.h"
 #include "jx/error.h"
 #include "jx/lax.h"
 #include "jx/transforms.h"
@@ -68,7 +67,7 @@ class Matcher {
   // Memoized by variable and axis: linear in the program.
   bool constant_along(const Atom& a, int64_t axis) {
     if (!a.is_var()) return true;
-    const int64_t key = a.var().id * 64 + axis;  // rank is below 64 (jx::Shape's bound)
+    const std::pair<int64_t, int64_t> key{a.var().id, axis};
     if (auto memo = constant_.find(key); memo != constant_.end()) return memo->second;
     constant_[key] = false;  // (a program is a DAG: no cycle reaches this entry again)
     bool constant = false;
@@ -87,7 +86,7 @@ class Matcher {
   }
 
   Positions positions_;
-  std::unordered_map<int64_t, bool> constant_;
+  std::map<std::pair<int64_t, int64_t>, bool> constant_;  // (variable, axis) -> constant along it
 };
 
 Array splat(double value, const Aval& like) {

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
-#include <unordered_map>
 
 #include "jit/passes/inline_calls.h"
 #include "jit/passes/positions.h"
