@@ -635,6 +635,63 @@ TEST(RowsFusion, AnInvalidMergeAmongUncheckedOnesIsUndoneAndRefused) {
   EXPECT_TRUE(refused) << r.all_notes();
 }
 
+// A reduction over every axis of a rows group's row space (a loss's mean over its rows'
+// losses) joins the rows kernel as a total (codegen/kernel_plan.h, PlanOutput::total);
+// one that work over the rows reads cannot (the kernel would need it before its rows).
+TEST(RowsFusion, TotalsOverTheRowsJoinTheirRows) {
+  Fused r = fuse_text(jx::testing::cross_entropy_text(64, 10));
+  EXPECT_EQ(r.fusions(), 1) << r.text << r.all_notes();
+  EXPECT_EQ(r.fusions("rows"), 1) << r.text;
+  Fused read_back = fuse_text(R"({ lambda ; a:f32[64,10]. let
+    b:f32[64] = reduce_max[axes=(1,)] a
+    c:f32[] = reduce_sum[axes=(0,)] b
+    d:f32[64,10] = broadcast_in_dim[broadcast_dimensions=() shape=(64, 10)] c
+    e:f32[64,10] = sub a d
+  in (e,) })");
+  EXPECT_EQ(read_back.fusions(), 2) << read_back.text << read_back.all_notes();
+}
+
+// Work over the row shape that only the rows read (a gradient's wrapped labels and their
+// one-hot values, too long a chain to copy into each reader, and reshaped, which keeps
+// it out of the loop that reads it) joins the rows kernel as a producer, computed per
+// row there.
+TEST(RowsFusion, RowShapedProducersJoinTheirRows) {
+  Fused r = fuse_text(R"({ lambda ; a:f32[64,10] b:i32[64]. let
+    c:i32[64] = broadcast_in_dim[broadcast_dimensions=() shape=(64,)] 0:i32[]
+    d:i32[64] = broadcast_in_dim[broadcast_dimensions=() shape=(64,)] 10:i32[]
+    e:i32[64] = add b d
+    f:bool[64] = lt b c
+    g:i32[64] = select_n f b e
+    ha:bool[64] = lt g d
+    hb:bool[64] = ge g c
+    h:bool[64] = and ha hb
+    i:f32[64] = broadcast_in_dim[broadcast_dimensions=() shape=(64,)] 0.0:f32[]
+    j:f32[64] = broadcast_in_dim[broadcast_dimensions=() shape=(64,)] -0.5:f32[]
+    ja:f32[64] = neg j
+    jb:f32[64] = add ja i
+    k:f32[64] = select_n h i jb
+    l:f32[64] = reduce_max[axes=(1,)] a
+    m:f32[64,10] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(64, 10)] l
+    n:f32[64,10] = sub a m
+    o:f32[64,10] = exp n
+    p:f32[64] = reduce_sum[axes=(1,)] o
+    qa:f32[64,1] = reshape[new_sizes=(64, 1)] k
+    qb:f32[64,1] = expand_dims[dimensions=(1,)] p
+    q:f32[64,1] = div qa qb
+    s:f32[64,10] = broadcast_in_dim[broadcast_dimensions=(0, 1) shape=(64, 10)] q
+    t:i32[64,10] = iota[dimension=1 dtype=int32 shape=(64, 10)]
+    u:i32[64,10] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(64, 10)] g
+    v:bool[64,10] = eq t u
+    w:f32[64,10] = broadcast_in_dim[broadcast_dimensions=() shape=(64, 10)] 0.0:f32[]
+    x:f32[64,10] = broadcast_in_dim[broadcast_dimensions=() shape=(64, 10)] -0.5:f32[]
+    y:f32[64,10] = select_n v w x
+    z:f32[64,10] = mul s o
+    ba:f32[64,10] = add y z
+  in (ba,) })");
+  EXPECT_EQ(r.fusions(), 1) << r.text << r.all_notes();
+  EXPECT_EQ(r.fusions("rows"), 1) << r.text;
+}
+
 TEST(RowsFusion, FewRowsAndNarrowColumnsStayApart) {
   // 4 rows are too few to split among threads; a reduction over the leading axis of 8
   // columns fills no vector (kMinColumns).

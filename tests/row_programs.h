@@ -37,6 +37,26 @@ inline std::string logsumexp_text(int64_t rows, int64_t cols, bool with_log_soft
          " = sub a n\n  in (m, o) }";
 }
 
+// A cross-entropy's total over the rows of f32[rows, cols] logits a and i32[rows] labels
+// b: `total` (reduce_sum, reduce_max, ...) over the rows of logsumexp(a) - a[label] (the
+// label's entry picked by a one-hot sum, as take_along_axis leaves it), a row value beside
+// the row reductions, with the row maxima's total too: a rows kernel with two totals.
+inline std::string cross_entropy_text(int64_t rows, int64_t cols, const std::string& total = "reduce_sum",
+                                      const std::string& t = "f32") {
+  const std::string r = std::to_string(rows), c = std::to_string(cols);
+  const std::string x = t + "[" + r + "," + c + "]", row = t + "[" + r + "]", ints = "i32[" + r + "," + c + "]";
+  const std::string shape = "shape=(" + r + ", " + c + ")";
+  return "{ lambda ; a:" + x + " b:i32[" + r + "]. let\n    c:" + row + " = reduce_max[axes=(1,)] a\n    d:" + t + "[" + r +
+         ",1] = expand_dims[dimensions=(1,)] c\n    e:" + x + " = broadcast_in_dim[broadcast_dimensions=(0, 1) " + shape +
+         "] d\n    f:" + x + " = sub a e\n    g:" + x + " = exp f\n    h:" + row + " = reduce_sum[axes=(1,)] g\n    i:" +
+         row + " = log h\n    j:" + row + " = add i c\n    k:" + ints + " = iota[dimension=1 dtype=int32 " + shape +
+         "]\n    l:" + ints + " = broadcast_in_dim[broadcast_dimensions=(0,) " + shape + "] b\n    m:bool[" + r + "," + c +
+         "] = eq k l\n    n:" + x + " = broadcast_in_dim[broadcast_dimensions=() " + shape + "] 0.0:" + t +
+         "[]\n    o:" + x + " = select_n m n a\n    p:" + row + " = reduce_sum[axes=(1,)] o\n    q:" + row +
+         " = sub j p\n    s:" + t + "[] = " + total + "[axes=(0,)] q\n    u:" + t + "[] = " + total +
+         "[axes=(0,)] c\n  in (s, u) }";
+}
+
 // One leapfrog step of f32[3, n] positions a and momenta b in the trap a(q) = -q (1 + |q|^2)
 // (bench_common.h's leapfrog_step, dt = 0.01) as jx traces it: two sums over the leading
 // axis, the second of positions computed from the first. Outputs (q, p) after the step.

@@ -144,6 +144,13 @@ class Planner {
 
   KernelPlan plan;
 
+  // The equation defining `atom` in the fused program, or null (an input, a literal).
+  const Equation* definition(const Atom& atom) const {
+    if (!atom.is_var()) return nullptr;
+    auto it = defs_.find(atom.var().id);
+    return it == defs_.end() ? nullptr : it->second;
+  }
+
   // The node computing `atom` at the iteration point, read through `map`.
   int value(const Atom& atom, const IndexMap& map) {
     if (!atom.is_var()) return literal(atom.literal().value);
@@ -565,6 +572,8 @@ LoopSchedule schedule(const KernelPlan& plan) {
     for (const PlanPhase& ph : plan.phases)
       if (ph.stash) row_bytes += reduced * itemsize(ph.dtype);
     s.chunk_rows = std::clamp<int64_t>(kRowBlockBytes / std::max<int64_t>(row_bytes, 1), 1, kMaxRowBlock);
+    for (size_t m = 0; m < plan.outputs.size(); ++m)
+      if (plan.outputs[m].total()) s.totals.push_back(static_cast<int>(m));
     return s;
   }
   if (nk == 0) {
@@ -708,6 +717,19 @@ void choose_stashes(KernelPlan& plan, int64_t row_elements) {
     }
 }
 
+// `e` if it reduces a value of the row shape (either spelling) over every axis, a rows
+// kernel's total; otherwise null.
+const Equation* row_total(const Equation* e, const ReducedSpace& space) {
+  if (!e || !e->primitive->has(kReduction) || e->inputs.size() != 1) return nullptr;
+  const Shape& operand = e->inputs[0].aval().shape;
+  if (operand != space.row_shape && operand != space.kept_row_shape) return nullptr;
+  const std::vector<int64_t> axes = canonical_dims(e->params.get_ints("axes"), static_cast<int64_t>(operand.size()));
+  if (axes.size() != operand.size()) return nullptr;
+  std::string why;
+  if (!reduction_supported(*e, &why)) fail("jit", why);
+  return e;
+}
+
 // A "rows" fusion: row reductions over the same trailing-or-not axes of one operand
 // shape, elementwise work before and after them over that shape (reading their results
 // through broadcasts along the reduced axes), and work over the row shape between them.
@@ -740,6 +762,13 @@ KernelPlan plan_rows(const Jaxpr& fused, const InputStrides& input_strides) {
       out.node = p.value(o, o.aval().shape == space.row_shape ? space.row_map : space.kept_row_map);
       out.index = space.row_index;
       out.per_row = true;
+    } else if (const Equation* total = row_total(p.definition(o), space)) {
+      // A reduction of a per-row value over every row (PlanOutput::total).
+      const Shape& operand = total->inputs[0].aval().shape;
+      out.node = p.value(total->inputs[0], operand == space.row_shape ? space.row_map : space.kept_row_map);
+      out.index = zero_affine(n);
+      out.per_row = true;
+      out.reduce = total->primitive;
     } else {
       fail("jit", "an output of a rows fusion must have the operand's shape ", shape_str(xshape), " or the row's ",
            shape_str(space.row_shape), " (or ", shape_str(space.kept_row_shape), "), got ", o.aval().str());
@@ -751,7 +780,12 @@ KernelPlan plan_rows(const Jaxpr& fused, const InputStrides& input_strides) {
   int64_t row_elements = 1;
   for (int64_t a : axes) row_elements *= xshape[static_cast<size_t>(a)];
   collapse(p.plan, space.dims, space.kept);
-  if (!runs_along_kept(p.plan)) choose_stashes(p.plan, row_elements);  // Columns recomputes
+  const bool totals = std::any_of(p.plan.outputs.begin(), p.plan.outputs.end(), [](const PlanOutput& o) { return o.total(); });
+  if (runs_along_kept(p.plan)) {
+    if (totals) fail("jit", "a rows fusion whose rows run across memory (the columns schedule) cannot total its rows");
+  } else {
+    choose_stashes(p.plan, row_elements);  // Columns recomputes
+  }
   p.plan.schedule = schedule(p.plan);
   return std::move(p.plan);
 }
@@ -763,6 +797,7 @@ bool can_write_over(const KernelPlan& plan, int output, int input) {
   if (output < 0 || static_cast<size_t>(output) >= plan.outputs.size()) return false;
   if (input < 0 || static_cast<size_t>(input) >= plan.input_dtypes.size()) return false;
   const PlanOutput& out = plan.outputs[static_cast<size_t>(output)];
+  if (out.total()) return false;  // stored by the finish function, not a point
   if (itemsize(plan.input_dtypes[static_cast<size_t>(input)]) != itemsize(out.dtype)) return false;
   return std::all_of(plan.nodes.begin(), plan.nodes.end(), [&](const PlanNode& n) {
     return n.kind != PlanNode::Kind::Load || n.input != input || n.index == out.index;

@@ -67,6 +67,11 @@ struct PlanOutput {
   Affine index;                       // element offset into the output (0 coefs on reduced dims)
   bool per_row = false;               // "rows" kernels: one element per row, stored after the passes
   int over_input = -1;                // >= 0: stored through that input's pointer (kernel.h, OutputOverInput)
+  // "rows" kernels: a per-row value reduced over every row by `reduce` (a loss's mean
+  // over its rows' losses): each block of rows adds its rows into one partial (in the
+  // accumulator's dtype), and a finish function combines the blocks' partials in block
+  // order, so the result does not depend on the threads.
+  bool total() const { return per_row && reduce; }
 };
 
 // How the emitter loops over a plan: a function of the plan alone (so part of its text).
@@ -91,6 +96,8 @@ struct PlanOutput {
 //                 Over large operands the last pass prefetches the next block's rows
 //                 and stores the previous row's outputs in its own loop, so memory
 //                 and arithmetic overlap (loop_emitter.cpp's pipelines_outputs).
+//                 Totals (PlanOutput::total) add up each block's per-row values into
+//                 a partial per block, combined by a finish function in block order.
 //   Columns       a rows plan whose innermost kept dim is the contiguous one (the reduced
 //                 dims run across memory: sum(q * q, 0) of a [3, n] array and the work
 //                 reading it back). Units are blocks of column_block elements of that
@@ -118,6 +125,9 @@ struct LoopSchedule {
   // independent vectors one vector iteration computes (kernel_plan.cpp, vector_blocks).
   int64_t vector_lanes = 0;
   int64_t interleave = 1;
+  // Rows: the outputs that total their rows (PlanOutput::total), which the kernel stores
+  // as one partial per block of chunk_rows rows for the finish function to combine.
+  std::vector<int> totals;
   // Elementwise, n-d: the vectors run across rows, each row's points repeated in the loop
   // body (rows shorter than a few vectors: kernel_plan.cpp, runs_across_rows).
   bool across_rows = false;

@@ -162,7 +162,7 @@ std::shared_ptr<const CompiledLoop> CompiledLoop::compile_emitted(const std::str
     });
     loop->object_ = load_object(object, name);
     loop->fn_ = reinterpret_cast<Fn>(loop->object_->lookup(kernel_symbol(key)));
-    if (schedule.mode == LoopSchedule::Mode::FullReduce || schedule.row_parts > 1)
+    if (schedule.mode == LoopSchedule::Mode::FullReduce || schedule.row_parts > 1 || !schedule.totals.empty())
       loop->finish_ = reinterpret_cast<FinishFn>(loop->object_->lookup(finish_symbol(key)));
   };
   bool linked = false;
@@ -219,6 +219,10 @@ std::shared_ptr<const CompiledLoop> CompiledLoop::compile_emitted(const std::str
 
 void CompiledLoop::run(const void* const* inputs, void* const* outputs) const {
   const int64_t units = schedule_.units;
+  if (!schedule_.totals.empty()) {
+    run_totaling_rows(inputs, outputs);
+    return;
+  }
   if (schedule_.row_parts > 1) {
     // A column reduction in parts of rows: each part's partial results (8 bytes hold any
     // accumulator), combined by the finish function.
@@ -268,6 +272,30 @@ void CompiledLoop::run(const void* const* inputs, void* const* outputs) const {
     cpu::parallel_for(units, grain_, [&](int64_t b, int64_t e) { fn_(inputs, partials, b, e); });
   }
   finish_(partials, outputs, units);
+}
+
+// A rows kernel with totals (LoopSchedule::totals): the kernel stores each total as one
+// partial per block of chunk_rows rows (8 bytes hold any accumulator), at the block's
+// index, so every range it runs starts at a block's start; the finish function combines
+// the partials in block order, whatever the threads were.
+void CompiledLoop::run_totaling_rows(const void* const* inputs, void* const* outputs) const {
+  const int64_t rows = schedule_.units, block = std::max<int64_t>(1, schedule_.chunk_rows);
+  const int64_t blocks = (rows + block - 1) / block;
+  const size_t num_outputs = output_dtypes_.size();
+  std::vector<uint64_t> storage(static_cast<size_t>(blocks) * schedule_.totals.size());
+  std::vector<void*> into(outputs, outputs + num_outputs), partials(num_outputs, nullptr);
+  for (size_t t = 0; t < schedule_.totals.size(); ++t) {
+    const size_t m = static_cast<size_t>(schedule_.totals[t]);
+    into[m] = partials[m] = storage.data() + t * static_cast<size_t>(blocks);
+  }
+  auto run_blocks = [&](int64_t b, int64_t e) { fn_(inputs, into.data(), b * block, std::min(e * block, rows)); };
+  const int64_t grain = (grain_ + block - 1) / block;
+  if (blocks <= grain) {
+    if (blocks > 0) run_blocks(0, blocks);
+  } else {
+    cpu::parallel_for(blocks, grain, run_blocks);
+  }
+  finish_(partials.data(), outputs, blocks);
 }
 
 namespace {

@@ -42,6 +42,8 @@ class CompiledLoop {
   int64_t grain() const { return grain_; }
 
  private:
+  void run_totaling_rows(const void* const* inputs, void* const* outputs) const;
+
   std::shared_ptr<LoadedObject> object_;
   Fn fn_ = nullptr;
   FinishFn finish_ = nullptr;

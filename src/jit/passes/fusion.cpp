@@ -859,6 +859,15 @@ class Fuser {
     return first > 0 && rows >= kMinRows && row * itemsize(g.space.dtype) <= kMaxRowBytes;
   }
 
+  // Whether reduction group c reduces every axis of rows group r's row space.
+  bool totals_rows(const Group& r, const Group& c) const {
+    if (c.space.shape != row_shape(r) && c.space.shape != kept_row_shape(r)) return false;
+    if (c.axes.size() != c.space.shape.size()) return false;
+    for (size_t d = 0; d < c.axes.size(); ++d)
+      if (c.axes[d] != static_cast<int64_t>(d)) return false;
+    return true;
+  }
+
   // The kept dims: a reduction's result.
   Shape row_shape(const Group& g) const {
     Shape s;
@@ -875,8 +884,11 @@ class Fuser {
   }
 
   // Whether group c may join rows group r: a reduction over r's space and axes, or a
-  // loop over r's operand space or its row space (either spelling of it).
+  // loop over r's operand space or its row space (either spelling of it), or a total: a
+  // reduction over every axis of the row space (a loss's mean over the rows' losses),
+  // which the rows kernel sums block by block as it goes (kernel_plan.h, PlanOutput).
   bool joins_rows(const Group& r, const Group& c) const {
+    if (c.kind == "reduction" && totals_rows(r, c)) return true;
     if (c.kind == "reduction") return c.space.shape == r.space.shape && c.axes == r.axes;
     if (c.kind != "loop") return false;
     return c.space.shape == r.space.shape || c.space.shape == row_shape(r) || c.space.shape == kept_row_shape(r);
@@ -958,10 +970,17 @@ class Fuser {
     return true;       // the group changed: look for candidates again
   }
 
+  // Whether loop group p runs over rows group r's row space (either spelling).
+  bool over_rows(const Group& r, const Group& p) const {
+    return p.space.shape == row_shape(r) || p.space.shape == kept_row_shape(r);
+  }
+
   // One pass over r's candidates, consumers first (what reads the reduction back makes
-  // the rows), then, once it is a rows group, the loops over its space and the
-  // reductions over its rows that only it reads (the row sums of a cotangent in softmax
-  // cross-entropy's gradient); true if the group changed.
+  // the rows), then, once it is a rows group, the loops over its space or its rows and
+  // the reductions over its rows that only it reads (the row sums of a cotangent in
+  // softmax cross-entropy's gradient, the wrapped labels and their one-hot values: per
+  // row, they cost the kernel a few register ops where written out they cost a pass
+  // over memory each); true if the group changed.
   bool grow_rows_once(RowsGrowth& g) {
     const size_t r = g.r;
     std::vector<size_t> next;
@@ -973,8 +992,8 @@ class Fuser {
       if (groups_[c].alive && joins_rows(groups_[r], groups_[c]) && try_rows(g, c, false)) return true;
     if (groups_[r].kind != "rows") return false;
     for (size_t p : producers(r))
-      if (((groups_[p].kind == "loop" && groups_[p].space.shape == groups_[r].space.shape) ||
-           (groups_[p].kind == "reduction" && joins_rows(groups_[r], groups_[p]))) &&
+      if (((groups_[p].kind == "loop" && (groups_[p].space.shape == groups_[r].space.shape || over_rows(groups_[r], groups_[p]))) ||
+           (groups_[p].kind == "reduction" && joins_rows(groups_[r], groups_[p]) && !totals_rows(groups_[r], groups_[p]))) &&
           only_used_by(p, r) && try_rows(g, p, true))
         return true;
     return false;
