@@ -1058,7 +1058,7 @@ TEST(RowsKernel, ShortRowsMatchEager) {
 
 TEST(RowsKernel, LargeRowsPrefetchAndPipelineTheirOutputs) {
   // Outputs of 16 MiB and more: the last pass prefetches the next block's rows and stores
-  // the previous row's outputs in its loop (loop_emitter.cpp, pipelines_outputs), with
+  // the previous row's outputs in its loop (rows_emitter.cpp, pipelines_outputs), with
   // the block's first row's pass and its last row's outputs alone. 1031 rows (blocks of
   // 8 with a remainder of 7), rows of 4099 (a vector remainder), a second (per-row)
   // output, float64, and rows of one per block (65 of 65536 floats), whose pipelined

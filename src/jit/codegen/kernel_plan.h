@@ -95,7 +95,7 @@ struct PlanOutput {
 //                 tail (a horizontal max, then a sum) overlaps the next row's loads.
 //                 Over large operands the last pass prefetches the next block's rows
 //                 and stores the previous row's outputs in its own loop, so memory
-//                 and arithmetic overlap (loop_emitter.cpp's pipelines_outputs).
+//                 and arithmetic overlap (rows_emitter.cpp's pipelines_outputs).
 //                 Totals (PlanOutput::total) add up each block's per-row values into
 //                 a partial per block, combined by a finish function in block order.
 //   Columns       a rows plan whose innermost kept dim is the contiguous one (the reduced
@@ -107,7 +107,7 @@ struct PlanOutput {
 //                 it reads computed once before; then the outputs run over the block.
 //                 The block's operands stay in cache between passes; nothing is stashed
 //                 (a pass recomputes). Columns of at most 8 reduced points run the whole
-//                 program a column at a time instead (loop_emitter.cpp, short_column).
+//                 program a column at a time instead (rows_emitter.cpp, short_column).
 struct LoopSchedule {
   enum class Mode { Elementwise, RowReduce, ColumnReduce, FullReduce, Rows, Columns };
   Mode mode = Mode::Elementwise;

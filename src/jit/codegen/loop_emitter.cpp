@@ -1,3 +1,6 @@
+// Loop kernels' LLVM IR (loop_emitter.h): the kernel's functions and their loop hints, the
+// loop building blocks, node evaluation, and the elementwise and reduction schedules; the
+// rows and columns schedules are rows_emitter.cpp.
 #include "jit/codegen/loop_emitter.h"
 
 #include <bit>
@@ -19,27 +22,11 @@
 #include "jit/codegen/module_target.h"
 #include "jit/codegen/scalar_ops.h"
 #include "jit/codegen/streaming_stores.h"
+#include "jit/codegen/loop_emitter_internal.h"
 
 namespace jx::compiler::codegen {
+namespace detail {
 namespace {
-
-using llvm::Value;
-using Mode = LoopSchedule::Mode;
-
-constexpr int64_t kReduceBlock = 4096;  // innermost reduced elements per partial accumulator
-constexpr int64_t kColumnRows = 256;    // reduced rows per partial row of a column reduction
-constexpr int64_t kWideColumnRows = 8;  // the same for float32 sums (column_reduce)
-constexpr int64_t kShortColumnRows = 8;  // most reduced points a columns kernel unrolls (short_column)
-constexpr int64_t kColumnInterleave = 2;  // most vectors an iteration over a block's columns computes
-constexpr int64_t kCacheLine = 64;
-constexpr int64_t kChunkBytes = 1024;  // chunks of an innermost reduction loop (reduce_innermost)
-constexpr int64_t kNarrowSumCost = 8;   // op_cost of the terms of a float32 sum summed narrow (sums_narrow)
-constexpr int64_t kPrefetchMinBytes = int64_t{8} << 20;  // inputs that prefetch (prefetching_pass)
-constexpr int64_t kRarePathInterleave = 4;
-constexpr int64_t kShortRowPoints = 256;  // rows of at most this many points are short (short_rows)  // float32 reduction loops of inline math (annotate_loops)
-// Float32 rows kernels over rows of this many points reduce across rows (`across` in rows()).
-constexpr int64_t kAcrossRowsMin = 8, kAcrossRowsMax = 11;
-constexpr int64_t kShortExtremaRow = 1024;  // max/min rows that map NaN instead of probing (reduce_extrema_checked)
 
 // Which loops of a function call a vector math function (jx_vm_*), which combine a
 // float max or min reduction (llvm.maximum / llvm.minimum, reductions.cpp's max_step),
@@ -78,1877 +65,1073 @@ class LoopCalls {
   std::set<const llvm::BasicBlock*> calling_, extremum_, testing_rare_;
 };
 
-// The dtype a reduction accumulates in. Float32 sums accumulate in float64: every element
-// is widened, and every partial, block and chunk is combined in double, with one rounding
-// at the end. Float accumulators, even in 4096-element blocks spread over 64 vector lanes,
-// let the rounding error grow with the terms each lane adds in sequence, and on data like
-// 10^6 copies of 0.1f it is systematic: 100000.2578 where eager's pairwise sum gives
-// 100000.0156 (exact 100000.0015); float blocks combined pairwise or in double would
-// still be about 0.06 (8 ulp) off, the error being inside the blocks. In double the
-// result is the exact sum rounded once: within 1 ulp (tests/jit_codegen_test.cpp,
-// ReductionAccuracy), against eager's few ulp times log2 n. Measured on this Zen 4 (2
-// cores, loaded), best of 15:
-//   sum(x + 2y + z*z), 1.6e7 float32 (bandwidth-bound)   5.8-6.3 ms before, 5.6-5.9 after
-//   sum(x), 4000x4000 over axis 1 (rows)                  1.8-2.0 ms before, 1.6 after
-//   sum(x), 2^20 float32 in cache                         51 us before, 80 after
-//   sum(x), 16384 float32                                 1.0 us before, 1.6 after
-// so what memory bounds costs nothing, and compute-bound sums of cached data pay the two
-// conversions and double adds per 16 floats (about 1.6x). Column reductions keep float
-// partial rows over 8 reduced rows (column_reduce). Other reductions and dtypes
-// accumulate in their own dtype (float64 sums in blocks, as before).
-// Sums of terms that cost a transcendental each are compute-bound instead: they add
-// float32 chunk partials into the double accumulators (Emitter::sums_narrow).
-lowering::Monoid monoid_of(const PlanOutput& o) { return o.reduce->rules().lowering.reducer.monoid; }
+}  // namespace
 
-DType accumulator_dtype(const PlanOutput& o) {
-  if (o.dtype == DType::Float32 && o.reduce && o.reduce->rules().lowering.reducer.widen_float32) return DType::Float64;
-  return o.dtype;
+void LoopEmitter::emit() {
+  // A long body calls its inline math (scalar_ops.h's outlined math): a 250-op chain of
+  // mul/add/sin/sub/tanh spent 80% of its code generation on the inline tanh, and 2000
+  // ops compiled in 213 ms instead of about 90; it runs within a few percent (its
+  // dependent chain, not the calls, bounds it).
+  if (body_ops() > kLargeBodyOps) set_module_outlines_math(module_);
+  llvm::Function* body = emit_body();
+  emit_entry(body);
+  if (plan_.schedule.mode == Mode::FullReduce) {
+    std::vector<int> all(plan_.outputs.size());
+    for (size_t m = 0; m < all.size(); ++m) all[m] = static_cast<int>(m);
+    emit_finish(all);
+  }
+  if (!plan_.schedule.totals.empty()) emit_finish(plan_.schedule.totals);
+  if (plan_.schedule.row_parts > 1) emit_column_finish();
+  annotate_loops();
 }
 
-class Emitter {
- public:
-  Emitter(llvm::Module& module, const KernelPlan& plan, std::string_view key)
-      : key_(key),
-        module_(module),
-        ctx_(module.getContext()),
-        plan_(plan),
-        b_(ctx_),
-        i64_(llvm::Type::getInt64Ty(ctx_)),
-        ptr_(llvm::PointerType::getUnqual(ctx_)) {}
+int64_t LoopEmitter::row_points() const {
+  const size_t nk = static_cast<size_t>(plan_.num_kept);
+  switch (plan_.schedule.mode) {
+    case Mode::ColumnReduce: return std::min(plan_.schedule.column_block, plan_.dims[nk - 1]);
+    case Mode::RowReduce:
+    case Mode::Rows: return plan_.dims.empty() ? 1 : plan_.dims.back();
+    default: return int64_t{1} << 40;
+  }
+}
 
-  void emit() {
-    // A long body calls its inline math (scalar_ops.h's outlined math): a 250-op chain of
-    // mul/add/sin/sub/tanh spent 80% of its code generation on the inline tanh, and 2000
-    // ops compiled in 213 ms instead of about 90; it runs within a few percent (its
-    // dependent chain, not the calls, bounds it).
-    if (body_ops() > kLargeBodyOps) set_module_outlines_math(module_);
-    llvm::Function* body = emit_body();
-    emit_entry(body);
-    if (plan_.schedule.mode == Mode::FullReduce) {
-      std::vector<int> all(plan_.outputs.size());
-      for (size_t m = 0; m < all.size(); ++m) all[m] = static_cast<int>(m);
-      emit_finish(all);
-    }
-    if (!plan_.schedule.totals.empty()) emit_finish(plan_.schedule.totals);
-    if (plan_.schedule.row_parts > 1) emit_column_finish();
-    annotate_loops();
-  }
+// Full registers, or fewer lanes where the loops are shorter, or half a register where
+// that covers a short loop's points and a full one does not (24 floats: three vectors
+// of 8, not one of 16 and 8 points scalar). A whole_row loop (a rows kernel's outputs)
+// of more than half a register's points runs as one masked register: rows of 10
+// floats as one vector of 16 instead of 8 and 2 (a cross-entropy's gradient over
+// 160000 x 10: 0.80 -> 0.67 ms, softmax 0.65 -> 0.61); row reductions kept the halves
+// (a row max over rows of 10: 0.15 -> 0.20 ms as one register).
+int64_t LoopEmitter::vector_width_for_loops(int64_t lanes, bool whole_row) const {
+  const int64_t points = loop_points();
+  int64_t width = lanes;
+  while (width > 1 && width > points && !(whole_row && 2 * points > lanes)) width /= 2;
+  if (width > 1 && points < 4 * width && points % width != 0 && points % (width / 2) == 0) width /= 2;
+  return width;
+}
 
-  // The most points this kernel's innermost vector loops run over, where that is short:
-  // a block's columns (column_reduce) or a row's length (row reductions, rows kernels);
-  // for the other schedules a number no loop is short of. While annotate_loops hints a
-  // loop points_loop split, that loop's own points.
-  int64_t loop_points() const { return split_points_now_ > 0 ? split_points_now_ : row_points(); }
-  int64_t row_points() const {
-    const size_t nk = static_cast<size_t>(plan_.num_kept);
-    switch (plan_.schedule.mode) {
-      case Mode::ColumnReduce: return std::min(plan_.schedule.column_block, plan_.dims[nk - 1]);
-      case Mode::RowReduce:
-      case Mode::Rows: return plan_.dims.empty() ? 1 : plan_.dims.back();
-      default: return int64_t{1} << 40;
-    }
+// An interleave count for vectors of `width`, at most `wanted`. A short loop takes the
+// count that leaves the fewest points to the scalar remainder (the largest such); a
+// column reduction's short last block counts where it holds a vector of `width` (a
+// shorter one is left to the remainder).
+int64_t LoopEmitter::fit_interleave(int64_t width, int64_t wanted) const {
+  int64_t points = loop_points();
+  if (plan_.schedule.mode == Mode::ColumnReduce) {
+    const int64_t last = plan_.dims[static_cast<size_t>(plan_.num_kept) - 1] % plan_.schedule.column_block;
+    if (last >= width) points = std::min(points, last);
   }
-  // Full registers, or fewer lanes where the loops are shorter, or half a register where
-  // that covers a short loop's points and a full one does not (24 floats: three vectors
-  // of 8, not one of 16 and 8 points scalar). A whole_row loop (a rows kernel's outputs)
-  // of more than half a register's points runs as one masked register: rows of 10
-  // floats as one vector of 16 instead of 8 and 2 (a cross-entropy's gradient over
-  // 160000 x 10: 0.80 -> 0.67 ms, softmax 0.65 -> 0.61); row reductions kept the halves
-  // (a row max over rows of 10: 0.15 -> 0.20 ms as one register).
-  int64_t vector_width_for_loops(int64_t lanes, bool whole_row = false) const {
-    const int64_t points = loop_points();
-    int64_t width = lanes;
-    while (width > 1 && width > points && !(whole_row && 2 * points > lanes)) width /= 2;
-    if (width > 1 && points < 4 * width && points % width != 0 && points % (width / 2) == 0) width /= 2;
-    return width;
-  }
-  // An interleave count for vectors of `width`, at most `wanted`. A short loop takes the
-  // count that leaves the fewest points to the scalar remainder (the largest such); a
-  // column reduction's short last block counts where it holds a vector of `width` (a
-  // shorter one is left to the remainder).
-  int64_t fit_interleave(int64_t width, int64_t wanted) const {
-    int64_t points = loop_points();
-    if (plan_.schedule.mode == Mode::ColumnReduce) {
-      const int64_t last = plan_.dims[static_cast<size_t>(plan_.num_kept) - 1] % plan_.schedule.column_block;
-      if (last >= width) points = std::min(points, last);
-    }
-    if (points >= 4 * width * wanted) return wanted;
-    int64_t best = 1;
-    for (int64_t ic = 1; ic <= wanted; ++ic)
-      if (points / (width * ic) * (width * ic) >= points / (width * best) * (width * best)) best = ic;
-    return best;
-  }
+  if (points >= 4 * width * wanted) return wanted;
+  int64_t best = 1;
+  for (int64_t ic = 1; ic <= wanted; ++ic)
+    if (points / (width * ic) * (width * ic) >= points / (width * best) * (width * best)) best = ic;
+  return best;
+}
 
-  // Loop hints for the vectorizer. An elementwise loop's lanes and interleaving are the
-  // plan's (kernel_plan.cpp, vector_blocks: four independent vectors per iteration hide
-  // the latency of a fused body's dependent chain, calls included). Otherwise a loop
-  // whose body calls a vector math function gets no interleaving: every vector register
-  // is caller-saved, so results of interleaved iterations are spilled around each call
-  // (measured: a jitted sin over 4M floats ran 20% slower than eager's
-  // one-call-per-vector loop). Loops of plain arithmetic keep LLVM's choice (reductions
-  // need several accumulators to hide latency). A large body
-  // (more than 64 ops: a long fused chain) gets its vector width fixed at one register
-  // of its widest element and no interleaving: LLVM 19 builds and destroys a VPlan per
-  // candidate width, at a cost superlinear in the body (a 2000-op chain spent 75% of a
-  // 4 s compile there), and its own choice ran a 200-op chain of sin/tanh/mul/add/sub
-  // over 65536 floats in 13 ms against 6.5 ms at the full width.
-  //
-  // A float32 reduction accumulates in double, and LLVM sizes its vectors for the double
-  // accumulator: 4 floats a vector on AVX2, so the body's float arithmetic ran at half
-  // width (a row sum of exp over 4096 x 4096 floats took 9.0 ms against 2.0 ms for the
-  // plain sum; sum(x + 2y + z^2) over 1.6e7 floats 7.0 ms, now 5.6). A reduction with
-  // float32 ops in its body gets a full register of floats, its accumulator spanning two
-  // registers; a plain sum of loads keeps LLVM's choice (it is memory-bound either way).
-  //
-  // Whether a loop calls is decided per loop: a rows kernel calls log once per row,
-  // outside its reduction loops, and a max reduction held to one accumulator by that
-  // call's hint ran a serial chain (logsumexp over 65536 x 128 floats: 3.3 ms).
-  //
-  // A float32 reduction whose terms call inline math with a rare path (exp: a sum of exp,
-  // softmax's and logsumexp's passes) is interleaved four times: its dependent chain
-  // (about 12 fma-latency steps per vector) leaves the out-of-order window short of
-  // independent work, and once the vectorized parts share one rare-path test
-  // (scalar_ops.cpp, share_rare_tests) the code generator interleaves their chains.
-  // On the 2-core Zen 1, against LLVM's two: softmax 4096 x 4096 13.4 -> 12.8 ms,
-  // 128 x 65536 7.6 -> 6.7; logsumexp 10.1 -> 8.9, 5.5 -> 4.8 (65536 x 128), 5.2 -> 4.5;
-  // a full sum of exp over 2^24 floats 9.1 -> 8.1.
-  //
-  // A loop of fewer points than its width times its interleave never runs a vector
-  // iteration: the vectorizer left a column reduction's loop over a block of fewer than
-  // 64 columns scalar with a width of 16 floats interleaved four times (a sum of exp over
-  // 100000 x 16 floats ran at 1.8 ns a float), and a row reduction's over rows of fewer
-  // than 64 (the same sum over axis 1: 1.4 ms for 1.6e6 floats, 0.23 at 64 a row). So
-  // where loops are short (a block's columns, a row) the width is at most their points
-  // (rounded down to a power of 2), and the interleave the count that leaves the fewest
-  // of them to the scalar remainder (fit_interleave).
-  //
-  // A float max or min reduction gets more vector accumulators than LLVM's four: on AVX2
-  // each step of llvm.maximum is a dependent chain of blends, a max and a compare, and a
-  // row max of 65536 x 128 floats was bound by that chain, not by memory (2.3-2.5 ms on 2
-  // threads, the row sum 1.5; single-threaded 4.0 against 2.6). See below.
-  void annotate_loops() {
-    const int64_t ops = body_ops();
-    const int64_t widest = widest_itemsize();
-    const bool large = ops > kLargeBodyOps;
-    const int64_t interleave = plan_.schedule.interleave;  // 1 but for elementwise loops (vector_blocks)
-    bool wide_accumulator = false;
-    for (const PlanOutput& o : plan_.outputs)
-      wide_accumulator = wide_accumulator || (o.reduce && o.dtype == DType::Float32);
-    for (const PlanPhase& ph : plan_.phases) wide_accumulator = wide_accumulator || ph.dtype == DType::Float32;
-    const bool float_arithmetic_reduction =
-        plan_.kind != KernelPlan::Kind::Loop && wide_accumulator && widest == 4 && ops > 0;
-    // value -1: a hint of its name alone (llvm.loop.unroll.disable); 0 or 1 for an enable flag.
-    auto hint = [&](std::vector<llvm::Metadata*>& hints, const char* name, int64_t value) {
-      if (value < 0) {
-        hints.push_back(llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, name)}));
-        return;
-      }
-      llvm::Metadata* kv[] = {llvm::MDString::get(ctx_, name),
-                              std::string_view(name).ends_with(".enable")
-                                  ? llvm::ConstantAsMetadata::get(b_.getInt1(value != 0))
-                                  : llvm::ConstantAsMetadata::get(b_.getInt32(static_cast<uint32_t>(value)))};
-      hints.push_back(llvm::MDNode::get(ctx_, kv));
-    };
-    // A kernel over fewer elements than one vector holds never runs a vector iteration:
-    // its loops are left scalar, which spares the vectorizer and the code generator the
-    // vector body, its checks and remainder (a 4-element x * 3 compiled in 7.0 ms, now
-    // 3.6-3.9; the first jitted call of a process 11-14 -> 7.2-7.7 ms).
-    int64_t elements = 1;
-    for (int64_t d : plan_.dims) elements *= d;
-    if (elements < host_vector_bytes() / widest) {
-      for (llvm::BranchInst* latch : latches_) {
-        llvm::Metadata* kv[] = {llvm::MDString::get(ctx_, "llvm.loop.vectorize.enable"),
-                                llvm::ConstantAsMetadata::get(b_.getFalse())};
-        std::vector<llvm::Metadata*> hints = {nullptr, llvm::MDNode::get(ctx_, kv)};
-        set_loop_hints(latch, hints);
-      }
+// Loop hints for the vectorizer. An elementwise loop's lanes and interleaving are the
+// plan's (kernel_plan.cpp, vector_blocks: four independent vectors per iteration hide
+// the latency of a fused body's dependent chain, calls included). Otherwise a loop
+// whose body calls a vector math function gets no interleaving: every vector register
+// is caller-saved, so results of interleaved iterations are spilled around each call
+// (measured: a jitted sin over 4M floats ran 20% slower than eager's
+// one-call-per-vector loop). Loops of plain arithmetic keep LLVM's choice (reductions
+// need several accumulators to hide latency). A large body
+// (more than 64 ops: a long fused chain) gets its vector width fixed at one register
+// of its widest element and no interleaving: LLVM 19 builds and destroys a VPlan per
+// candidate width, at a cost superlinear in the body (a 2000-op chain spent 75% of a
+// 4 s compile there), and its own choice ran a 200-op chain of sin/tanh/mul/add/sub
+// over 65536 floats in 13 ms against 6.5 ms at the full width.
+//
+// A float32 reduction accumulates in double, and LLVM sizes its vectors for the double
+// accumulator: 4 floats a vector on AVX2, so the body's float arithmetic ran at half
+// width (a row sum of exp over 4096 x 4096 floats took 9.0 ms against 2.0 ms for the
+// plain sum; sum(x + 2y + z^2) over 1.6e7 floats 7.0 ms, now 5.6). A reduction with
+// float32 ops in its body gets a full register of floats, its accumulator spanning two
+// registers; a plain sum of loads keeps LLVM's choice (it is memory-bound either way).
+//
+// Whether a loop calls is decided per loop: a rows kernel calls log once per row,
+// outside its reduction loops, and a max reduction held to one accumulator by that
+// call's hint ran a serial chain (logsumexp over 65536 x 128 floats: 3.3 ms).
+//
+// A float32 reduction whose terms call inline math with a rare path (exp: a sum of exp,
+// softmax's and logsumexp's passes) is interleaved four times: its dependent chain
+// (about 12 fma-latency steps per vector) leaves the out-of-order window short of
+// independent work, and once the vectorized parts share one rare-path test
+// (scalar_ops.cpp, share_rare_tests) the code generator interleaves their chains.
+// On the 2-core Zen 1, against LLVM's two: softmax 4096 x 4096 13.4 -> 12.8 ms,
+// 128 x 65536 7.6 -> 6.7; logsumexp 10.1 -> 8.9, 5.5 -> 4.8 (65536 x 128), 5.2 -> 4.5;
+// a full sum of exp over 2^24 floats 9.1 -> 8.1.
+//
+// A loop of fewer points than its width times its interleave never runs a vector
+// iteration: the vectorizer left a column reduction's loop over a block of fewer than
+// 64 columns scalar with a width of 16 floats interleaved four times (a sum of exp over
+// 100000 x 16 floats ran at 1.8 ns a float), and a row reduction's over rows of fewer
+// than 64 (the same sum over axis 1: 1.4 ms for 1.6e6 floats, 0.23 at 64 a row). So
+// where loops are short (a block's columns, a row) the width is at most their points
+// (rounded down to a power of 2), and the interleave the count that leaves the fewest
+// of them to the scalar remainder (fit_interleave).
+//
+// A float max or min reduction gets more vector accumulators than LLVM's four: on AVX2
+// each step of llvm.maximum is a dependent chain of blends, a max and a compare, and a
+// row max of 65536 x 128 floats was bound by that chain, not by memory (2.3-2.5 ms on 2
+// threads, the row sum 1.5; single-threaded 4.0 against 2.6). See below.
+void LoopEmitter::annotate_loops() {
+  const int64_t ops = body_ops();
+  const int64_t widest = widest_itemsize();
+  const bool large = ops > kLargeBodyOps;
+  const int64_t interleave = plan_.schedule.interleave;  // 1 but for elementwise loops (vector_blocks)
+  bool wide_accumulator = false;
+  for (const PlanOutput& o : plan_.outputs)
+    wide_accumulator = wide_accumulator || (o.reduce && o.dtype == DType::Float32);
+  for (const PlanPhase& ph : plan_.phases) wide_accumulator = wide_accumulator || ph.dtype == DType::Float32;
+  const bool float_arithmetic_reduction =
+      plan_.kind != KernelPlan::Kind::Loop && wide_accumulator && widest == 4 && ops > 0;
+  // value -1: a hint of its name alone (llvm.loop.unroll.disable); 0 or 1 for an enable flag.
+  auto hint = [&](std::vector<llvm::Metadata*>& hints, const char* name, int64_t value) {
+    if (value < 0) {
+      hints.push_back(llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, name)}));
       return;
     }
-    std::map<llvm::Function*, std::unique_ptr<LoopCalls>> loops_of;
+    llvm::Metadata* kv[] = {llvm::MDString::get(ctx_, name),
+                            std::string_view(name).ends_with(".enable")
+                                ? llvm::ConstantAsMetadata::get(b_.getInt1(value != 0))
+                                : llvm::ConstantAsMetadata::get(b_.getInt32(static_cast<uint32_t>(value)))};
+    hints.push_back(llvm::MDNode::get(ctx_, kv));
+  };
+  // A kernel over fewer elements than one vector holds never runs a vector iteration:
+  // its loops are left scalar, which spares the vectorizer and the code generator the
+  // vector body, its checks and remainder (a 4-element x * 3 compiled in 7.0 ms, now
+  // 3.6-3.9; the first jitted call of a process 11-14 -> 7.2-7.7 ms).
+  int64_t elements = 1;
+  for (int64_t d : plan_.dims) elements *= d;
+  if (elements < host_vector_bytes() / widest) {
     for (llvm::BranchInst* latch : latches_) {
-      if (scalar_loops_.contains(latch)) {
-        std::vector<llvm::Metadata*> hints = {nullptr};
-        hint(hints, "llvm.loop.vectorize.enable", 0);
-        set_loop_hints(latch, hints);
-        continue;
-      }
-      if (plan_.schedule.across_rows) {  // the loop over rows is the vector loop
-        std::vector<llvm::Metadata*> hints = {nullptr};
-        hint(hints, "llvm.loop.vectorize.enable", 1);
-        hint(hints, "llvm.loop.vectorize.width", plan_.schedule.vector_lanes);
-        hint(hints, "llvm.loop.interleave.count", 1);
-        set_loop_hints(latch, hints);
-        continue;
-      }
-      llvm::Function* f = latch->getFunction();
-      auto& loops = loops_of[f];
-      if (!loops) loops = std::make_unique<LoopCalls>(*f);
-      const bool calls = loops->calls_vector_math(latch->getParent());
-      if (plan_.schedule.mode == Mode::Columns) {
-        // A columns kernel vectorizes its loops over a block's columns, never unrolled
-        // before (a block of 16 columns, its trip count known, was unrolled and the loop
-        // over 100000 reduced rows around it vectorized with gathers: 1.3 ms against 0.4),
-        // in full vectors interleaved twice at most (four left the 36-column last block
-        // of 64 x 100 floats to the scalar remainder: 5.1 -> 6.8 us; larger shapes are
-        // level from 1 to 4), and not at all where the body is the whole program
-        // (short_column). Its other loops run across memory and stay scalar.
-        std::vector<llvm::Metadata*> hints = {nullptr};
-        if (auto c = column_loops_.find(latch); c != column_loops_.end()) {
-          const int64_t lanes = std::max<int64_t>(1, host_vector_bytes() / widest);
-          const int64_t columns = std::min(plan_.schedule.column_block, plan_.dims[static_cast<size_t>(plan_.num_kept) - 1]);
-          hint(hints, "llvm.loop.unroll.disable", -1);
-          hint(hints, "llvm.loop.vectorize.width", lanes);
-          hint(hints, "llvm.loop.interleave.count",
-               calls || large || c->second ? 1 : std::clamp<int64_t>(columns / lanes, 1, kColumnInterleave));
-        } else {
-          hint(hints, "llvm.loop.vectorize.enable", 0);
-        }
-        set_loop_hints(latch, hints);
-        continue;
-      }
-      const auto split = split_points_.find(latch);
-      split_points_now_ = split == split_points_.end() ? 0 : split->second.points;
-      const bool extremum = !calls && !large && loops->reduces_extremum(latch->getParent());
-      // A loop over rows (or a reduction's units) is not over a row's points: its width is
-      // a full register's (the per-row log of a logsumexp over rows of 24 floats, held to
-      // the row's 8 lanes, found no vector log of that width and ran scalar: 1.1 ms
-      // against 0.27 at rows of 32).
-      const bool over_rows = unit_loops_.contains(latch);
-      const bool short_row = !over_rows && (short_rows() || split != split_points_.end());
-      if (!short_row && !calls && !large && !float_arithmetic_reduction && !extremum && interleave == 1) continue;
+      llvm::Metadata* kv[] = {llvm::MDString::get(ctx_, "llvm.loop.vectorize.enable"),
+                              llvm::ConstantAsMetadata::get(b_.getFalse())};
+      std::vector<llvm::Metadata*> hints = {nullptr, llvm::MDNode::get(ctx_, kv)};
+      set_loop_hints(latch, hints);
+    }
+    return;
+  }
+  std::map<llvm::Function*, std::unique_ptr<LoopCalls>> loops_of;
+  for (llvm::BranchInst* latch : latches_) {
+    if (scalar_loops_.contains(latch)) {
       std::vector<llvm::Metadata*> hints = {nullptr};
-      if (short_row) {
-        // Not unrolled before it is vectorized; the vector loop LLVM may unroll (a row of
-        // 128 floats is 8 vectors, whose loop it unrolls whole).
+      hint(hints, "llvm.loop.vectorize.enable", 0);
+      set_loop_hints(latch, hints);
+      continue;
+    }
+    if (plan_.schedule.across_rows) {  // the loop over rows is the vector loop
+      std::vector<llvm::Metadata*> hints = {nullptr};
+      hint(hints, "llvm.loop.vectorize.enable", 1);
+      hint(hints, "llvm.loop.vectorize.width", plan_.schedule.vector_lanes);
+      hint(hints, "llvm.loop.interleave.count", 1);
+      set_loop_hints(latch, hints);
+      continue;
+    }
+    llvm::Function* f = latch->getFunction();
+    auto& loops = loops_of[f];
+    if (!loops) loops = std::make_unique<LoopCalls>(*f);
+    const bool calls = loops->calls_vector_math(latch->getParent());
+    if (plan_.schedule.mode == Mode::Columns) {
+      // A columns kernel vectorizes its loops over a block's columns, never unrolled
+      // before (a block of 16 columns, its trip count known, was unrolled and the loop
+      // over 100000 reduced rows around it vectorized with gathers: 1.3 ms against 0.4),
+      // in full vectors interleaved twice at most (four left the 36-column last block
+      // of 64 x 100 floats to the scalar remainder: 5.1 -> 6.8 us; larger shapes are
+      // level from 1 to 4), and not at all where the body is the whole program
+      // (short_column). Its other loops run across memory and stay scalar.
+      std::vector<llvm::Metadata*> hints = {nullptr};
+      if (auto c = column_loops_.find(latch); c != column_loops_.end()) {
+        const int64_t lanes = std::max<int64_t>(1, host_vector_bytes() / widest);
+        const int64_t columns = std::min(plan_.schedule.column_block, plan_.dims[static_cast<size_t>(plan_.num_kept) - 1]);
         hint(hints, "llvm.loop.unroll.disable", -1);
-        llvm::Metadata* vectorized[] = {llvm::MDString::get(ctx_, "llvm.loop.isvectorized"),
-                                        llvm::ConstantAsMetadata::get(b_.getInt32(1))};
-        llvm::Metadata* followup[] = {llvm::MDString::get(ctx_, "llvm.loop.vectorize.followup_all"),
-                                      llvm::MDNode::get(ctx_, vectorized)};
-        hints.push_back(llvm::MDNode::get(ctx_, followup));
-      }
-      const int64_t lanes = std::max<int64_t>(1, host_vector_bytes() / widest);
-      if (extremum) {
-        hint(hints, "llvm.loop.interleave.count", fit_interleave(lanes, extremum_accumulators(widest)));
-      } else if (interleave > 1 && split == split_points_.end()) {  // (a split loop's hints are its own)
-        hint(hints, "llvm.loop.interleave.count", interleave);
-        hint(hints, "llvm.loop.vectorize.width", plan_.schedule.vector_lanes);
+        hint(hints, "llvm.loop.vectorize.width", lanes);
+        hint(hints, "llvm.loop.interleave.count",
+             calls || large || c->second ? 1 : std::clamp<int64_t>(columns / lanes, 1, kColumnInterleave));
       } else {
-        const bool rest = split != split_points_.end() && split->second.rest;  // one vector, masked if need be
-        const int64_t width = over_rows ? lanes
-                              : rest    ? std::min<int64_t>(lanes, int64_t{1} << std::bit_width(static_cast<uint64_t>(loop_points() - 1)))
-                                        : vector_width_for_loops(lanes, output_loops_.contains(latch));
-        if (calls || large) {
-          hint(hints, "llvm.loop.interleave.count", 1);
-        } else if (float_arithmetic_reduction && loops->tests_rare_paths(latch->getParent())) {
-          hint(hints, "llvm.loop.interleave.count", fit_interleave(width, kRarePathInterleave));
-        }
-        if (large || float_arithmetic_reduction || short_row) hint(hints, "llvm.loop.vectorize.width", width);
-        if (short_row && loop_points() % width != 0) hint(hints, "llvm.loop.vectorize.predicate.enable", 1);
+        hint(hints, "llvm.loop.vectorize.enable", 0);
       }
       set_loop_hints(latch, hints);
-      split_points_now_ = 0;
+      continue;
     }
-  }
-
- private:
-  // Attaches hints (their first slot left for the loop ID itself) as the loop's metadata.
-  void set_loop_hints(llvm::BranchInst* latch, std::vector<llvm::Metadata*>& hints) {
-    llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, hints);
-    id->replaceOperandWith(0, id);
-    latch->setMetadata(llvm::LLVMContext::MD_loop, id);
-  }
-
-  // Whether the loops over a row's points (Rows, RowReduce) are short: at least half a
-  // register of the widest element and at most kShortRowPoints. Their vector hints then
-  // hold them as loops: LLVM unrolled a row of 24 floats whole (its trip count known) and
-  // vectorized the loop over rows around it with a gather per element (a row max over
-  // 66666 x 24 floats: 0.27 ms, 0.11 as a loop), and a row whose points its vectors do not
-  // divide runs its last vector masked instead of a scalar remainder (the sum of exp over
-  // rows of 28 floats: 16 points a vector, 12 scalar, 1.3 ms; masked 0.27).
-  bool short_rows() const {
-    if (plan_.schedule.mode != Mode::Rows && plan_.schedule.mode != Mode::RowReduce) return false;
-    const int64_t points = row_points(), half = host_vector_bytes() / widest_itemsize() / 2;
-    return points >= std::max<int64_t>(2, half) && points <= kShortRowPoints;
-  }
-
-  // Bytes of the plan's widest element type.
-  int64_t widest_itemsize() const {
-    int64_t widest = 1;
-    for (const PlanNode& n : plan_.nodes) widest = std::max<int64_t>(widest, itemsize(n.dtype));
-    return widest;
-  }
-
-  int64_t body_ops() const {
-    int64_t ops = 0;
-    for (const PlanNode& n : plan_.nodes) ops += n.kind == PlanNode::Kind::Op;
-    return ops;
-  }
-
-  Value* c64(int64_t v) { return llvm::ConstantInt::get(i64_, static_cast<uint64_t>(v), true); }
-
-  llvm::Function* new_function(const std::string& name, llvm::FunctionType* type, bool internal) {
-    auto* f = llvm::Function::Create(
-        type, internal ? llvm::GlobalValue::InternalLinkage : llvm::GlobalValue::ExternalLinkage, name, module_);
-    f->addFnAttr(llvm::Attribute::NoUnwind);
-    set_host_attributes(*f);
-    return f;
-  }
-
-  // The loops live in a function whose data pointers are parameters marked noalias
-  // (outputs never alias inputs), which the entry function inlines; after inlining the
-  // vectorizer still knows that stores to outputs do not change what inputs read. An
-  // output written over an input (PlanOutput::over_input, a donated buffer) is stored
-  // through that input's parameter, so the aliasing is in the IR: the stores keep their
-  // order after the loads of the same element, which noalias would let LLVM break.
-  llvm::Function* emit_body() {
-    const size_t nin = plan_.input_dtypes.size(), nout = plan_.outputs.size();
-    std::vector<llvm::Type*> params(nin + nout, ptr_);
-    params.push_back(i64_);
-    params.push_back(i64_);
-    llvm::Function* f = new_function("jx_kernel_body", llvm::FunctionType::get(b_.getVoidTy(), params, false), true);
-    f->addFnAttr(llvm::Attribute::AlwaysInline);
-    std::vector<bool> written(nin, false);
-    for (const PlanOutput& o : plan_.outputs)
-      if (o.over_input >= 0) written[static_cast<size_t>(o.over_input)] = true;
-    for (size_t i = 0; i < nin + nout; ++i) {
-      f->addParamAttr(static_cast<unsigned>(i), llvm::Attribute::NoAlias);
-      f->addParamAttr(static_cast<unsigned>(i), llvm::Attribute::NoCapture);
-      if (i < nin && !written[i]) f->addParamAttr(static_cast<unsigned>(i), llvm::Attribute::ReadOnly);
+    const auto split = split_points_.find(latch);
+    split_points_now_ = split == split_points_.end() ? 0 : split->second.points;
+    const bool extremum = !calls && !large && loops->reduces_extremum(latch->getParent());
+    // A loop over rows (or a reduction's units) is not over a row's points: its width is
+    // a full register's (the per-row log of a logsumexp over rows of 24 floats, held to
+    // the row's 8 lanes, found no vector log of that width and ran scalar: 1.1 ms
+    // against 0.27 at rows of 32).
+    const bool over_rows = unit_loops_.contains(latch);
+    const bool short_row = !over_rows && (short_rows() || split != split_points_.end());
+    if (!short_row && !calls && !large && !float_arithmetic_reduction && !extremum && interleave == 1) continue;
+    std::vector<llvm::Metadata*> hints = {nullptr};
+    if (short_row) {
+      // Not unrolled before it is vectorized; the vector loop LLVM may unroll (a row of
+      // 128 floats is 8 vectors, whose loop it unrolls whole).
+      hint(hints, "llvm.loop.unroll.disable", -1);
+      llvm::Metadata* vectorized[] = {llvm::MDString::get(ctx_, "llvm.loop.isvectorized"),
+                                      llvm::ConstantAsMetadata::get(b_.getInt32(1))};
+      llvm::Metadata* followup[] = {llvm::MDString::get(ctx_, "llvm.loop.vectorize.followup_all"),
+                                    llvm::MDNode::get(ctx_, vectorized)};
+      hints.push_back(llvm::MDNode::get(ctx_, followup));
     }
-    function_ = f;
-    b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", f));
-    for (size_t i = 0; i < nin; ++i) ins_.push_back(f->getArg(static_cast<unsigned>(i)));
-    for (size_t i = 0; i < nout; ++i) {
-      const int over = plan_.outputs[i].over_input;
-      outs_.push_back(over >= 0 ? ins_[static_cast<size_t>(over)] : f->getArg(static_cast<unsigned>(nin + i)));
-    }
-    Value* begin = f->getArg(static_cast<unsigned>(nin + nout));
-    Value* end = f->getArg(static_cast<unsigned>(nin + nout + 1));
-    switch (plan_.schedule.mode) {
-      case Mode::Elementwise: elementwise(begin, end); break;
-      case Mode::RowReduce: row_reduce(begin, end); break;
-      case Mode::ColumnReduce: column_reduce(begin, end); break;
-      case Mode::FullReduce: full_reduce(begin, end); break;
-      case Mode::Rows: rows(begin, end); break;
-      case Mode::Columns: columns(begin, end); break;
-    }
-    b_.CreateRetVoid();
-    return f;
-  }
-
-  void emit_entry(llvm::Function* body) {
-    llvm::Function* f = new_function(kernel_symbol(key_), llvm::FunctionType::get(b_.getVoidTy(), {ptr_, ptr_, i64_, i64_}, false), false);
-    b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", f));
-    std::vector<Value*> args;
-    auto pointers = [&](Value* array, size_t n, bool outputs) {
-      for (size_t i = 0; i < n; ++i) {
-        llvm::LoadInst* p = b_.CreateLoad(ptr_, b_.CreateConstInBoundsGEP1_64(ptr_, array, i));
-        if (outputs && streamed(plan_.outputs[i])) mark_streamed_output(*p);
-        args.push_back(p);
-      }
-    };
-    pointers(f->getArg(0), plan_.input_dtypes.size(), false);
-    pointers(f->getArg(1), plan_.outputs.size(), true);
-    args.push_back(f->getArg(2));
-    args.push_back(f->getArg(3));
-    b_.CreateCall(body, args);
-    b_.CreateRetVoid();
-  }
-
-  // A full-shape output too large to stay in cache, of a kernel whose writing is
-  // memory-bound: its vector stores become non-temporal (streaming_stores.h). Measured
-  // on the 2-core Zen 1: a rows kernel's output pass, once the row's reductions are done
-  // (softmax over 65536 x 128, 4096 x 4096 and 128 x 65536 floats: 1.06-1.08x faster),
-  // and elementwise kernels of plain arithmetic (2x + y over 4096 x 4096 floats: 9.1 ->
-  // 6.7-7.3 ms). Elementwise kernels with transcendentals are compute-bound and were
-  // slower streamed (sin(x) + cos(y) over 5000 x 5000: 0.93-0.98x; SELU 0.98x).
-  static constexpr int64_t kStreamedElementwiseCost = 2;  // plain ops and a division
-  bool streamed(const PlanOutput& o) const {
-    const bool memory_bound = plan_.schedule.mode == Mode::Rows || plan_.schedule.mode == Mode::Columns ||
-                              (plan_.schedule.mode == Mode::Elementwise && plan_.schedule.cost <= kStreamedElementwiseCost);
-    if (!memory_bound || o.reduce || o.per_row) return false;
-    double bytes = static_cast<double>(itemsize(o.dtype));
-    for (int64_t d : plan_.dims) bytes *= static_cast<double>(d);
-    return bytes >= static_cast<double>(kStreamedOutputBytes);
-  }
-
-  // The accumulators of a float max or min reduction loop: a short row (up to 16
-  // vectors) gets one per vector, so its steps form a tree (65536 x 128 floats on the
-  // 2-core Zen 1: 2.3-2.5 -> 1.8 ms); a longer one gets 8 (4096 x 4096: 3.6 -> 3.3 ms,
-  // where 16 gave 3.4).
-  int64_t extremum_accumulators(int64_t widest) const {
     const int64_t lanes = std::max<int64_t>(1, host_vector_bytes() / widest);
-    const int64_t row = plan_.dims.empty() ? 1 : plan_.dims.back();
-    if (row <= 16 * lanes) return std::clamp<int64_t>(row / lanes, 1, 16);
-    return 8;
-  }
-
-  // Combines the partials of `outputs` (one per unit, or per block of a rows kernel's
-  // totals), in order.
-  void emit_finish(const std::vector<int>& outputs) {
-    llvm::Function* f = new_function(finish_symbol(key_), llvm::FunctionType::get(b_.getVoidTy(), {ptr_, ptr_, i64_}, false), false);
-    function_ = f;
-    b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", f));
-    for (int output : outputs) {
-      const size_t m = static_cast<size_t>(output);
-      const PlanOutput& o = plan_.outputs[m];
-      Value* partials = b_.CreateLoad(ptr_, b_.CreateConstInBoundsGEP1_64(ptr_, f->getArg(0), m));
-      Value* out = b_.CreateLoad(ptr_, b_.CreateConstInBoundsGEP1_64(ptr_, f->getArg(1), m));
-      const DType a = accumulator_dtype(o);  // the partials' dtype
-      llvm::AllocaInst* acc = entry_alloca(value_type(ctx_, a));
-      b_.CreateStore(reduction_identity(b_, *o.reduce, a), acc);
-      loop(c64(0), f->getArg(2), [&](Value* c) {
-        Value* x = load_element(b_, b_.CreateInBoundsGEP(storage_type(ctx_, a), partials, c), a);
-        b_.CreateStore(emit_reduce_combine(b_, *o.reduce, b_.CreateLoad(acc->getAllocatedType(), acc), x, a), acc);
-      });
-      store_element(b_, emit_convert(b_, b_.CreateLoad(acc->getAllocatedType(), acc), a, o.dtype), out, o.dtype);
-    }
-    b_.CreateRetVoid();
-  }
-
-  // A column reduction's partial results, row_parts of kept_elements per output in the
-  // accumulator's dtype (LoopSchedule::row_parts), combined in part order into the first
-  // part's (the inner loop along the columns), then rounded into the output.
-  void emit_column_finish() {
-    llvm::Function* f = new_function(finish_symbol(key_), llvm::FunctionType::get(b_.getVoidTy(), {ptr_, ptr_, i64_}, false), false);
-    function_ = f;
-    b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", f));
-    const int64_t kept = plan_.schedule.kept_elements;
-    for (size_t m = 0; m < plan_.outputs.size(); ++m) {
-      const PlanOutput& o = plan_.outputs[m];
-      Value* partials = b_.CreateLoad(ptr_, b_.CreateConstInBoundsGEP1_64(ptr_, f->getArg(0), m));
-      Value* out = b_.CreateLoad(ptr_, b_.CreateConstInBoundsGEP1_64(ptr_, f->getArg(1), m));
-      const DType a = accumulator_dtype(o);
-      llvm::Type* t = storage_type(ctx_, a);
-      loop(c64(1), f->getArg(2), [&](Value* p) {
-        Value* part = b_.CreateInBoundsGEP(t, partials, b_.CreateMul(p, c64(kept), "", true, true));
-        loop(c64(0), c64(kept), [&](Value* k) {
-          Value* into = b_.CreateInBoundsGEP(t, partials, k);
-          Value* x = load_element(b_, b_.CreateInBoundsGEP(t, part, k), a);
-          store_element(b_, emit_reduce_combine(b_, *o.reduce, load_element(b_, into, a), x, a), into, a);
-        });
-      });
-      loop(c64(0), c64(kept), [&](Value* k) {
-        Value* x = load_element(b_, b_.CreateInBoundsGEP(t, partials, k), a);
-        store_element(b_, emit_convert(b_, x, a, o.dtype), b_.CreateInBoundsGEP(storage_type(ctx_, o.dtype), out, k),
-                      o.dtype);
-      });
-    }
-    b_.CreateRetVoid();
-  }
-
-  // ---- loop building blocks ----
-
-  llvm::AllocaInst* entry_alloca(llvm::Type* type) {
-    llvm::BasicBlock& entry = function_->getEntryBlock();
-    llvm::IRBuilder<> at(&entry, entry.begin());
-    return at.CreateAlloca(type);
-  }
-
-  // for (i = lo; i < hi; ++i) body(i)
-  void loop(Value* lo, Value* hi, const std::function<void(Value*)>& body) {
-    llvm::BasicBlock* pre = b_.GetInsertBlock();
-    auto* head = llvm::BasicBlock::Create(ctx_, "loop", function_);
-    auto* block = llvm::BasicBlock::Create(ctx_, "body", function_);
-    auto* exit = llvm::BasicBlock::Create(ctx_, "exit", function_);
-    b_.CreateBr(head);
-    b_.SetInsertPoint(head);
-    llvm::PHINode* i = b_.CreatePHI(i64_, 2);
-    i->addIncoming(lo, pre);
-    b_.CreateCondBr(b_.CreateICmpSLT(i, hi), block, exit);
-    b_.SetInsertPoint(block);
-    body(i);
-    i->addIncoming(b_.CreateAdd(i, c64(1), "", true, true), b_.GetInsertBlock());
-    latches_.push_back(b_.CreateBr(head));
-    b_.SetInsertPoint(exit);
-  }
-
-  // A loop over a short row's points [lo, hi) (constant bounds: short_rows) whose points
-  // cost a transcendental or more, and whose count the vector width does not divide into
-  // two or more whole vectors: the whole vectors in one loop, unmasked, and the rest in a
-  // second loop (annotate_loops gives each its own point count: the rest runs as one
-  // vector, masked where it is not a power of two). One loop was masked at every vector,
-  // its mask computed each time (six instructions of the 30 a vector of a logsumexp's
-  // exp took over rows of 100 floats). Over 1.6e6 floats, us: rows of 70, softmax 540 ->
-  // 381, logsumexp 409 -> 250, cross-entropy 440 -> 282; of 100, softmax 425 -> 369,
-  // logsumexp 288 -> 228, cross-entropy 314 -> 255, its gradient 709 -> 650; of 130,
-  // softmax 473 -> 371, logsumexp 331 -> 227. Cheap points keep one loop (a layer norm's
-  // plain sums over rows of 70: 318 -> 416 split, their second horizontal sum costing
-  // more than the masks saved).
-  void points_loop(Value* lo, Value* hi, const std::function<void(Value*)>& body) {
-    const auto* clo = llvm::dyn_cast<llvm::ConstantInt>(lo);
-    const auto* chi = llvm::dyn_cast<llvm::ConstantInt>(hi);
-    const bool elementwise = plan_.schedule.mode == Mode::Elementwise;
-    if (!clo || !chi || !(short_rows() || elementwise) || !costly_points()) return loop(lo, hi, body);
-    const int64_t first = clo->getSExtValue(), n = chi->getSExtValue() - first;
-    const int64_t lanes = std::max<int64_t>(1, host_vector_bytes() / widest_itemsize());
-    const int64_t width = elementwise ? lanes : vector_width_for_loops(lanes, true);
-    const int64_t whole = n - n % width;
-    // A rows kernel's row of one vector and a rest keeps its one masked loop; an
-    // elementwise row's rest was LLVM's scalar remainder (over rows of 31 floats, 15
-    // inline sines a row), so it splits from one whole vector, up to the short rows'
-    // length (longer rows' remainders are a small part).
-    if (whole == n || whole < (elementwise ? width : 2 * width) || (elementwise && n > kShortRowPoints))
-      return loop(lo, hi, body);
-    loop(lo, c64(first + whole), body);
-    split_points_[latches_.back()] = {whole, false};
-    loop(c64(first + whole), hi, body);
-    split_points_[latches_.back()] = {n - whole, true};
-  }
-
-  // The multi-index over dims[first, last) of a row-major flat index.
-  void decompose(Value* flat, size_t first, size_t last, std::vector<Value*>& idx) {
-    for (size_t d = last; d-- > first;) {
-      if (d == first) {
-        idx[d] = flat;
-      } else {
-        idx[d] = b_.CreateURem(flat, c64(plan_.dims[d]));
-        flat = b_.CreateUDiv(flat, c64(plan_.dims[d]));
+    if (extremum) {
+      hint(hints, "llvm.loop.interleave.count", fit_interleave(lanes, extremum_accumulators(widest)));
+    } else if (interleave > 1 && split == split_points_.end()) {  // (a split loop's hints are its own)
+      hint(hints, "llvm.loop.interleave.count", interleave);
+      hint(hints, "llvm.loop.vectorize.width", plan_.schedule.vector_lanes);
+    } else {
+      const bool rest = split != split_points_.end() && split->second.rest;  // one vector, masked if need be
+      const int64_t width = over_rows ? lanes
+                            : rest    ? std::min<int64_t>(lanes, int64_t{1} << std::bit_width(static_cast<uint64_t>(loop_points() - 1)))
+                                      : vector_width_for_loops(lanes, output_loops_.contains(latch));
+      if (calls || large) {
+        hint(hints, "llvm.loop.interleave.count", 1);
+      } else if (float_arithmetic_reduction && loops->tests_rare_paths(latch->getParent())) {
+        hint(hints, "llvm.loop.interleave.count", fit_interleave(width, kRarePathInterleave));
       }
+      if (large || float_arithmetic_reduction || short_row) hint(hints, "llvm.loop.vectorize.width", width);
+      if (short_row && loop_points() % width != 0) hint(hints, "llvm.loop.vectorize.predicate.enable", 1);
     }
+    set_loop_hints(latch, hints);
+    split_points_now_ = 0;
   }
+}
 
-  // Loops over dims[d, ndim) (the reduced dims), then body().
-  void nest(size_t d, std::vector<Value*>& idx, const std::function<void()>& body) {
-    if (d == plan_.dims.size()) return body();
-    auto point = [&](Value* i) {
-      idx[d] = i;
-      nest(d + 1, idx, body);
-    };
-    if (d + 1 == plan_.dims.size()) points_loop(c64(0), c64(plan_.dims[d]), point);
-    else loop(c64(0), c64(plan_.dims[d]), point);
+// Attaches hints (their first slot left for the loop ID itself) as the loop's metadata.
+void LoopEmitter::set_loop_hints(llvm::BranchInst* latch, std::vector<llvm::Metadata*>& hints) {
+  llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, hints);
+  id->replaceOperandWith(0, id);
+  latch->setMetadata(llvm::LLVMContext::MD_loop, id);
+}
+
+// Whether the loops over a row's points (Rows, RowReduce) are short: at least half a
+// register of the widest element and at most kShortRowPoints. Their vector hints then
+// hold them as loops: LLVM unrolled a row of 24 floats whole (its trip count known) and
+// vectorized the loop over rows around it with a gather per element (a row max over
+// 66666 x 24 floats: 0.27 ms, 0.11 as a loop), and a row whose points its vectors do not
+// divide runs its last vector masked instead of a scalar remainder (the sum of exp over
+// rows of 28 floats: 16 points a vector, 12 scalar, 1.3 ms; masked 0.27).
+bool LoopEmitter::short_rows() const {
+  if (plan_.schedule.mode != Mode::Rows && plan_.schedule.mode != Mode::RowReduce) return false;
+  const int64_t points = row_points(), half = host_vector_bytes() / widest_itemsize() / 2;
+  return points >= std::max<int64_t>(2, half) && points <= kShortRowPoints;
+}
+
+// Bytes of the plan's widest element type.
+int64_t LoopEmitter::widest_itemsize() const {
+  int64_t widest = 1;
+  for (const PlanNode& n : plan_.nodes) widest = std::max<int64_t>(widest, itemsize(n.dtype));
+  return widest;
+}
+
+int64_t LoopEmitter::body_ops() const {
+  int64_t ops = 0;
+  for (const PlanNode& n : plan_.nodes) ops += n.kind == PlanNode::Kind::Op;
+  return ops;
+}
+
+llvm::Function* LoopEmitter::new_function(const std::string& name, llvm::FunctionType* type, bool internal) {
+  auto* f = llvm::Function::Create(
+      type, internal ? llvm::GlobalValue::InternalLinkage : llvm::GlobalValue::ExternalLinkage, name, module_);
+  f->addFnAttr(llvm::Attribute::NoUnwind);
+  set_host_attributes(*f);
+  return f;
+}
+
+// The loops live in a function whose data pointers are parameters marked noalias
+// (outputs never alias inputs), which the entry function inlines; after inlining the
+// vectorizer still knows that stores to outputs do not change what inputs read. An
+// output written over an input (PlanOutput::over_input, a donated buffer) is stored
+// through that input's parameter, so the aliasing is in the IR: the stores keep their
+// order after the loads of the same element, which noalias would let LLVM break.
+llvm::Function* LoopEmitter::emit_body() {
+  const size_t nin = plan_.input_dtypes.size(), nout = plan_.outputs.size();
+  std::vector<llvm::Type*> params(nin + nout, ptr_);
+  params.push_back(i64_);
+  params.push_back(i64_);
+  llvm::Function* f = new_function("jx_kernel_body", llvm::FunctionType::get(b_.getVoidTy(), params, false), true);
+  f->addFnAttr(llvm::Attribute::AlwaysInline);
+  std::vector<bool> written(nin, false);
+  for (const PlanOutput& o : plan_.outputs)
+    if (o.over_input >= 0) written[static_cast<size_t>(o.over_input)] = true;
+  for (size_t i = 0; i < nin + nout; ++i) {
+    f->addParamAttr(static_cast<unsigned>(i), llvm::Attribute::NoAlias);
+    f->addParamAttr(static_cast<unsigned>(i), llvm::Attribute::NoCapture);
+    if (i < nin && !written[i]) f->addParamAttr(static_cast<unsigned>(i), llvm::Attribute::ReadOnly);
   }
-
-  Value* affine(const Affine& a, const std::vector<Value*>& idx) {
-    Value* v = c64(a.offset);
-    for (size_t d = 0; d < a.coef.size(); ++d)
-      if (a.coef[d] != 0) v = b_.CreateAdd(v, b_.CreateMul(idx[d], c64(a.coef[d]), "", false, true), "", false, true);
-    return v;
+  function_ = f;
+  b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", f));
+  for (size_t i = 0; i < nin; ++i) ins_.push_back(f->getArg(static_cast<unsigned>(i)));
+  for (size_t i = 0; i < nout; ++i) {
+    const int over = plan_.outputs[i].over_input;
+    outs_.push_back(over >= 0 ? ins_[static_cast<size_t>(over)] : f->getArg(static_cast<unsigned>(nin + i)));
   }
+  Value* begin = f->getArg(static_cast<unsigned>(nin + nout));
+  Value* end = f->getArg(static_cast<unsigned>(nin + nout + 1));
+  switch (plan_.schedule.mode) {
+    case Mode::Elementwise: elementwise(begin, end); break;
+    case Mode::RowReduce: row_reduce(begin, end); break;
+    case Mode::ColumnReduce: column_reduce(begin, end); break;
+    case Mode::FullReduce: full_reduce(begin, end); break;
+    case Mode::Rows: rows(begin, end); break;
+    case Mode::Columns: columns(begin, end); break;
+  }
+  b_.CreateRetVoid();
+  return f;
+}
 
-  // Every node's value at the point idx (rows kernels: the nodes the current pass needs,
-  // stashed ones loaded from their row buffers).
-  std::vector<Value*> eval(const std::vector<Value*>& idx) {
-    std::vector<Value*> v(plan_.nodes.size());
-    for (size_t i = 0; i < plan_.nodes.size(); ++i) {
-      const PlanNode& n = plan_.nodes[i];
-      if (!needed_.empty() && !needed_[i]) continue;
-      if (!loaded_.empty() && loaded_[i]) {
-        v[i] = load_element(b_, stash_ptr(stash_of_node(static_cast<int>(i)), idx), n.dtype);
-        continue;
-      }
-      if (hoisted(i)) {
-        llvm::AllocaInst* buffer = column_values_[i];
-        v[i] = b_.CreateLoad(buffer->getAllocatedType(), b_.CreateInBoundsGEP(buffer->getAllocatedType(), buffer, block_slot_));
-        continue;
-      }
-      switch (n.kind) {
-        case PlanNode::Kind::RowValue: {
-          const size_t k = static_cast<size_t>(n.phase);
-          v[i] = b_.CreateLoad(block_values_[k]->getAllocatedType(), block_value_ptr(k));
-          break;
-        }
-        case PlanNode::Kind::Load: {
-          v[i] = load_element(b_, load_ptr(n, idx), n.dtype);
-          break;
-        }
-        case PlanNode::Kind::Iota: v[i] = emit_convert(b_, affine(n.index, idx), DType::Int64, n.dtype); break;
-        case PlanNode::Kind::Literal: v[i] = emit_literal(b_, n.literal); break;
-        case PlanNode::Kind::Op: {
-          std::vector<Value*> operands;
-          for (int o : n.operands) operands.push_back(v[static_cast<size_t>(o)]);
-          v[i] = emit_scalar_op(b_, *n.eqn, operands);
-          break;
-        }
-      }
+void LoopEmitter::emit_entry(llvm::Function* body) {
+  llvm::Function* f = new_function(kernel_symbol(key_), llvm::FunctionType::get(b_.getVoidTy(), {ptr_, ptr_, i64_, i64_}, false), false);
+  b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", f));
+  std::vector<Value*> args;
+  auto pointers = [&](Value* array, size_t n, bool outputs) {
+    for (size_t i = 0; i < n; ++i) {
+      llvm::LoadInst* p = b_.CreateLoad(ptr_, b_.CreateConstInBoundsGEP1_64(ptr_, array, i));
+      if (outputs && streamed(plan_.outputs[i])) mark_streamed_output(*p);
+      args.push_back(p);
     }
-    return v;
-  }
+  };
+  pointers(f->getArg(0), plan_.input_dtypes.size(), false);
+  pointers(f->getArg(1), plan_.outputs.size(), true);
+  args.push_back(f->getArg(2));
+  args.push_back(f->getArg(3));
+  b_.CreateCall(body, args);
+  b_.CreateRetVoid();
+}
 
-  // The address a load reads at idx. In across_passes (rows of one kept dim, the loop
-  // over a block's rows vectorized across them) the offset is split into the part that
-  // varies across the block's rows, a 32-bit slot (the row's, less the block's first, in
-  // 32 bits) times the row stride, and the rest, the same in every lane, so the gathers
-  // take 32-bit indices, 16 lanes a gather where 64-bit ones took 8 (rows of 10: 80
-  // gathers of 8 -> 40 of 16 for a block, about half the spills; over 160000 rows,
-  // logsumexp 263 -> 248 us, layer norm 349 -> 338, cross-entropy 306 -> 293, its
-  // gradient 578 -> 560).
-  Value* load_ptr(const PlanNode& n, const std::vector<Value*>& idx) {
-    llvm::Type* t = storage_type(ctx_, n.dtype);
-    Value* base = ins_[static_cast<size_t>(n.input)];
-    const int64_t stride = n.index.coef.empty() ? 0 : n.index.coef[0];
-    const int64_t block_rows = std::max<int64_t>(1, plan_.schedule.chunk_rows);
-    // Strides of a power of two (a row value's 1, rows of 8) load whole vectors (and
-    // shuffle them), which the vectorizer sees only through the plain 64-bit offset.
-    const bool gathered = stride != 0 && !std::has_single_bit(static_cast<uint64_t>(std::abs(stride)));
-    if (!across_lo_ || plan_.num_kept != 1 || !gathered || std::abs(stride) * block_rows >= (int64_t{1} << 31))
-      return b_.CreateInBoundsGEP(t, base, affine(n.index, idx));
-    std::vector<Value*> at = idx;
-    at[0] = across_lo_;  // the block's first row: the uniform part
-    // (Frozen: InstCombine would otherwise fold the sign extension of this truncation
-    // back into 64-bit shifts, which the code generator does not take for 32-bit indices.)
-    // (Frozen: InstCombine would otherwise fold the sign extension of this truncation
-    // back into 64-bit shifts, which the code generator does not take for 32-bit indices.)
-    Value* slot32 = b_.CreateFreeze(b_.CreateSub(b_.CreateTrunc(block_slot_row_, b_.getInt32Ty()),
-                                                 b_.CreateTrunc(across_lo_, b_.getInt32Ty()), "", false, true));
-    Value* slot = b_.CreateMul(slot32, b_.getInt32(static_cast<uint32_t>(stride)), "", false, true);
-    Value* row = b_.CreateInBoundsGEP(t, base, affine(n.index, at));
-    return b_.CreateInBoundsGEP(t, row, b_.CreateSExt(slot, i64_));
-  }
+bool LoopEmitter::streamed(const PlanOutput& o) const {
+  const bool memory_bound = plan_.schedule.mode == Mode::Rows || plan_.schedule.mode == Mode::Columns ||
+                            (plan_.schedule.mode == Mode::Elementwise && plan_.schedule.cost <= kStreamedElementwiseCost);
+  if (!memory_bound || o.reduce || o.per_row) return false;
+  double bytes = static_cast<double>(itemsize(o.dtype));
+  for (int64_t d : plan_.dims) bytes *= static_cast<double>(d);
+  return bytes >= static_cast<double>(kStreamedOutputBytes);
+}
 
-  Value* out_ptr(size_t m, const std::vector<Value*>& idx) {
+// The accumulators of a float max or min reduction loop: a short row (up to 16
+// vectors) gets one per vector, so its steps form a tree (65536 x 128 floats on the
+// 2-core Zen 1: 2.3-2.5 -> 1.8 ms); a longer one gets 8 (4096 x 4096: 3.6 -> 3.3 ms,
+// where 16 gave 3.4).
+int64_t LoopEmitter::extremum_accumulators(int64_t widest) const {
+  const int64_t lanes = std::max<int64_t>(1, host_vector_bytes() / widest);
+  const int64_t row = plan_.dims.empty() ? 1 : plan_.dims.back();
+  if (row <= 16 * lanes) return std::clamp<int64_t>(row / lanes, 1, 16);
+  return 8;
+}
+
+// Combines the partials of `outputs` (one per unit, or per block of a rows kernel's
+// totals), in order.
+void LoopEmitter::emit_finish(const std::vector<int>& outputs) {
+  llvm::Function* f = new_function(finish_symbol(key_), llvm::FunctionType::get(b_.getVoidTy(), {ptr_, ptr_, i64_}, false), false);
+  function_ = f;
+  b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", f));
+  for (int output : outputs) {
+    const size_t m = static_cast<size_t>(output);
     const PlanOutput& o = plan_.outputs[m];
-    return b_.CreateInBoundsGEP(storage_type(ctx_, o.dtype), outs_[m], affine(o.index, idx));
+    Value* partials = b_.CreateLoad(ptr_, b_.CreateConstInBoundsGEP1_64(ptr_, f->getArg(0), m));
+    Value* out = b_.CreateLoad(ptr_, b_.CreateConstInBoundsGEP1_64(ptr_, f->getArg(1), m));
+    const DType a = accumulator_dtype(o);  // the partials' dtype
+    llvm::AllocaInst* acc = entry_alloca(value_type(ctx_, a));
+    b_.CreateStore(reduction_identity(b_, *o.reduce, a), acc);
+    loop(c64(0), f->getArg(2), [&](Value* c) {
+      Value* x = load_element(b_, b_.CreateInBoundsGEP(storage_type(ctx_, a), partials, c), a);
+      b_.CreateStore(emit_reduce_combine(b_, *o.reduce, b_.CreateLoad(acc->getAllocatedType(), acc), x, a), acc);
+    });
+    store_element(b_, emit_convert(b_, b_.CreateLoad(acc->getAllocatedType(), acc), a, o.dtype), out, o.dtype);
   }
+  b_.CreateRetVoid();
+}
 
-  void store_outputs(const std::vector<Value*>& idx) {
-    std::vector<Value*> v = eval(idx);
-    for (size_t m = 0; m < plan_.outputs.size(); ++m)
-      store_element(b_, v[static_cast<size_t>(plan_.outputs[m].node)], out_ptr(m, idx), plan_.outputs[m].dtype);
-  }
-
-  // Accumulators hold accumulator_dtype(output); these convert into and out of it.
-  // The reductions accumulate() feeds: the plan's outputs, or one pass's phases.
-  const std::vector<PlanOutput>& reducers() const { return reducers_ ? *reducers_ : plan_.outputs; }
-  std::vector<llvm::AllocaInst*> accumulators() {
-    std::vector<llvm::AllocaInst*> accs;
-    for (const PlanOutput& o : reducers()) accs.push_back(entry_alloca(value_type(ctx_, accumulator_dtype(o))));
-    return accs;
-  }
-  void reset(const std::vector<llvm::AllocaInst*>& accs) {
-    for (size_t m = 0; m < accs.size(); ++m)
-      b_.CreateStore(reduction_identity(b_, *reducers()[m].reduce, accumulator_dtype(reducers()[m])), accs[m]);
-  }
-  // acc' = combine(acc, x) for x an element of the output's dtype.
-  Value* combine_element(const PlanOutput& o, Value* acc, Value* x) {
+// A column reduction's partial results, row_parts of kept_elements per output in the
+// accumulator's dtype (LoopSchedule::row_parts), combined in part order into the first
+// part's (the inner loop along the columns), then rounded into the output.
+void LoopEmitter::emit_column_finish() {
+  llvm::Function* f = new_function(finish_symbol(key_), llvm::FunctionType::get(b_.getVoidTy(), {ptr_, ptr_, i64_}, false), false);
+  function_ = f;
+  b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", f));
+  const int64_t kept = plan_.schedule.kept_elements;
+  for (size_t m = 0; m < plan_.outputs.size(); ++m) {
+    const PlanOutput& o = plan_.outputs[m];
+    Value* partials = b_.CreateLoad(ptr_, b_.CreateConstInBoundsGEP1_64(ptr_, f->getArg(0), m));
+    Value* out = b_.CreateLoad(ptr_, b_.CreateConstInBoundsGEP1_64(ptr_, f->getArg(1), m));
     const DType a = accumulator_dtype(o);
-    return emit_reduce_combine(b_, *o.reduce, acc, emit_convert(b_, x, o.dtype, a), a);
+    llvm::Type* t = storage_type(ctx_, a);
+    loop(c64(1), f->getArg(2), [&](Value* p) {
+      Value* part = b_.CreateInBoundsGEP(t, partials, b_.CreateMul(p, c64(kept), "", true, true));
+      loop(c64(0), c64(kept), [&](Value* k) {
+        Value* into = b_.CreateInBoundsGEP(t, partials, k);
+        Value* x = load_element(b_, b_.CreateInBoundsGEP(t, part, k), a);
+        store_element(b_, emit_reduce_combine(b_, *o.reduce, load_element(b_, into, a), x, a), into, a);
+      });
+    });
+    loop(c64(0), c64(kept), [&](Value* k) {
+      Value* x = load_element(b_, b_.CreateInBoundsGEP(t, partials, k), a);
+      store_element(b_, emit_convert(b_, x, a, o.dtype), b_.CreateInBoundsGEP(storage_type(ctx_, o.dtype), out, k),
+                    o.dtype);
+    });
   }
-  Value* final_value(const PlanOutput& o, Value* acc) { return emit_convert(b_, acc, accumulator_dtype(o), o.dtype); }
-  // narrow: accs hold the outputs' own dtype (reduce_innermost's float32 partials).
-  void accumulate(const std::vector<llvm::AllocaInst*>& accs, const std::vector<Value*>& idx, bool narrow = false) {
-    std::vector<Value*> v = eval(idx);
-    for (int phase : stores_)  // rows kernels: operands later passes load
-      store_element(b_, v[static_cast<size_t>(plan_.phases[static_cast<size_t>(phase)].node)], stash_ptr(phase, idx),
-                    plan_.phases[static_cast<size_t>(phase)].dtype);
-    for (size_t m = 0; m < accs.size(); ++m) {
-      const PlanOutput& o = reducers()[m];
-      Value* acc = b_.CreateLoad(accs[m]->getAllocatedType(), accs[m]);
-      Value* x = v[static_cast<size_t>(o.node)];
-      b_.CreateStore(narrow ? emit_reduce_combine(b_, *o.reduce, acc, x, o.dtype) : combine_element(o, acc, x), accs[m]);
+  b_.CreateRetVoid();
+}
+
+// ---- loop building blocks ----
+
+llvm::AllocaInst* LoopEmitter::entry_alloca(llvm::Type* type) {
+  llvm::BasicBlock& entry = function_->getEntryBlock();
+  llvm::IRBuilder<> at(&entry, entry.begin());
+  return at.CreateAlloca(type);
+}
+
+// for (i = lo; i < hi; ++i) body(i)
+void LoopEmitter::loop(Value* lo, Value* hi, const std::function<void(Value*)>& body) {
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  auto* head = llvm::BasicBlock::Create(ctx_, "loop", function_);
+  auto* block = llvm::BasicBlock::Create(ctx_, "body", function_);
+  auto* exit = llvm::BasicBlock::Create(ctx_, "exit", function_);
+  b_.CreateBr(head);
+  b_.SetInsertPoint(head);
+  llvm::PHINode* i = b_.CreatePHI(i64_, 2);
+  i->addIncoming(lo, pre);
+  b_.CreateCondBr(b_.CreateICmpSLT(i, hi), block, exit);
+  b_.SetInsertPoint(block);
+  body(i);
+  i->addIncoming(b_.CreateAdd(i, c64(1), "", true, true), b_.GetInsertBlock());
+  latches_.push_back(b_.CreateBr(head));
+  b_.SetInsertPoint(exit);
+}
+
+// A loop over a short row's points [lo, hi) (constant bounds: short_rows) whose points
+// cost a transcendental or more, and whose count the vector width does not divide into
+// two or more whole vectors: the whole vectors in one loop, unmasked, and the rest in a
+// second loop (annotate_loops gives each its own point count: the rest runs as one
+// vector, masked where it is not a power of two). One loop was masked at every vector,
+// its mask computed each time (six instructions of the 30 a vector of a logsumexp's
+// exp took over rows of 100 floats). Over 1.6e6 floats, us: rows of 70, softmax 540 ->
+// 381, logsumexp 409 -> 250, cross-entropy 440 -> 282; of 100, softmax 425 -> 369,
+// logsumexp 288 -> 228, cross-entropy 314 -> 255, its gradient 709 -> 650; of 130,
+// softmax 473 -> 371, logsumexp 331 -> 227. Cheap points keep one loop (a layer norm's
+// plain sums over rows of 70: 318 -> 416 split, their second horizontal sum costing
+// more than the masks saved).
+void LoopEmitter::points_loop(Value* lo, Value* hi, const std::function<void(Value*)>& body) {
+  const auto* clo = llvm::dyn_cast<llvm::ConstantInt>(lo);
+  const auto* chi = llvm::dyn_cast<llvm::ConstantInt>(hi);
+  const bool elementwise = plan_.schedule.mode == Mode::Elementwise;
+  if (!clo || !chi || !(short_rows() || elementwise) || !costly_points()) return loop(lo, hi, body);
+  const int64_t first = clo->getSExtValue(), n = chi->getSExtValue() - first;
+  const int64_t lanes = std::max<int64_t>(1, host_vector_bytes() / widest_itemsize());
+  const int64_t width = elementwise ? lanes : vector_width_for_loops(lanes, true);
+  const int64_t whole = n - n % width;
+  // A rows kernel's row of one vector and a rest keeps its one masked loop; an
+  // elementwise row's rest was LLVM's scalar remainder (over rows of 31 floats, 15
+  // inline sines a row), so it splits from one whole vector, up to the short rows'
+  // length (longer rows' remainders are a small part).
+  if (whole == n || whole < (elementwise ? width : 2 * width) || (elementwise && n > kShortRowPoints))
+    return loop(lo, hi, body);
+  loop(lo, c64(first + whole), body);
+  split_points_[latches_.back()] = {whole, false};
+  loop(c64(first + whole), hi, body);
+  split_points_[latches_.back()] = {n - whole, true};
+}
+
+// The multi-index over dims[first, last) of a row-major flat index.
+void LoopEmitter::decompose(Value* flat, size_t first, size_t last, std::vector<Value*>& idx) {
+  for (size_t d = last; d-- > first;) {
+    if (d == first) {
+      idx[d] = flat;
+    } else {
+      idx[d] = b_.CreateURem(flat, c64(plan_.dims[d]));
+      flat = b_.CreateUDiv(flat, c64(plan_.dims[d]));
     }
   }
+}
 
-  // ---- the schedules (kernel_plan.h) ----
+// Loops over dims[d, ndim) (the reduced dims), then body().
+void LoopEmitter::nest(size_t d, std::vector<Value*>& idx, const std::function<void()>& body) {
+  if (d == plan_.dims.size()) return body();
+  auto point = [&](Value* i) {
+    idx[d] = i;
+    nest(d + 1, idx, body);
+  };
+  if (d + 1 == plan_.dims.size()) points_loop(c64(0), c64(plan_.dims[d]), point);
+  else loop(c64(0), c64(plan_.dims[d]), point);
+}
 
-  void elementwise(Value* begin, Value* end) {
-    const size_t nd = plan_.dims.size();
-    std::vector<Value*> idx(nd, nullptr);
-    if (nd == 0) return store_outputs(idx);
-    if (nd == 1)
-      return loop(begin, end, [&](Value* i) {
-        idx[0] = i;
-        store_outputs(idx);
-      });
-    // Short rows (LoopSchedule::across_rows): the row's points in sequence in the body of
-    // the loop over rows, which the vectorizer runs across rows.
-    if (plan_.schedule.across_rows) {
-      loop(begin, end, [&](Value* row) {
-        decompose(row, 0, nd - 1, idx);
-        for (int64_t j = 0; j < plan_.dims[nd - 1]; ++j) {
-          idx[nd - 1] = c64(j);
-          store_outputs(idx);
-        }
-      });
-      return;
+Value* LoopEmitter::affine(const Affine& a, const std::vector<Value*>& idx) {
+  Value* v = c64(a.offset);
+  for (size_t d = 0; d < a.coef.size(); ++d)
+    if (a.coef[d] != 0) v = b_.CreateAdd(v, b_.CreateMul(idx[d], c64(a.coef[d]), "", false, true), "", false, true);
+  return v;
+}
+
+// Every node's value at the point idx (rows kernels: the nodes the current pass needs,
+// stashed ones loaded from their row buffers).
+std::vector<Value*> LoopEmitter::eval(const std::vector<Value*>& idx) {
+  std::vector<Value*> v(plan_.nodes.size());
+  for (size_t i = 0; i < plan_.nodes.size(); ++i) {
+    const PlanNode& n = plan_.nodes[i];
+    if (!needed_.empty() && !needed_[i]) continue;
+    if (!loaded_.empty() && loaded_[i]) {
+      v[i] = load_element(b_, stash_ptr(stash_of_node(static_cast<int>(i)), idx), n.dtype);
+      continue;
     }
+    if (hoisted(i)) {
+      llvm::AllocaInst* buffer = column_values_[i];
+      v[i] = b_.CreateLoad(buffer->getAllocatedType(), b_.CreateInBoundsGEP(buffer->getAllocatedType(), buffer, block_slot_));
+      continue;
+    }
+    switch (n.kind) {
+      case PlanNode::Kind::RowValue: {
+        const size_t k = static_cast<size_t>(n.phase);
+        v[i] = b_.CreateLoad(block_values_[k]->getAllocatedType(), block_value_ptr(k));
+        break;
+      }
+      case PlanNode::Kind::Load: {
+        v[i] = load_element(b_, load_ptr(n, idx), n.dtype);
+        break;
+      }
+      case PlanNode::Kind::Iota: v[i] = emit_convert(b_, affine(n.index, idx), DType::Int64, n.dtype); break;
+      case PlanNode::Kind::Literal: v[i] = emit_literal(b_, n.literal); break;
+      case PlanNode::Kind::Op: {
+        std::vector<Value*> operands;
+        for (int o : n.operands) operands.push_back(v[static_cast<size_t>(o)]);
+        v[i] = emit_scalar_op(b_, *n.eqn, operands);
+        break;
+      }
+    }
+  }
+  return v;
+}
+
+// The address a load reads at idx. In across_passes (rows of one kept dim, the loop
+// over a block's rows vectorized across them) the offset is split into the part that
+// varies across the block's rows, a 32-bit slot (the row's, less the block's first, in
+// 32 bits) times the row stride, and the rest, the same in every lane, so the gathers
+// take 32-bit indices, 16 lanes a gather where 64-bit ones took 8 (rows of 10: 80
+// gathers of 8 -> 40 of 16 for a block, about half the spills; over 160000 rows,
+// logsumexp 263 -> 248 us, layer norm 349 -> 338, cross-entropy 306 -> 293, its
+// gradient 578 -> 560).
+Value* LoopEmitter::load_ptr(const PlanNode& n, const std::vector<Value*>& idx) {
+  llvm::Type* t = storage_type(ctx_, n.dtype);
+  Value* base = ins_[static_cast<size_t>(n.input)];
+  const int64_t stride = n.index.coef.empty() ? 0 : n.index.coef[0];
+  const int64_t block_rows = std::max<int64_t>(1, plan_.schedule.chunk_rows);
+  // Strides of a power of two (a row value's 1, rows of 8) load whole vectors (and
+  // shuffle them), which the vectorizer sees only through the plain 64-bit offset.
+  const bool gathered = stride != 0 && !std::has_single_bit(static_cast<uint64_t>(std::abs(stride)));
+  if (!across_lo_ || plan_.num_kept != 1 || !gathered || std::abs(stride) * block_rows >= (int64_t{1} << 31))
+    return b_.CreateInBoundsGEP(t, base, affine(n.index, idx));
+  std::vector<Value*> at = idx;
+  at[0] = across_lo_;  // the block's first row: the uniform part
+  // (Frozen: InstCombine would otherwise fold the sign extension of this truncation
+  // back into 64-bit shifts, which the code generator does not take for 32-bit indices.)
+  // (Frozen: InstCombine would otherwise fold the sign extension of this truncation
+  // back into 64-bit shifts, which the code generator does not take for 32-bit indices.)
+  Value* slot32 = b_.CreateFreeze(b_.CreateSub(b_.CreateTrunc(block_slot_row_, b_.getInt32Ty()),
+                                               b_.CreateTrunc(across_lo_, b_.getInt32Ty()), "", false, true));
+  Value* slot = b_.CreateMul(slot32, b_.getInt32(static_cast<uint32_t>(stride)), "", false, true);
+  Value* row = b_.CreateInBoundsGEP(t, base, affine(n.index, at));
+  return b_.CreateInBoundsGEP(t, row, b_.CreateSExt(slot, i64_));
+}
+
+Value* LoopEmitter::out_ptr(size_t m, const std::vector<Value*>& idx) {
+  const PlanOutput& o = plan_.outputs[m];
+  return b_.CreateInBoundsGEP(storage_type(ctx_, o.dtype), outs_[m], affine(o.index, idx));
+}
+
+void LoopEmitter::store_outputs(const std::vector<Value*>& idx) {
+  std::vector<Value*> v = eval(idx);
+  for (size_t m = 0; m < plan_.outputs.size(); ++m)
+    store_element(b_, v[static_cast<size_t>(plan_.outputs[m].node)], out_ptr(m, idx), plan_.outputs[m].dtype);
+}
+
+std::vector<llvm::AllocaInst*> LoopEmitter::accumulators() {
+  std::vector<llvm::AllocaInst*> accs;
+  for (const PlanOutput& o : reducers()) accs.push_back(entry_alloca(value_type(ctx_, accumulator_dtype(o))));
+  return accs;
+}
+
+void LoopEmitter::reset(const std::vector<llvm::AllocaInst*>& accs) {
+  for (size_t m = 0; m < accs.size(); ++m)
+    b_.CreateStore(reduction_identity(b_, *reducers()[m].reduce, accumulator_dtype(reducers()[m])), accs[m]);
+}
+
+// acc' = combine(acc, x) for x an element of the output's dtype.
+Value* LoopEmitter::combine_element(const PlanOutput& o, Value* acc, Value* x) {
+  const DType a = accumulator_dtype(o);
+  return emit_reduce_combine(b_, *o.reduce, acc, emit_convert(b_, x, o.dtype, a), a);
+}
+
+// narrow: accs hold the outputs' own dtype (reduce_innermost's float32 partials).
+void LoopEmitter::accumulate(const std::vector<llvm::AllocaInst*>& accs, const std::vector<Value*>& idx, bool narrow) {
+  std::vector<Value*> v = eval(idx);
+  for (int phase : stores_)  // rows kernels: operands later passes load
+    store_element(b_, v[static_cast<size_t>(plan_.phases[static_cast<size_t>(phase)].node)], stash_ptr(phase, idx),
+                  plan_.phases[static_cast<size_t>(phase)].dtype);
+  for (size_t m = 0; m < accs.size(); ++m) {
+    const PlanOutput& o = reducers()[m];
+    Value* acc = b_.CreateLoad(accs[m]->getAllocatedType(), accs[m]);
+    Value* x = v[static_cast<size_t>(o.node)];
+    b_.CreateStore(narrow ? emit_reduce_combine(b_, *o.reduce, acc, x, o.dtype) : combine_element(o, acc, x), accs[m]);
+  }
+}
+
+// ---- the schedules (kernel_plan.h); rows and columns: rows_emitter.cpp ----
+
+void LoopEmitter::elementwise(Value* begin, Value* end) {
+  const size_t nd = plan_.dims.size();
+  std::vector<Value*> idx(nd, nullptr);
+  if (nd == 0) return store_outputs(idx);
+  if (nd == 1)
+    return loop(begin, end, [&](Value* i) {
+      idx[0] = i;
+      store_outputs(idx);
+    });
+  // Short rows (LoopSchedule::across_rows): the row's points in sequence in the body of
+  // the loop over rows, which the vectorizer runs across rows.
+  if (plan_.schedule.across_rows) {
     loop(begin, end, [&](Value* row) {
       decompose(row, 0, nd - 1, idx);
-      points_loop(c64(0), c64(plan_.dims[nd - 1]), [&](Value* j) {
-        idx[nd - 1] = j;
+      for (int64_t j = 0; j < plan_.dims[nd - 1]; ++j) {
+        idx[nd - 1] = c64(j);
         store_outputs(idx);
-      });
+      }
     });
+    return;
   }
-
-  void fold(const std::vector<llvm::AllocaInst*>& accs, const std::vector<llvm::AllocaInst*>& parts) {
-    for (size_t m = 0; m < accs.size(); ++m) {
-      const PlanOutput& o = reducers()[m];
-      Value* acc = b_.CreateLoad(accs[m]->getAllocatedType(), accs[m]);
-      Value* part = b_.CreateLoad(parts[m]->getAllocatedType(), parts[m]);
-      b_.CreateStore(emit_reduce_combine(b_, *o.reduce, acc, part, accumulator_dtype(o)), accs[m]);
-    }
-  }
-
-  // Accumulates the loop nest over dims[d, ndim) into accs. A long innermost dim is
-  // reduced in blocks, each into fresh accumulators folded into accs after it, so a float
-  // sum's error grows with the block, not the row (eager sums pairwise); the vectorizer
-  // still sees a plain reduction loop per block.
-  void reduce_nest(size_t d, std::vector<Value*>& idx, const std::vector<llvm::AllocaInst*>& accs) {
-    const size_t nd = plan_.dims.size();
-    if (d == nd) return accumulate(accs, idx);
-    const int64_t n = plan_.dims[d];
-    if (d + 1 < nd)
-      return loop(c64(0), c64(n), [&](Value* i) {
-        idx[d] = i;
-        reduce_nest(d + 1, idx, accs);
-      });
-    if (n <= kReduceBlock) return reduce_innermost(d, c64(0), c64(n), idx, accs);
-    auto parts = accumulators();
-    loop(c64(0), c64((n + kReduceBlock - 1) / kReduceBlock), [&](Value* block) {
-      reset(parts);
-      Value* lo = b_.CreateMul(block, c64(kReduceBlock), "", true, true);
-      Value* hi = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(lo, c64(kReduceBlock)), c64(n));
-      reduce_innermost(d, lo, hi, idx, parts);
-      fold(accs, parts);
+  loop(begin, end, [&](Value* row) {
+    decompose(row, 0, nd - 1, idx);
+    points_loop(c64(0), c64(plan_.dims[nd - 1]), [&](Value* j) {
+      idx[nd - 1] = j;
+      store_outputs(idx);
     });
-  }
+  });
+}
 
-  // The loop over the innermost reduced dim [lo, hi), accumulating into accs. It runs in
-  // chunks of kChunkBytes when this pass prefetches (prefetch_: each chunk first prefetches
-  // the same span of the next block's rows, so their first pass finds them in cache while
-  // this one computes) or sums narrow (narrow_sums_: each chunk sums float32 terms in
-  // float32 partials, added to the float64 accumulators once per chunk).
-  void reduce_innermost(size_t d, Value* lo, Value* hi, std::vector<Value*>& idx,
-                        const std::vector<llvm::AllocaInst*>& accs) {
-    // One point of the loop: its terms into `into` (narrow: the chunk partials), and the
-    // pipelined outputs at that point.
-    auto step = [&](Value* i, const std::vector<llvm::AllocaInst*>& into) {
+void LoopEmitter::fold(const std::vector<llvm::AllocaInst*>& accs, const std::vector<llvm::AllocaInst*>& parts) {
+  for (size_t m = 0; m < accs.size(); ++m) {
+    const PlanOutput& o = reducers()[m];
+    Value* acc = b_.CreateLoad(accs[m]->getAllocatedType(), accs[m]);
+    Value* part = b_.CreateLoad(parts[m]->getAllocatedType(), parts[m]);
+    b_.CreateStore(emit_reduce_combine(b_, *o.reduce, acc, part, accumulator_dtype(o)), accs[m]);
+  }
+}
+
+// Accumulates the loop nest over dims[d, ndim) into accs. A long innermost dim is
+// reduced in blocks, each into fresh accumulators folded into accs after it, so a float
+// sum's error grows with the block, not the row (eager sums pairwise); the vectorizer
+// still sees a plain reduction loop per block.
+void LoopEmitter::reduce_nest(size_t d, std::vector<Value*>& idx, const std::vector<llvm::AllocaInst*>& accs) {
+  const size_t nd = plan_.dims.size();
+  if (d == nd) return accumulate(accs, idx);
+  const int64_t n = plan_.dims[d];
+  if (d + 1 < nd)
+    return loop(c64(0), c64(n), [&](Value* i) {
       idx[d] = i;
-      accumulate(into, idx, narrow_sums_);
-      if (companion_) companion_(i);
-    };
-    if (prefetch_.empty() && !narrow_sums_) {
-      if (extrema_alone()) return reduce_extrema_checked(d, lo, hi, idx, accs);
-      return points_loop(lo, hi, [&](Value* i) { step(i, accs); });
-    }
-    const int64_t chunk = kChunkBytes / widest_itemsize();
-    std::vector<llvm::AllocaInst*> parts = accs;  // narrow: float32 partials per chunk
-    if (narrow_sums_) {
-      parts.clear();
-      for (const PlanOutput& o : reducers()) parts.push_back(entry_alloca(value_type(ctx_, o.dtype)));
-    }
-    auto run_chunk = [&](Value* clo, Value* chi) {
-      for (const PrefetchStream& s : prefetch_) {
-        // Prefetches never fault, so the last chunk's lines past the row are harmless.
-        Value* first = b_.CreateGEP(storage_type(ctx_, s.dtype), s.next_row, clo);
-        for (int64_t line = 0; line * kCacheLine < chunk * itemsize(s.dtype); ++line)
-          b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {ptr_},
-                             {b_.CreateConstGEP1_64(b_.getInt8Ty(), first, line * kCacheLine), b_.getInt32(0),
-                              b_.getInt32(3), b_.getInt32(1)});
-      }
-      if (narrow_sums_)
-        for (size_t m = 0; m < parts.size(); ++m)
-          b_.CreateStore(reduction_identity(b_, *reducers()[m].reduce, reducers()[m].dtype), parts[m]);
-      points_loop(clo, chi, [&](Value* i) { step(i, parts); });
-      if (narrow_sums_)
-        for (size_t m = 0; m < parts.size(); ++m) {
-          Value* acc = b_.CreateLoad(accs[m]->getAllocatedType(), accs[m]);
-          Value* part = b_.CreateLoad(parts[m]->getAllocatedType(), parts[m]);
-          b_.CreateStore(combine_element(reducers()[m], acc, part), accs[m]);
-        }
-    };
-    // A loop known to fit one chunk (a short row) runs as that chunk, its bounds constant:
-    // in a loop of chunks, its start and min(end) varied with the chunk, and the
-    // vectorizer, asked to prove the row's addresses do not wrap, gave up ("too many SCEV
-    // assumptions": a softmax over rows of 24 floats computed its exp scalar).
-    const auto* clo = llvm::dyn_cast<llvm::ConstantInt>(lo);
-    const auto* chi = llvm::dyn_cast<llvm::ConstantInt>(hi);
-    if (clo && chi && chi->getSExtValue() - clo->getSExtValue() <= chunk) return run_chunk(lo, hi);
-    Value* chunks = b_.CreateUDiv(b_.CreateAdd(b_.CreateSub(hi, lo, "", true, true), c64(chunk - 1), "", true, true),
-                                  c64(chunk));
-    loop(c64(0), chunks, [&](Value* c) {
-      Value* start = b_.CreateAdd(lo, b_.CreateMul(c, c64(chunk), "", true, true), "", true, true);
-      run_chunk(start, b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(start, c64(chunk), "", true, true), hi));
+      reduce_nest(d + 1, idx, accs);
     });
-  }
+  if (n <= kReduceBlock) return reduce_innermost(d, c64(0), c64(n), idx, accs);
+  auto parts = accumulators();
+  loop(c64(0), c64((n + kReduceBlock - 1) / kReduceBlock), [&](Value* block) {
+    reset(parts);
+    Value* lo = b_.CreateMul(block, c64(kReduceBlock), "", true, true);
+    Value* hi = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(lo, c64(kReduceBlock)), c64(n));
+    reduce_innermost(d, lo, hi, idx, parts);
+    fold(accs, parts);
+  });
+}
 
-  // Whether this loop's reductions are all float max or min in their own dtype, with
-  // nothing else in the loop (no stash, no pipelined outputs): reduce_extrema_checked.
-  // Integer sums may join them (a cross-entropy's label pick beside its row max: exact
-  // whatever the order, so they accumulate in the fast loop and the exact rerun leaves
-  // them be; without this the pick cost the max its fast loop, 397 -> 482 us for a
-  // cross-entropy over 16000 x 100 floats).
-  bool extrema_alone() const {
-    if (!stores_.empty() || companion_) return false;
-    bool any = false;
-    for (const PlanOutput& o : reducers()) {
-      if (fast_extremum(o)) any = true;
-      else if (!(monoid_of(o) == lowering::Monoid::kSum && is_integer(o.dtype))) return false;
+// The loop over the innermost reduced dim [lo, hi), accumulating into accs. It runs in
+// chunks of kChunkBytes when this pass prefetches (prefetch_: each chunk first prefetches
+// the same span of the next block's rows, so their first pass finds them in cache while
+// this one computes) or sums narrow (narrow_sums_: each chunk sums float32 terms in
+// float32 partials, added to the float64 accumulators once per chunk).
+void LoopEmitter::reduce_innermost(size_t d, Value* lo, Value* hi, std::vector<Value*>& idx,
+                      const std::vector<llvm::AllocaInst*>& accs) {
+  // One point of the loop: its terms into `into` (narrow: the chunk partials), and the
+  // pipelined outputs at that point.
+  auto step = [&](Value* i, const std::vector<llvm::AllocaInst*>& into) {
+    idx[d] = i;
+    accumulate(into, idx, narrow_sums_);
+    if (companion_) companion_(i);
+  };
+  if (prefetch_.empty() && !narrow_sums_) {
+    if (extrema_alone()) return reduce_extrema_checked(d, lo, hi, idx, accs);
+    return points_loop(lo, hi, [&](Value* i) { step(i, accs); });
+  }
+  const int64_t chunk = kChunkBytes / widest_itemsize();
+  std::vector<llvm::AllocaInst*> parts = accs;  // narrow: float32 partials per chunk
+  if (narrow_sums_) {
+    parts.clear();
+    for (const PlanOutput& o : reducers()) parts.push_back(entry_alloca(value_type(ctx_, o.dtype)));
+  }
+  auto run_chunk = [&](Value* clo, Value* chi) {
+    for (const PrefetchStream& s : prefetch_) {
+      // Prefetches never fault, so the last chunk's lines past the row are harmless.
+      Value* first = b_.CreateGEP(storage_type(ctx_, s.dtype), s.next_row, clo);
+      for (int64_t line = 0; line * kCacheLine < chunk * itemsize(s.dtype); ++line)
+        b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {ptr_},
+                           {b_.CreateConstGEP1_64(b_.getInt8Ty(), first, line * kCacheLine), b_.getInt32(0),
+                            b_.getInt32(3), b_.getInt32(1)});
     }
-    return any;
-  }
-  static bool fast_extremum(const PlanOutput& o) {
-    const lowering::Monoid monoid = monoid_of(o);
-    return (monoid == lowering::Monoid::kMax || monoid == lowering::Monoid::kMin) && is_floating(o.dtype) &&
-           itemsize(o.dtype) >= 4 && accumulator_dtype(o) == o.dtype;
-  }
+    if (narrow_sums_)
+      for (size_t m = 0; m < parts.size(); ++m)
+        b_.CreateStore(reduction_identity(b_, *reducers()[m].reduce, reducers()[m].dtype), parts[m]);
+    points_loop(clo, chi, [&](Value* i) { step(i, parts); });
+    if (narrow_sums_)
+      for (size_t m = 0; m < parts.size(); ++m) {
+        Value* acc = b_.CreateLoad(accs[m]->getAllocatedType(), accs[m]);
+        Value* part = b_.CreateLoad(parts[m]->getAllocatedType(), parts[m]);
+        b_.CreateStore(combine_element(reducers()[m], acc, part), accs[m]);
+      }
+  };
+  // A loop known to fit one chunk (a short row) runs as that chunk, its bounds constant:
+  // in a loop of chunks, its start and min(end) varied with the chunk, and the
+  // vectorizer, asked to prove the row's addresses do not wrap, gave up ("too many SCEV
+  // assumptions": a softmax over rows of 24 floats computed its exp scalar).
+  const auto* clo = llvm::dyn_cast<llvm::ConstantInt>(lo);
+  const auto* chi = llvm::dyn_cast<llvm::ConstantInt>(hi);
+  if (clo && chi && chi->getSExtValue() - clo->getSExtValue() <= chunk) return run_chunk(lo, hi);
+  Value* chunks = b_.CreateUDiv(b_.CreateAdd(b_.CreateSub(hi, lo, "", true, true), c64(chunk - 1), "", true, true),
+                                c64(chunk));
+  loop(c64(0), chunks, [&](Value* c) {
+    Value* start = b_.CreateAdd(lo, b_.CreateMul(c, c64(chunk), "", true, true), "", true, true);
+    run_chunk(start, b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(start, c64(chunk), "", true, true), hi));
+  });
+}
 
-  // A float max or min loop over [lo, hi) in two vector instructions per vector. IEEE
-  // maximum (llvm.maximum: NaN wins, +0 over -0), which the reduction means, is three
-  // blends, a compare and a max per vector on AVX2, and a row max ran at about 6 cycles
-  // per vector of 8 floats where the loads alone take one (softmax's first pass: 3.1 ms
-  // of 4096 x 4096 floats on the 2-core Zen 1). This loop reduces with maxnum (minnum)
-  // marked nnan nsz, x86's maxps, and keeps NaN from it in one of two ways:
-  //  - a row of up to kShortExtremaRow elements maps NaN to +inf (min: -inf) first, by
-  //    x86's minps (maxps), whose semantics (the second operand where the compare is
-  //    unordered) the select below spells exactly; a +inf result then reruns;
-  //  - a longer range sums its terms in a probe beside the max (a NaN term makes it NaN
-  //    whatever the order; inf - inf only reruns), which runs on the adders, where the
-  //    mapping competes with the max (4096-float rows 2.5% faster), but costs a
-  //    horizontal sum per range (65536 x 128 floats: the mapping 3% faster).
-  // Where NaN was met, or the result is a zero (whose sign maxps picks by operand
-  // order), the exact reduction reruns over the range; otherwise the fast result is the
-  // exact one (without NaN, the maximum of a set is one value, and only zeros have two
-  // encodings), combined into accs exactly.
-  void reduce_extrema_checked(size_t d, Value* lo, Value* hi, std::vector<Value*>& idx,
-                              const std::vector<llvm::AllocaInst*>& accs) {
-    const std::vector<PlanOutput>& rs = reducers();
-    const bool probe = plan_.dims[d] > kShortExtremaRow;
-    auto is_max = [](const PlanOutput& o) { return monoid_of(o) == lowering::Monoid::kMax; };
-    auto infinity = [&](const PlanOutput& o, llvm::Type* t) { return llvm::ConstantFP::getInfinity(t, !is_max(o)); };
-    std::vector<llvm::AllocaInst*> fast, probes;
-    llvm::FastMathFlags no_nans, reorder;
-    no_nans.setNoNaNs();
-    no_nans.setNoSignedZeros();
-    reorder.setAllowReassoc();
-    for (const PlanOutput& o : rs) {
-      if (!fast_extremum(o)) {  // an integer sum: accumulated straight into its accumulator
-        fast.push_back(nullptr);
-        if (probe) probes.push_back(nullptr);
-        continue;
-      }
-      llvm::Type* t = value_type(ctx_, o.dtype);
-      fast.push_back(entry_alloca(t));
-      b_.CreateStore(reduction_identity(b_, *o.reduce, o.dtype), fast.back());
-      if (!probe) continue;
-      probes.push_back(entry_alloca(t));
-      b_.CreateStore(llvm::ConstantFP::get(t, 0.0), probes.back());
+// Whether this loop's reductions are all float max or min in their own dtype, with
+// nothing else in the loop (no stash, no pipelined outputs): reduce_extrema_checked.
+// Integer sums may join them (a cross-entropy's label pick beside its row max: exact
+// whatever the order, so they accumulate in the fast loop and the exact rerun leaves
+// them be; without this the pick cost the max its fast loop, 397 -> 482 us for a
+// cross-entropy over 16000 x 100 floats).
+bool LoopEmitter::extrema_alone() const {
+  if (!stores_.empty() || companion_) return false;
+  bool any = false;
+  for (const PlanOutput& o : reducers()) {
+    if (fast_extremum(o)) any = true;
+    else if (!(monoid_of(o) == lowering::Monoid::kSum && is_integer(o.dtype))) return false;
+  }
+  return any;
+}
+
+bool LoopEmitter::fast_extremum(const PlanOutput& o) {
+  const lowering::Monoid monoid = monoid_of(o);
+  return (monoid == lowering::Monoid::kMax || monoid == lowering::Monoid::kMin) && is_floating(o.dtype) &&
+         itemsize(o.dtype) >= 4 && accumulator_dtype(o) == o.dtype;
+}
+
+// A float max or min loop over [lo, hi) in two vector instructions per vector. IEEE
+// maximum (llvm.maximum: NaN wins, +0 over -0), which the reduction means, is three
+// blends, a compare and a max per vector on AVX2, and a row max ran at about 6 cycles
+// per vector of 8 floats where the loads alone take one (softmax's first pass: 3.1 ms
+// of 4096 x 4096 floats on the 2-core Zen 1). This loop reduces with maxnum (minnum)
+// marked nnan nsz, x86's maxps, and keeps NaN from it in one of two ways:
+//  - a row of up to kShortExtremaRow elements maps NaN to +inf (min: -inf) first, by
+//    x86's minps (maxps), whose semantics (the second operand where the compare is
+//    unordered) the select below spells exactly; a +inf result then reruns;
+//  - a longer range sums its terms in a probe beside the max (a NaN term makes it NaN
+//    whatever the order; inf - inf only reruns), which runs on the adders, where the
+//    mapping competes with the max (4096-float rows 2.5% faster), but costs a
+//    horizontal sum per range (65536 x 128 floats: the mapping 3% faster).
+// Where NaN was met, or the result is a zero (whose sign maxps picks by operand
+// order), the exact reduction reruns over the range; otherwise the fast result is the
+// exact one (without NaN, the maximum of a set is one value, and only zeros have two
+// encodings), combined into accs exactly.
+void LoopEmitter::reduce_extrema_checked(size_t d, Value* lo, Value* hi, std::vector<Value*>& idx,
+                            const std::vector<llvm::AllocaInst*>& accs) {
+  const std::vector<PlanOutput>& rs = reducers();
+  const bool probe = plan_.dims[d] > kShortExtremaRow;
+  auto is_max = [](const PlanOutput& o) { return monoid_of(o) == lowering::Monoid::kMax; };
+  auto infinity = [&](const PlanOutput& o, llvm::Type* t) { return llvm::ConstantFP::getInfinity(t, !is_max(o)); };
+  std::vector<llvm::AllocaInst*> fast, probes;
+  llvm::FastMathFlags no_nans, reorder;
+  no_nans.setNoNaNs();
+  no_nans.setNoSignedZeros();
+  reorder.setAllowReassoc();
+  for (const PlanOutput& o : rs) {
+    if (!fast_extremum(o)) {  // an integer sum: accumulated straight into its accumulator
+      fast.push_back(nullptr);
+      if (probe) probes.push_back(nullptr);
+      continue;
     }
-    points_loop(lo, hi, [&](Value* i) {
-      idx[d] = i;
-      std::vector<Value*> v = eval(idx);
-      for (size_t m = 0; m < rs.size(); ++m) {
-        const bool max = is_max(rs[m]);
-        Value* x = v[static_cast<size_t>(rs[m].node)];
-        if (!fast[m]) {
-          b_.CreateStore(combine_element(rs[m], b_.CreateLoad(accs[m]->getAllocatedType(), accs[m]), x), accs[m]);
-          continue;
-        }
-        if (probe) {
-          Value* sum = b_.CreateFAdd(b_.CreateLoad(probes[m]->getAllocatedType(), probes[m]), x);
-          llvm::cast<llvm::Instruction>(sum)->setFastMathFlags(reorder);
-          b_.CreateStore(sum, probes[m]);
-        } else {
-          Value* bound = infinity(rs[m], x->getType());
-          x = b_.CreateSelect(max ? b_.CreateFCmpOLT(x, bound) : b_.CreateFCmpOGT(x, bound), x, bound);
-        }
-        Value* acc = b_.CreateLoad(fast[m]->getAllocatedType(), fast[m]);
-        Value* next = b_.CreateBinaryIntrinsic(max ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum, acc, x);
-        llvm::cast<llvm::Instruction>(next)->setFastMathFlags(no_nans);
-        b_.CreateStore(next, fast[m]);
-      }
-    });
-    // With the probe, a NaN term makes the fast result poison (maxnum nnan): the zero test
-    // reads it only where the probe is not NaN, through a select, which does not spread
-    // the other arm's poison.
-    Value* redo = b_.getFalse();
-    std::vector<Value*> results;
+    llvm::Type* t = value_type(ctx_, o.dtype);
+    fast.push_back(entry_alloca(t));
+    b_.CreateStore(reduction_identity(b_, *o.reduce, o.dtype), fast.back());
+    if (!probe) continue;
+    probes.push_back(entry_alloca(t));
+    b_.CreateStore(llvm::ConstantFP::get(t, 0.0), probes.back());
+  }
+  points_loop(lo, hi, [&](Value* i) {
+    idx[d] = i;
+    std::vector<Value*> v = eval(idx);
     for (size_t m = 0; m < rs.size(); ++m) {
+      const bool max = is_max(rs[m]);
+      Value* x = v[static_cast<size_t>(rs[m].node)];
       if (!fast[m]) {
-        results.push_back(nullptr);
+        b_.CreateStore(combine_element(rs[m], b_.CreateLoad(accs[m]->getAllocatedType(), accs[m]), x), accs[m]);
         continue;
       }
-      Value* result = b_.CreateLoad(fast[m]->getAllocatedType(), fast[m]);
-      Value* odd = b_.CreateFCmpOEQ(result, llvm::ConstantFP::get(result->getType(), 0.0));
       if (probe) {
-        Value* p = b_.CreateLoad(probes[m]->getAllocatedType(), probes[m]);
-        odd = b_.CreateSelect(b_.CreateFCmpUNO(p, p), b_.getTrue(), odd);
+        Value* sum = b_.CreateFAdd(b_.CreateLoad(probes[m]->getAllocatedType(), probes[m]), x);
+        llvm::cast<llvm::Instruction>(sum)->setFastMathFlags(reorder);
+        b_.CreateStore(sum, probes[m]);
       } else {
-        odd = b_.CreateOr(odd, b_.CreateFCmpOEQ(result, infinity(rs[m], result->getType())));
+        Value* bound = infinity(rs[m], x->getType());
+        x = b_.CreateSelect(max ? b_.CreateFCmpOLT(x, bound) : b_.CreateFCmpOGT(x, bound), x, bound);
       }
-      redo = b_.CreateSelect(redo, b_.getTrue(), odd);
-      results.push_back(result);
+      Value* acc = b_.CreateLoad(fast[m]->getAllocatedType(), fast[m]);
+      Value* next = b_.CreateBinaryIntrinsic(max ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum, acc, x);
+      llvm::cast<llvm::Instruction>(next)->setFastMathFlags(no_nans);
+      b_.CreateStore(next, fast[m]);
     }
-    auto* exact = llvm::BasicBlock::Create(ctx_, "extrema.exact", function_);
-    auto* combine = llvm::BasicBlock::Create(ctx_, "extrema.combine", function_);
-    auto* done = llvm::BasicBlock::Create(ctx_, "extrema.done", function_);
-    // Unlikely: without the weights LLVM computed a short row's exact rerun (an unrolled
-    // fmaximum reduction, a long chain of compares on x86) for every row and selected
-    // (a row max over 100000 x 16 floats: 0.48-0.62 ms, 0.1 at rows of 32).
-    b_.CreateCondBr(redo, exact, combine, llvm::MDBuilder(ctx_).createUnlikelyBranchWeights());
-    b_.SetInsertPoint(exact);
-    loop(lo, hi, [&](Value* i) {  // the extrema only: the sums are complete
-      idx[d] = i;
-      std::vector<Value*> v = eval(idx);
-      for (size_t m = 0; m < rs.size(); ++m)
-        if (fast[m])
-          b_.CreateStore(combine_element(rs[m], b_.CreateLoad(accs[m]->getAllocatedType(), accs[m]),
-                                         v[static_cast<size_t>(rs[m].node)]),
-                         accs[m]);
-    });
-    b_.CreateBr(done);
-    b_.SetInsertPoint(combine);
-    for (size_t m = 0; m < rs.size(); ++m) {
-      if (!fast[m]) continue;
-      Value* acc = b_.CreateLoad(accs[m]->getAllocatedType(), accs[m]);
-      b_.CreateStore(emit_reduce_combine(b_, *rs[m].reduce, acc, results[m], rs[m].dtype), accs[m]);
+  });
+  // With the probe, a NaN term makes the fast result poison (maxnum nnan): the zero test
+  // reads it only where the probe is not NaN, through a select, which does not spread
+  // the other arm's poison.
+  Value* redo = b_.getFalse();
+  std::vector<Value*> results;
+  for (size_t m = 0; m < rs.size(); ++m) {
+    if (!fast[m]) {
+      results.push_back(nullptr);
+      continue;
     }
-    b_.CreateBr(done);
-    b_.SetInsertPoint(done);
+    Value* result = b_.CreateLoad(fast[m]->getAllocatedType(), fast[m]);
+    Value* odd = b_.CreateFCmpOEQ(result, llvm::ConstantFP::get(result->getType(), 0.0));
+    if (probe) {
+      Value* p = b_.CreateLoad(probes[m]->getAllocatedType(), probes[m]);
+      odd = b_.CreateSelect(b_.CreateFCmpUNO(p, p), b_.getTrue(), odd);
+    } else {
+      odd = b_.CreateOr(odd, b_.CreateFCmpOEQ(result, infinity(rs[m], result->getType())));
+    }
+    redo = b_.CreateSelect(redo, b_.getTrue(), odd);
+    results.push_back(result);
   }
-
-  void row_reduce(Value* begin, Value* end) {
-    narrow_sums_ = sums_narrow();
-    const size_t nd = plan_.dims.size(), nk = static_cast<size_t>(plan_.num_kept);
-    std::vector<Value*> idx(nd, nullptr);
-    auto accs = accumulators();
-    loop(begin, end, [&](Value* u) {
-      decompose(u, 0, nk, idx);
-      reset(accs);
-      reduce_nest(nk, idx, accs);
-      for (size_t m = 0; m < accs.size(); ++m)
-        store_element(b_, final_value(plan_.outputs[m], b_.CreateLoad(accs[m]->getAllocatedType(), accs[m])),
-                      out_ptr(m, idx), plan_.outputs[m].dtype);
-    });
-    unit_loops_.insert(latches_.back());
+  auto* exact = llvm::BasicBlock::Create(ctx_, "extrema.exact", function_);
+  auto* combine = llvm::BasicBlock::Create(ctx_, "extrema.combine", function_);
+  auto* done = llvm::BasicBlock::Create(ctx_, "extrema.done", function_);
+  // Unlikely: without the weights LLVM computed a short row's exact rerun (an unrolled
+  // fmaximum reduction, a long chain of compares on x86) for every row and selected
+  // (a row max over 100000 x 16 floats: 0.48-0.62 ms, 0.1 at rows of 32).
+  b_.CreateCondBr(redo, exact, combine, llvm::MDBuilder(ctx_).createUnlikelyBranchWeights());
+  b_.SetInsertPoint(exact);
+  loop(lo, hi, [&](Value* i) {  // the extrema only: the sums are complete
+    idx[d] = i;
+    std::vector<Value*> v = eval(idx);
+    for (size_t m = 0; m < rs.size(); ++m)
+      if (fast[m])
+        b_.CreateStore(combine_element(rs[m], b_.CreateLoad(accs[m]->getAllocatedType(), accs[m]),
+                                       v[static_cast<size_t>(rs[m].node)]),
+                       accs[m]);
+  });
+  b_.CreateBr(done);
+  b_.SetInsertPoint(combine);
+  for (size_t m = 0; m < rs.size(); ++m) {
+    if (!fast[m]) continue;
+    Value* acc = b_.CreateLoad(accs[m]->getAllocatedType(), accs[m]);
+    b_.CreateStore(emit_reduce_combine(b_, *rs[m].reduce, acc, results[m], rs[m].dtype), accs[m]);
   }
+  b_.CreateBr(done);
+  b_.SetInsertPoint(done);
+}
 
-  // A unit owns outputs [jb, je) of the innermost kept dim (a row segment). Reduced rows
-  // are accumulated into a stack row `part` in blocks of about kColumnRows rows, each
-  // block then folded into the output, so the inner loop runs along memory and float
-  // sums grow their error with the block, not the column. Outputs accumulated in a wider
-  // dtype (float32 sums) fold into a stack row `total` of it instead, stored rounded at
-  // the end.
-  void column_reduce(Value* begin, Value* end) {
-    const size_t nd = plan_.dims.size(), nk = static_cast<size_t>(plan_.num_kept);
-    const int64_t inner = plan_.dims[nk - 1], block = plan_.schedule.column_block;
-    const int64_t blocks = (inner + block - 1) / block;
-    int64_t inner_rows = 1;
-    for (size_t d = nk + 1; d < nd; ++d) inner_rows *= plan_.dims[d];
-    // A widened output (float32 sum) accumulates one reduced row per block (inner_rows 1)
-    // into a float32 `part` over kWideColumnRows rows, then into its float64 `total`: the
-    // inner loop stays float (a float64 part row doubles its loads, stores and adds:
-    // 4000x4000 column sums took 7.1 ms instead of 5.0; with float parts 6.0), and 8 float
-    // additions in a row err at most about 3.5 ulp (0.2 measured on 0.1f copies), where
-    // float32 folds of 256-row blocks erred 30. Otherwise `part` holds the accumulator's dtype.
-    int64_t rows_per_block = std::max<int64_t>(1, kColumnRows / std::max<int64_t>(inner_rows, 1));
-    std::vector<DType> part_dtypes;
-    for (const PlanOutput& o : plan_.outputs) {
-      const bool narrow_part = accumulator_dtype(o) != o.dtype && inner_rows == 1;
-      part_dtypes.push_back(narrow_part ? o.dtype : accumulator_dtype(o));
-      if (narrow_part) rows_per_block = kWideColumnRows;
+void LoopEmitter::row_reduce(Value* begin, Value* end) {
+  narrow_sums_ = sums_narrow();
+  const size_t nd = plan_.dims.size(), nk = static_cast<size_t>(plan_.num_kept);
+  std::vector<Value*> idx(nd, nullptr);
+  auto accs = accumulators();
+  loop(begin, end, [&](Value* u) {
+    decompose(u, 0, nk, idx);
+    reset(accs);
+    reduce_nest(nk, idx, accs);
+    for (size_t m = 0; m < accs.size(); ++m)
+      store_element(b_, final_value(plan_.outputs[m], b_.CreateLoad(accs[m]->getAllocatedType(), accs[m])),
+                    out_ptr(m, idx), plan_.outputs[m].dtype);
+  });
+  unit_loops_.insert(latches_.back());
+}
+
+// A unit owns outputs [jb, je) of the innermost kept dim (a row segment). Reduced rows
+// are accumulated into a stack row `part` in blocks of about kColumnRows rows, each
+// block then folded into the output, so the inner loop runs along memory and float
+// sums grow their error with the block, not the column. Outputs accumulated in a wider
+// dtype (float32 sums) fold into a stack row `total` of it instead, stored rounded at
+// the end.
+void LoopEmitter::column_reduce(Value* begin, Value* end) {
+  const size_t nd = plan_.dims.size(), nk = static_cast<size_t>(plan_.num_kept);
+  const int64_t inner = plan_.dims[nk - 1], block = plan_.schedule.column_block;
+  const int64_t blocks = (inner + block - 1) / block;
+  int64_t inner_rows = 1;
+  for (size_t d = nk + 1; d < nd; ++d) inner_rows *= plan_.dims[d];
+  // A widened output (float32 sum) accumulates one reduced row per block (inner_rows 1)
+  // into a float32 `part` over kWideColumnRows rows, then into its float64 `total`: the
+  // inner loop stays float (a float64 part row doubles its loads, stores and adds:
+  // 4000x4000 column sums took 7.1 ms instead of 5.0; with float parts 6.0), and 8 float
+  // additions in a row err at most about 3.5 ulp (0.2 measured on 0.1f copies), where
+  // float32 folds of 256-row blocks erred 30. Otherwise `part` holds the accumulator's dtype.
+  int64_t rows_per_block = std::max<int64_t>(1, kColumnRows / std::max<int64_t>(inner_rows, 1));
+  std::vector<DType> part_dtypes;
+  for (const PlanOutput& o : plan_.outputs) {
+    const bool narrow_part = accumulator_dtype(o) != o.dtype && inner_rows == 1;
+    part_dtypes.push_back(narrow_part ? o.dtype : accumulator_dtype(o));
+    if (narrow_part) rows_per_block = kWideColumnRows;
+  }
+  const int64_t rows = plan_.dims[nk];
+  // Split rows (LoopSchedule::row_parts): a unit is a block of one part of the rows, and
+  // its results are that part's partials, in the accumulator's dtype, at part * kept.
+  const int64_t row_parts = plan_.schedule.row_parts, column_units = plan_.schedule.units / row_parts;
+  const bool split = row_parts > 1;
+  Value* row_part = nullptr;
+  auto dest_dtype = [&](const PlanOutput& o) { return split ? accumulator_dtype(o) : o.dtype; };
+  auto dest = [&](size_t m, const std::vector<Value*>& at) {
+    if (!split) return out_ptr(m, at);
+    const PlanOutput& o = plan_.outputs[m];
+    Value* offset = b_.CreateAdd(b_.CreateMul(row_part, c64(plan_.schedule.kept_elements), "", true, true),
+                                 affine(o.index, at), "", true, true);
+    return b_.CreateInBoundsGEP(storage_type(ctx_, accumulator_dtype(o)), outs_[m], offset);
+  };
+  std::vector<llvm::AllocaInst*> parts, totals;
+  for (size_t m = 0; m < plan_.outputs.size(); ++m) {
+    const PlanOutput& o = plan_.outputs[m];
+    llvm::BasicBlock& entry = function_->getEntryBlock();
+    llvm::IRBuilder<> at(&entry, entry.begin());
+    const DType a = accumulator_dtype(o);
+    parts.push_back(at.CreateAlloca(value_type(ctx_, part_dtypes[m]), c64(block)));
+    totals.push_back(a != o.dtype ? at.CreateAlloca(value_type(ctx_, a), c64(block)) : nullptr);
+  }
+  std::vector<Value*> idx(nd, nullptr);
+  auto for_each_output = [&](const std::function<void(size_t, const PlanOutput&)>& f) {
+    for (size_t m = 0; m < plan_.outputs.size(); ++m) f(m, plan_.outputs[m]);
+  };
+  loop(begin, end, [&](Value* unit) {
+    Value* u = unit;
+    Value* row_lo = c64(0);
+    Value* row_hi = c64(rows);
+    if (split) {
+      u = b_.CreateURem(unit, c64(column_units));
+      row_part = b_.CreateUDiv(unit, c64(column_units));
+      row_lo = b_.CreateMul(row_part, c64(plan_.schedule.chunk_rows), "", true, true);
+      row_hi = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(row_lo, c64(plan_.schedule.chunk_rows)),
+                                        c64(rows));
     }
-    const int64_t rows = plan_.dims[nk];
-    // Split rows (LoopSchedule::row_parts): a unit is a block of one part of the rows, and
-    // its results are that part's partials, in the accumulator's dtype, at part * kept.
-    const int64_t row_parts = plan_.schedule.row_parts, column_units = plan_.schedule.units / row_parts;
-    const bool split = row_parts > 1;
-    Value* row_part = nullptr;
-    auto dest_dtype = [&](const PlanOutput& o) { return split ? accumulator_dtype(o) : o.dtype; };
-    auto dest = [&](size_t m, const std::vector<Value*>& at) {
-      if (!split) return out_ptr(m, at);
-      const PlanOutput& o = plan_.outputs[m];
-      Value* offset = b_.CreateAdd(b_.CreateMul(row_part, c64(plan_.schedule.kept_elements), "", true, true),
-                                   affine(o.index, at), "", true, true);
-      return b_.CreateInBoundsGEP(storage_type(ctx_, accumulator_dtype(o)), outs_[m], offset);
+    Value* jb = b_.CreateMul(b_.CreateURem(u, c64(blocks)), c64(block));
+    Value* je = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(jb, c64(block)), c64(inner));
+    decompose(b_.CreateUDiv(u, c64(blocks)), 0, nk - 1, idx);
+    auto part = [&](size_t m, Value* j) {
+      return b_.CreateInBoundsGEP(parts[m]->getAllocatedType(), parts[m], b_.CreateSub(j, jb));
     };
-    std::vector<llvm::AllocaInst*> parts, totals;
-    for (size_t m = 0; m < plan_.outputs.size(); ++m) {
-      const PlanOutput& o = plan_.outputs[m];
-      llvm::BasicBlock& entry = function_->getEntryBlock();
-      llvm::IRBuilder<> at(&entry, entry.begin());
-      const DType a = accumulator_dtype(o);
-      parts.push_back(at.CreateAlloca(value_type(ctx_, part_dtypes[m]), c64(block)));
-      totals.push_back(a != o.dtype ? at.CreateAlloca(value_type(ctx_, a), c64(block)) : nullptr);
-    }
-    std::vector<Value*> idx(nd, nullptr);
-    auto for_each_output = [&](const std::function<void(size_t, const PlanOutput&)>& f) {
-      for (size_t m = 0; m < plan_.outputs.size(); ++m) f(m, plan_.outputs[m]);
+    auto total = [&](size_t m, Value* j) {
+      return b_.CreateInBoundsGEP(totals[m]->getAllocatedType(), totals[m], b_.CreateSub(j, jb));
     };
-    loop(begin, end, [&](Value* unit) {
-      Value* u = unit;
-      Value* row_lo = c64(0);
-      Value* row_hi = c64(rows);
-      if (split) {
-        u = b_.CreateURem(unit, c64(column_units));
-        row_part = b_.CreateUDiv(unit, c64(column_units));
-        row_lo = b_.CreateMul(row_part, c64(plan_.schedule.chunk_rows), "", true, true);
-        row_hi = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(row_lo, c64(plan_.schedule.chunk_rows)),
-                                          c64(rows));
-      }
-      Value* jb = b_.CreateMul(b_.CreateURem(u, c64(blocks)), c64(block));
-      Value* je = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(jb, c64(block)), c64(inner));
-      decompose(b_.CreateUDiv(u, c64(blocks)), 0, nk - 1, idx);
-      auto part = [&](size_t m, Value* j) {
-        return b_.CreateInBoundsGEP(parts[m]->getAllocatedType(), parts[m], b_.CreateSub(j, jb));
-      };
-      auto total = [&](size_t m, Value* j) {
-        return b_.CreateInBoundsGEP(totals[m]->getAllocatedType(), totals[m], b_.CreateSub(j, jb));
-      };
-      loop(jb, je, [&](Value* j) {
-        idx[nk - 1] = j;
-        for_each_output([&](size_t m, const PlanOutput& o) {
-          if (totals[m])
-            b_.CreateStore(reduction_identity(b_, *o.reduce, accumulator_dtype(o)), total(m, j));
-          else
-            store_element(b_, reduction_identity(b_, *o.reduce, dest_dtype(o)), dest(m, idx), dest_dtype(o));
-        });
+    loop(jb, je, [&](Value* j) {
+      idx[nk - 1] = j;
+      for_each_output([&](size_t m, const PlanOutput& o) {
+        if (totals[m])
+          b_.CreateStore(reduction_identity(b_, *o.reduce, accumulator_dtype(o)), total(m, j));
+        else
+          store_element(b_, reduction_identity(b_, *o.reduce, dest_dtype(o)), dest(m, idx), dest_dtype(o));
       });
-      // `part` starts at the identity, and each fold resets it while reading it.
-      loop(jb, je, [&](Value* j) {
-        for_each_output([&](size_t m, const PlanOutput& o) {
-          b_.CreateStore(reduction_identity(b_, *o.reduce, part_dtypes[m]), part(m, j));
-        });
+    });
+    // `part` starts at the identity, and each fold resets it while reading it.
+    loop(jb, je, [&](Value* j) {
+      for_each_output([&](size_t m, const PlanOutput& o) {
+        b_.CreateStore(reduction_identity(b_, *o.reduce, part_dtypes[m]), part(m, j));
       });
-      Value* row_blocks =
-          split ? b_.CreateUDiv(b_.CreateAdd(b_.CreateSub(row_hi, row_lo, "", true, true), c64(rows_per_block - 1)),
-                                c64(rows_per_block))
-                : c64((rows + rows_per_block - 1) / rows_per_block);
-      loop(c64(0), row_blocks, [&](Value* row_block) {
-        Value* lo = b_.CreateAdd(row_lo, b_.CreateMul(row_block, c64(rows_per_block), "", true, true), "", true, true);
-        Value* hi = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(lo, c64(rows_per_block)), row_hi);
-        loop(lo, hi, [&](Value* r) {
-          idx[nk] = r;
-          nest(nk + 1, idx, [&] {
-            loop(jb, je, [&](Value* j) {
-              idx[nk - 1] = j;
-              std::vector<Value*> v = eval(idx);
-              for_each_output([&](size_t m, const PlanOutput& o) {
-                Value* p = part(m, j);
-                Value* acc = b_.CreateLoad(parts[m]->getAllocatedType(), p);
-                Value* x = emit_convert(b_, v[static_cast<size_t>(o.node)], o.dtype, part_dtypes[m]);
-                b_.CreateStore(emit_reduce_combine(b_, *o.reduce, acc, x, part_dtypes[m]), p);
-              });
+    });
+    Value* row_blocks =
+        split ? b_.CreateUDiv(b_.CreateAdd(b_.CreateSub(row_hi, row_lo, "", true, true), c64(rows_per_block - 1)),
+                              c64(rows_per_block))
+              : c64((rows + rows_per_block - 1) / rows_per_block);
+    loop(c64(0), row_blocks, [&](Value* row_block) {
+      Value* lo = b_.CreateAdd(row_lo, b_.CreateMul(row_block, c64(rows_per_block), "", true, true), "", true, true);
+      Value* hi = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(lo, c64(rows_per_block)), row_hi);
+      loop(lo, hi, [&](Value* r) {
+        idx[nk] = r;
+        nest(nk + 1, idx, [&] {
+          loop(jb, je, [&](Value* j) {
+            idx[nk - 1] = j;
+            std::vector<Value*> v = eval(idx);
+            for_each_output([&](size_t m, const PlanOutput& o) {
+              Value* p = part(m, j);
+              Value* acc = b_.CreateLoad(parts[m]->getAllocatedType(), p);
+              Value* x = emit_convert(b_, v[static_cast<size_t>(o.node)], o.dtype, part_dtypes[m]);
+              b_.CreateStore(emit_reduce_combine(b_, *o.reduce, acc, x, part_dtypes[m]), p);
             });
           });
         });
-        loop(jb, je, [&](Value* j) {
-          idx[nk - 1] = j;
-          for_each_output([&](size_t m, const PlanOutput& o) {
-            Value* partial = b_.CreateLoad(parts[m]->getAllocatedType(), part(m, j));
-            b_.CreateStore(reduction_identity(b_, *o.reduce, part_dtypes[m]), part(m, j));
-            if (totals[m]) {
-              Value* t = total(m, j);
-              const DType a = accumulator_dtype(o);
-              Value* sum = emit_reduce_combine(b_, *o.reduce, b_.CreateLoad(totals[m]->getAllocatedType(), t),
-                                               emit_convert(b_, partial, part_dtypes[m], a), a);
-              b_.CreateStore(sum, t);
-              return;
-            }
-            Value* p = dest(m, idx);
-            store_element(b_, emit_reduce_combine(b_, *o.reduce, load_element(b_, p, o.dtype), partial, o.dtype), p,
-                          o.dtype);
-          });
+      });
+      loop(jb, je, [&](Value* j) {
+        idx[nk - 1] = j;
+        for_each_output([&](size_t m, const PlanOutput& o) {
+          Value* partial = b_.CreateLoad(parts[m]->getAllocatedType(), part(m, j));
+          b_.CreateStore(reduction_identity(b_, *o.reduce, part_dtypes[m]), part(m, j));
+          if (totals[m]) {
+            Value* t = total(m, j);
+            const DType a = accumulator_dtype(o);
+            Value* sum = emit_reduce_combine(b_, *o.reduce, b_.CreateLoad(totals[m]->getAllocatedType(), t),
+                                             emit_convert(b_, partial, part_dtypes[m], a), a);
+            b_.CreateStore(sum, t);
+            return;
+          }
+          Value* p = dest(m, idx);
+          store_element(b_, emit_reduce_combine(b_, *o.reduce, load_element(b_, p, o.dtype), partial, o.dtype), p,
+                        o.dtype);
         });
       });
-      if (std::any_of(totals.begin(), totals.end(), [](llvm::AllocaInst* t) { return t != nullptr; }))
-        loop(jb, je, [&](Value* j) {
-          idx[nk - 1] = j;
-          for_each_output([&](size_t m, const PlanOutput& o) {
-            if (!totals[m]) return;
-            Value* t = b_.CreateLoad(totals[m]->getAllocatedType(), total(m, j));
-            if (split)
-              store_element(b_, t, dest(m, idx), accumulator_dtype(o));
-            else
-              store_element(b_, final_value(o, t), out_ptr(m, idx), o.dtype);
-          });
-        });
     });
-  }
-
-  // ---- rows kernels ----
-
-  int stash_of_node(int node) const {
-    for (size_t k = 0; k < plan_.phases.size(); ++k)
-      if (plan_.phases[k].stash && plan_.phases[k].node == node) return static_cast<int>(k);
-    return -1;
-  }
-  // The element of phase `phase`'s buffer at the current row of the block and the
-  // point's reduced index (row-major).
-  Value* stash_ptr(int phase, const std::vector<Value*>& idx) {
-    const size_t nd = plan_.dims.size(), nk = static_cast<size_t>(plan_.num_kept);
-    Value* flat = block_slot_;
-    for (size_t d = nk; d < nd; ++d)
-      flat = b_.CreateAdd(b_.CreateMul(flat, c64(plan_.dims[d]), "", true, true), idx[d], "", true, true);
-    const PlanPhase& ph = plan_.phases[static_cast<size_t>(phase)];
-    return b_.CreateInBoundsGEP(storage_type(ctx_, ph.dtype), stashes_[static_cast<size_t>(phase)], flat);
-  }
-
-  // Which nodes a pass evaluates (the cone of its targets) and which of them it loads
-  // from the row buffers of earlier passes.
-  void select(const std::vector<int>& targets, int pass) {
-    loaded_.assign(plan_.nodes.size(), 0);
-    for (const PlanPhase& ph : plan_.phases)
-      if (ph.stash && ph.pass < pass && !recompute_stashes_) loaded_[static_cast<size_t>(ph.node)] = 1;
-    needed_.assign(plan_.nodes.size(), 0);
-    for (int t : targets) needed_[static_cast<size_t>(t)] = 1;
-    for (size_t i = plan_.nodes.size(); i-- > 0;)
-      if (needed_[i] && !loaded_[i] && !hoisted(i))
-        for (int o : plan_.nodes[i].operands) needed_[static_cast<size_t>(o)] = 1;
-  }
-  bool hoisted(size_t node) const { return !hoisted_.empty() && hoisted_[node]; }
-
-  // Whether the reductions being emitted (reducers(), over the nodes needed_ selects) sum
-  // float32 terms that cost a transcendental or more each. Those are compute-bound, and
-  // widening every term to double (accumulator_dtype) was a fifth of their time: the
-  // conversions, double adds and twice the accumulator registers, which spilled around
-  // an inline exp (a row sum of exp over 4096 x 4096 floats: 11.7 ms in double, 9.1 in
-  // float partials). They sum each 256-float chunk in float32 vector partials (16 terms
-  // per lane in sequence, then a tree), added to the double accumulators once per chunk:
-  // within a few ulp, as NumPy's pairwise sum (tests/jit_codegen_test.cpp,
-  // ReductionAccuracy). Plain sums are memory-bound and keep double terms.
-  bool sums_narrow() const {
-    bool widened = false;
-    for (const PlanOutput& o : reducers()) widened = widened || accumulator_dtype(o) != o.dtype;
-    return widened && costly_points();
-  }
-  // Whether a point of the loop being emitted (the nodes needed_ selects) costs a
-  // transcendental or more.
-  bool costly_points() const {
-    int64_t cost = 0;
-    for (size_t i = 0; i < plan_.nodes.size(); ++i) {
-      const PlanNode& n = plan_.nodes[i];
-      const bool evaluated = needed_.empty() || (needed_[i] && !loaded_[i] && !hoisted(i));
-      if (n.kind == PlanNode::Kind::Op && evaluated) cost += op_cost(*n.eqn->primitive);
-    }
-    return cost >= kNarrowSumCost;
-  }
-
-  // Whether a rows kernel's last pass of phases stores the previous row's full-shape
-  // outputs in its loop. Those outputs are large enough to stream (streamed()), and a loop
-  // of streaming stores alone runs at memory's write speed with the arithmetic units
-  // idle, while the last pass (a softmax's exp) computes with the memory bus idle; in
-  // one loop they overlap. Rows of one reduced dim.
-  bool pipelines_outputs() const {
-    if (!one_reduced_dim()) return false;
-    for (const PlanOutput& o : plan_.outputs)
-      if (!o.per_row && !streamed(o)) return false;
-    return true;
-  }
-
-  // The pass of a rows kernel that prefetches the next block's rows, or -1. A block's
-  // first pass reads its rows from memory, its later passes from cache: without
-  // prefetching, memory sits idle while the later passes compute (a softmax's exp) and
-  // the first pass waits on memory with the arithmetic units idle. The last pass of
-  // phases prefetches, when there are several, over rows of one reduced dim read along
-  // memory, from inputs larger than the last-level cache of a CPU of this class (smaller
-  // ones stay in cache between calls).
-  int prefetching_pass() const {
-    if (plan_.num_passes < 2 || !one_reduced_dim()) return -1;
-    int64_t load_bytes = 0;  // the widest load's element
-    for (const PlanNode& n : plan_.nodes)
-      if (n.kind == PlanNode::Kind::Load) load_bytes = std::max<int64_t>(load_bytes, itemsize(n.dtype));
-    double bytes = static_cast<double>(load_bytes);
-    for (int64_t d : plan_.dims) bytes *= static_cast<double>(d);
-    return bytes >= static_cast<double>(kPrefetchMinBytes) ? plan_.num_passes - 1 : -1;
-  }
-  bool one_reduced_dim() const { return plan_.ndim() - plan_.num_kept == 1; }
-
-  // The streams of the current pass's loads at the row `block_rows` rows ahead of the
-  // current one (the same row in the last block): every load read along the reduced dim
-  // whose address moves with the row.
-  void prefetch_streams(Value* end, int64_t block_rows) {
-    const size_t nd = plan_.dims.size(), nk = static_cast<size_t>(plan_.num_kept);
-    std::vector<Value*> ahead(nd, nullptr);
-    Value* row = b_.CreateAdd(block_slot_row_, c64(block_rows), "", true, true);
-    row = b_.CreateSelect(b_.CreateICmpSLT(row, end), row, block_slot_row_);
-    decompose(row, 0, nk, ahead);
-    ahead[nd - 1] = c64(0);
-    std::vector<std::pair<int, const Affine*>> seen;
-    for (size_t i = 0; i < plan_.nodes.size(); ++i) {
-      const PlanNode& n = plan_.nodes[i];
-      if (n.kind != PlanNode::Kind::Load || !needed_[i] || loaded_[i] || n.index.coef[nd - 1] != 1) continue;
-      bool moves = false;
-      for (size_t d = 0; d < nk; ++d) moves = moves || n.index.coef[d] != 0;
-      bool repeated = false;
-      for (auto& [input, index] : seen) repeated = repeated || (input == n.input && *index == n.index);
-      if (!moves || repeated) continue;
-      seen.push_back({n.input, &n.index});
-      Value* base = b_.CreateGEP(storage_type(ctx_, n.dtype), ins_[static_cast<size_t>(n.input)], affine(n.index, ahead));
-      prefetch_.push_back({base, n.dtype});
-    }
-  }
-
-  // Rows in blocks of chunk_rows (kernel_plan.h: LoopSchedule::Mode::Rows). Row values
-  // and stashes are kept per row of the block; the per-row outputs run as one loop over
-  // the block's rows, which vectorizes (the log of logsumexp called once per row cost a
-  // 16-lane libmvec call each time: 19% of 65536 x 128).
-  void rows(Value* begin, Value* end) {
-    const size_t nd = plan_.dims.size(), nk = static_cast<size_t>(plan_.num_kept);
-    const int64_t block_rows = std::max<int64_t>(1, plan_.schedule.chunk_rows);
-    int64_t row_elements = 1;
-    for (size_t d = nk; d < nd; ++d) row_elements *= plan_.dims[d];
-    for (const PlanPhase& ph : plan_.phases) {
-      llvm::BasicBlock& entry = function_->getEntryBlock();
-      llvm::IRBuilder<> at(&entry, entry.begin());
-      stashes_.push_back(ph.stash ? at.CreateAlloca(storage_type(ctx_, ph.dtype), c64(row_elements * block_rows))
-                                  : nullptr);
-      block_values_.push_back(at.CreateAlloca(value_type(ctx_, ph.dtype), c64(block_rows)));
-    }
-    std::vector<std::vector<PlanOutput>> pass_reducers(static_cast<size_t>(plan_.num_passes));
-    std::vector<std::vector<int>> pass_phases(static_cast<size_t>(plan_.num_passes));
-    for (size_t k = 0; k < plan_.phases.size(); ++k) {
-      const PlanPhase& ph = plan_.phases[k];
-      pass_reducers[static_cast<size_t>(ph.pass)].push_back(phase_reducer(ph));
-      pass_phases[static_cast<size_t>(ph.pass)].push_back(static_cast<int>(k));
-    }
-    std::vector<std::vector<llvm::AllocaInst*>> pass_accs;
-    for (const auto& rs : pass_reducers) {
-      reducers_ = &rs;
-      pass_accs.push_back(accumulators());
-    }
-    reducers_ = nullptr;
-    std::vector<int> full, per_row;
-    for (const PlanOutput& o : plan_.outputs) (o.per_row ? per_row : full).push_back(o.node);
-    // Per total: its block's rows' values, which store_block_totals adds up.
-    std::vector<llvm::AllocaInst*> row_totals(plan_.outputs.size(), nullptr);
-    for (size_t m = 0; m < plan_.outputs.size(); ++m)
-      if (plan_.outputs[m].total()) {
-        llvm::BasicBlock& entry = function_->getEntryBlock();
-        llvm::IRBuilder<> at(&entry, entry.begin());
-        row_totals[m] = at.CreateAlloca(value_type(ctx_, plan_.outputs[m].dtype), c64(block_rows));
-      }
-    std::vector<Value*> idx(nd, nullptr);
-    // body() for every row u of [from, to), of the block starting at row lo: idx holds
-    // u's kept dims, block_slot_ its place in the block.
-    auto each_row = [&](Value* lo, Value* from, Value* to, const std::function<void()>& body) {
-      loop(from, to, [&](Value* u) {
-        decompose(u, 0, nk, idx);
-        block_slot_ = b_.CreateSub(u, lo, "", true, true);
-        block_slot_row_ = u;
-        body();
-        block_slot_ = nullptr;
+    if (std::any_of(totals.begin(), totals.end(), [](llvm::AllocaInst* t) { return t != nullptr; }))
+      loop(jb, je, [&](Value* j) {
+        idx[nk - 1] = j;
+        for_each_output([&](size_t m, const PlanOutput& o) {
+          if (!totals[m]) return;
+          Value* t = b_.CreateLoad(totals[m]->getAllocatedType(), total(m, j));
+          if (split)
+            store_element(b_, t, dest(m, idx), accumulator_dtype(o));
+          else
+            store_element(b_, final_value(o, t), out_ptr(m, idx), o.dtype);
+        });
       });
-      unit_loops_.insert(latches_.back());
-    };
-    // The full-shape outputs at the point idx (their nodes selected).
-    auto store_full = [&](const std::vector<Value*>& at) {
-      std::vector<Value*> v = eval(at);
-      for (size_t m = 0; m < plan_.outputs.size(); ++m)
-        if (!plan_.outputs[m].per_row)
-          store_element(b_, v[static_cast<size_t>(plan_.outputs[m].node)], out_ptr(m, at), plan_.outputs[m].dtype);
-    };
-    const int prefetch_pass = prefetching_pass();
-    const bool pipelined = !full.empty() && pipelines_outputs();
-    const int last_pass = plan_.num_passes - 1;
-    // Rows of 8-11 float32 points run every pass of a row in sequence in the body of one
-    // loop over the block's rows (across_passes), which the vectorizer widens across
-    // rows: no horizontal reduction per row and pass, full vectors where the row's own
-    // would be masked, each point loaded once for all passes, and nothing stashed (the
-    // full-shape outputs, along the row, compute a stashed operand again from the
-    // block's rows in cache). Measured over 1.6e6 floats, rows of 10, along -> across
-    // (a pass at a time): logsumexp 623 -> 406 us, layer norm 1151 -> 1034, cross-entropy
-    // 816 -> 551; one loop for all passes: logsumexp 389 -> 246, cross-entropy 454 ->
-    // 317, softmax 770 -> 647, layer norm 514 -> 358 (with arrays at staggered page
-    // offsets: cpu_backend.cpp). Rows of 12 and 16 measured slower across (their loads
-    // become gathers: softmax 609 -> 708 at 12), those of up to 7 level.
-    const bool across = !pipelined && prefetch_pass < 0 && one_reduced_dim() && widest_itemsize() <= 4 &&
-                        plan_.dims[nd - 1] >= kAcrossRowsMin && plan_.dims[nd - 1] <= kAcrossRowsMax;
-    recompute_stashes_ = across;
-    std::vector<char> full_needed, full_loaded;
-    if (!full.empty()) {
-      select(full, plan_.num_passes);
-      full_needed = needed_, full_loaded = loaded_;
-    }
-    Value* count = b_.CreateSub(end, begin, "", true, true);
-    Value* blocks = b_.CreateUDiv(b_.CreateAdd(count, c64(block_rows - 1), "", true, true), c64(block_rows));
-    loop(c64(0), blocks, [&](Value* block) {
-      Value* lo = b_.CreateAdd(begin, b_.CreateMul(block, c64(block_rows), "", true, true), "", true, true);
-      Value* hi = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(lo, c64(block_rows), "", true, true), end);
-      if (across) across_passes(lo, hi, idx, pass_reducers, pass_phases, each_row);
-      const size_t separate_passes = across ? 0 : pass_reducers.size();  // each a loop over the block's rows
-      for (size_t q = 0; q < separate_passes; ++q) {
-        reducers_ = &pass_reducers[q];
-        std::vector<int> targets;
-        for (const PlanOutput& r : pass_reducers[q]) targets.push_back(r.node);
-        for (int k : pass_phases[q])
-          if (plan_.phases[static_cast<size_t>(k)].stash) stores_.push_back(k);
-        select(targets, static_cast<int>(q));
-        // A later pass's reductions read row values of the earlier ones (the picked
-        // log-probability of a cross-entropy: x - m - log(s) at the label).
-        const bool pipelined_pass = pipelined && static_cast<int>(q) == last_pass;
-        if (q > 0 && !pipelined_pass) hoist_row_values(targets, static_cast<int>(q), lo, hi, idx, each_row);
-        const bool prefetching = static_cast<int>(q) == prefetch_pass;
-        narrow_sums_ = sums_narrow();
-        auto pass_row = [&] {
-          if (prefetching) prefetch_streams(end, block_rows);
-          reset(pass_accs[q]);
-          reduce_nest(nk, idx, pass_accs[q]);
-          for (size_t m = 0; m < pass_phases[q].size(); ++m) {
-            const size_t k = static_cast<size_t>(pass_phases[q][m]);
-            Value* acc = b_.CreateLoad(pass_accs[q][m]->getAllocatedType(), pass_accs[q][m]);
-            Value* value = final_value(pass_reducers[q][m], acc);
-            b_.CreateStore(value, block_value_ptr(k));
-          }
-          prefetch_.clear();
-        };
-        if (pipelined_pass) {
-          // The block's first row alone, then each later row's pass with the previous
-          // row's outputs in the same loop (pipelines_outputs).
-          Value* second = b_.CreateAdd(lo, c64(1), "", true, true);
-          each_row(lo, lo, second, pass_row);
-          each_row(lo, second, hi, [&] {
-            std::vector<Value*> prev(nd, nullptr);
-            decompose(b_.CreateSub(block_slot_row_, c64(1), "", true, true), 0, nk, prev);
-            Value* prev_slot = b_.CreateSub(block_slot_, c64(1), "", true, true);
-            companion_ = [&, prev, prev_slot](Value* j) mutable {
-              std::swap(needed_, full_needed);
-              std::swap(loaded_, full_loaded);
-              Value* slot = block_slot_;
-              block_slot_ = prev_slot;
-              prev[nd - 1] = j;
-              store_full(prev);
-              block_slot_ = slot;
-              std::swap(needed_, full_needed);
-              std::swap(loaded_, full_loaded);
-            };
-            pass_row();
-            companion_ = nullptr;
-          });
-        } else {
-          each_row(lo, lo, hi, pass_row);
-        }
-        stores_.clear();
-        hoisted_.clear();
-        reducers_ = nullptr;
-        narrow_sums_ = false;
-      }
-      if (!full.empty()) {
-        needed_ = full_needed, loaded_ = full_loaded;
-        if (!pipelined) hoist_row_values(full, plan_.num_passes, lo, hi, idx, each_row);
-        // Pipelined: only the block's last row is left.
-        Value* from = pipelined ? b_.CreateSub(hi, c64(1), "", true, true) : lo;
-        each_row(lo, from, hi, [&] {
-          const size_t first_latch = latches_.size();
-          nest(nk, idx, [&] { store_full(idx); });
-          output_loops_.insert(latches_.begin() + static_cast<std::ptrdiff_t>(first_latch), latches_.end());
-        });
-        hoisted_.clear();
-      }
-      if (!per_row.empty()) {
-        select(per_row, plan_.num_passes);
-        each_row(lo, lo, hi, [&] {
-          std::vector<Value*> at = idx;
-          for (size_t d = nk; d < nd; ++d) at[d] = c64(0);  // per-row values do not read the reduced dims
-          std::vector<Value*> v = eval(at);
-          for (size_t m = 0; m < plan_.outputs.size(); ++m) {
-            const PlanOutput& o = plan_.outputs[m];
-            if (!o.per_row) continue;
-            Value* value = v[static_cast<size_t>(o.node)];
-            if (o.total())
-              b_.CreateStore(value, b_.CreateInBoundsGEP(value->getType(), row_totals[m], block_slot_));
-            else
-              store_element(b_, value, out_ptr(m, at), o.dtype);
-          }
-        });
-        store_block_totals(row_totals, lo, hi, block_rows);
-      }
-      needed_.clear();
-      loaded_.clear();
-    });
-  }
+  });
+}
 
-  // A block's partial of each total (PlanOutput::total): its rows' values (in `values`,
-  // hi - lo of them) combined in the accumulator's dtype, stored through the output's
-  // pointer (the runtime's partials) at the block's index, lo / block_rows (the runtime
-  // starts each range of rows at a block's start). A float sum may reassociate, so the
-  // loop vectorizes (the block's rows in the vector's lanes, then across them: fixed by
-  // the kernel, whatever the threads); rows unrolled one at a time into four scalar
-  // accumulators were a sixth of a cross-entropy's time over rows of 10 floats.
-  void store_block_totals(const std::vector<llvm::AllocaInst*>& values, Value* lo, Value* hi, int64_t block_rows) {
-    Value* count = b_.CreateSub(hi, lo, "", true, true);
-    Value* block = b_.CreateUDiv(lo, c64(block_rows));
-    llvm::FastMathFlags reorder;
-    reorder.setAllowReassoc();
-    for (size_t m = 0; m < values.size(); ++m) {
-      if (!values[m]) continue;
-      const PlanOutput& o = plan_.outputs[m];
-      const DType a = accumulator_dtype(o);
-      llvm::AllocaInst* acc = entry_alloca(value_type(ctx_, a));
-      b_.CreateStore(reduction_identity(b_, *o.reduce, a), acc);
-      llvm::Type* t = values[m]->getAllocatedType();
-      loop(c64(0), count, [&](Value* j) {
-        Value* x = b_.CreateLoad(t, b_.CreateInBoundsGEP(t, values[m], j));
-        Value* next = combine_element(o, b_.CreateLoad(acc->getAllocatedType(), acc), x);
-        if (auto* add = llvm::dyn_cast<llvm::Instruction>(next); add && add->getOpcode() == llvm::Instruction::FAdd)
-          add->setFastMathFlags(reorder);
-        b_.CreateStore(next, acc);
-      });
-      unit_loops_.insert(latches_.back());
-      store_element(b_, b_.CreateLoad(acc->getAllocatedType(), acc), b_.CreateInBoundsGEP(storage_type(ctx_, a), outs_[m], block), a);
-    }
-  }
-
-  using EachRow = std::function<void(Value*, Value*, Value*, const std::function<void()>&)>;
-  // Rows of 8-11 float32 points whose passes all run across rows (`across` in rows(), no
-  // stash, no full-shape outputs): every pass of a row in one iteration of one loop over
-  // the block's rows, which the vectorizer widens across rows, so the row's points are
-  // loaded (gathered across rows) once for all passes and a later pass reads the earlier
-  // ones' row values in registers (separate loops gathered every point once per pass).
-  // A float max or min runs as x86's maxps (minps) on NaN mapped to the infinity it
-  // reduces towards, two instructions a point where IEEE maximum is six; a row whose fast
-  // extreme is a zero (whose sign maxps picks by operand order) or that infinity (where
-  // NaN may have been) runs all its passes again exactly after the loop, which the block
-  // enters only when one did. A float32 sum of the row's few points adds in float32
-  // (the same partials as a short row's along it), so a rerun row sums the same way.
-  void across_passes(Value* lo, Value* hi, std::vector<Value*>& idx,
-                     const std::vector<std::vector<PlanOutput>>& pass_reducers,
-                     const std::vector<std::vector<int>>& pass_phases, const EachRow& each_row) {
-    const size_t nd = plan_.dims.size();
-    auto is_max = [](const PlanOutput& o) { return monoid_of(o) == lowering::Monoid::kMax; };
-    auto bound = [&](const PlanOutput& o, llvm::Type* t) { return llvm::ConstantFP::getInfinity(t, !is_max(o)); };
-    auto odd_extreme = [&](const PlanOutput& o, Value* x) {
-      return b_.CreateOr(b_.CreateFCmpOEQ(x, llvm::ConstantFP::get(x->getType(), 0.0)),
-                         b_.CreateFCmpOEQ(x, bound(o, x->getType())));
-    };
-    bool any_fast = false;
-    for (const auto& rs : pass_reducers)
-      for (const PlanOutput& o : rs) any_fast = any_fast || fast_extremum(o);
-    llvm::FastMathFlags no_nans;
-    no_nans.setNoNaNs();
-    no_nans.setNoSignedZeros();
-    // One row's passes into the block values; returns whether a fast extreme was odd.
-    auto run_row = [&](bool fast) {
-      Value* odd = b_.getFalse();
-      for (size_t q = 0; q < pass_reducers.size(); ++q) {
-        const std::vector<PlanOutput>& rs = pass_reducers[q];
-        reducers_ = &rs;
-        std::vector<int> targets;
-        for (const PlanOutput& r : rs) targets.push_back(r.node);
-        select(targets, static_cast<int>(q));
-        // Each reduction's running value in SSA: the points are unrolled.
-        std::vector<Value*> acc(rs.size());
-        std::vector<char> narrow(rs.size());
-        for (size_t m = 0; m < rs.size(); ++m) {
-          narrow[m] = (fast && fast_extremum(rs[m])) || accumulator_dtype(rs[m]) != rs[m].dtype;
-          acc[m] = reduction_identity(b_, *rs[m].reduce, narrow[m] ? rs[m].dtype : accumulator_dtype(rs[m]));
-        }
-        for (int64_t j = 0; j < plan_.dims[nd - 1]; ++j) {
-          idx[nd - 1] = c64(j);
-          std::vector<Value*> v = eval(idx);
-          for (size_t m = 0; m < rs.size(); ++m) {
-            Value* x = v[static_cast<size_t>(rs[m].node)];
-            if (fast && fast_extremum(rs[m])) {
-              Value* inf = bound(rs[m], x->getType());
-              x = b_.CreateSelect(is_max(rs[m]) ? b_.CreateFCmpOLT(x, inf) : b_.CreateFCmpOGT(x, inf), x, inf);
-              acc[m] = b_.CreateBinaryIntrinsic(is_max(rs[m]) ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum,
-                                                acc[m], x);
-              llvm::cast<llvm::Instruction>(acc[m])->setFastMathFlags(no_nans);
-            } else {
-              acc[m] = narrow[m] ? emit_reduce_combine(b_, *rs[m].reduce, acc[m], x, rs[m].dtype)
-                                 : combine_element(rs[m], acc[m], x);
-            }
-          }
-        }
-        for (size_t m = 0; m < rs.size(); ++m) {
-          Value* value = narrow[m] ? acc[m] : final_value(rs[m], acc[m]);
-          if (fast && fast_extremum(rs[m])) odd = b_.CreateOr(odd, odd_extreme(rs[m], value));
-          b_.CreateStore(value, block_value_ptr(static_cast<size_t>(pass_phases[q][m])));
-        }
-      }
-      reducers_ = nullptr;
-      return odd;
-    };
-    llvm::AllocaInst* any_odd = entry_alloca(b_.getInt1Ty());
-    b_.CreateStore(b_.getFalse(), any_odd);
-    across_lo_ = lo;
-    each_row(lo, lo, hi, [&] {
-      Value* odd = run_row(true);
-      b_.CreateStore(b_.CreateOr(b_.CreateLoad(b_.getInt1Ty(), any_odd), odd), any_odd);
-    });
-    across_lo_ = nullptr;
-    if (!any_fast) return;
-    auto* rerun = llvm::BasicBlock::Create(ctx_, "across.rerun", function_);
-    auto* done = llvm::BasicBlock::Create(ctx_, "across.done", function_);
-    llvm::MDNode* unlikely = llvm::MDBuilder(ctx_).createUnlikelyBranchWeights();
-    b_.CreateCondBr(b_.CreateLoad(b_.getInt1Ty(), any_odd), rerun, done, unlikely);
-    b_.SetInsertPoint(rerun);
-    each_row(lo, lo, hi, [&] {
-      Value* odd = b_.getFalse();
-      for (size_t q = 0; q < pass_reducers.size(); ++q)
-        for (size_t m = 0; m < pass_reducers[q].size(); ++m) {
-          const PlanOutput& o = pass_reducers[q][m];
-          if (!fast_extremum(o)) continue;
-          const size_t k = static_cast<size_t>(pass_phases[q][m]);
-          odd = b_.CreateOr(odd, odd_extreme(o, b_.CreateLoad(block_values_[k]->getAllocatedType(), block_value_ptr(k))));
-        }
-      auto* exact = llvm::BasicBlock::Create(ctx_, "across.exact", function_);
-      auto* next = llvm::BasicBlock::Create(ctx_, "across.next", function_);
-      b_.CreateCondBr(odd, exact, next, unlikely);
-      b_.SetInsertPoint(exact);
-      run_row(false);
-      b_.CreateBr(next);
-      b_.SetInsertPoint(next);
-    });
-    scalar_loops_.insert(latches_.back());
-    b_.CreateBr(done);
-    b_.SetInsertPoint(done);
-  }
-
-  // Before a block's full-shape outputs (unpipelined), or a later pass's reductions, the
-  // nodes they need that do not vary along the row and cost a division or more (a
-  // log_softmax's log of the row's sum, a normalization's rsqrt) are computed once per
-  // row into row buffers, in a loop over the block's rows that vectorizes across them;
-  // the outputs' (reductions') loops read them there. Left to LLVM, each was hoisted out
-  // of its row's loop as a scalar: a log per row through eager's one-element math call
-  // (jx_vm_log) was a third of a log_softmax over 160000 x 10 floats, and half of a
-  // cross-entropy's rows kernel, which picks its label's log-probability in a third pass.
-  // Selects the targets' nodes of `pass` again, stopping at the row values.
-  void hoist_row_values(const std::vector<int>& targets, int pass, Value* lo, Value* hi, std::vector<Value*>& idx,
-                        const EachRow& each_row) {
-    const size_t n = plan_.nodes.size();
-    hoisted_.clear();
-    const std::vector<char> varies = varies_along_reduced();
-    // The cost of each row-invariant op with the row-invariant ops under it: a log's sum
-    // with the row's shift (log(s) + m) is worth hoisting whole.
-    std::vector<int64_t> invariant_cost(n, 0);
-    for (size_t i = 0; i < n; ++i) {
-      const PlanNode& node = plan_.nodes[i];
-      if (varies[i] || node.kind != PlanNode::Kind::Op) continue;
-      invariant_cost[i] = op_cost(*node.eqn->primitive);
-      for (int o : node.operands) invariant_cost[i] += invariant_cost[static_cast<size_t>(o)];
-    }
-    const std::vector<char> hoist = hoistable(targets, varies, [&](size_t o) { return invariant_cost[o] >= 2; });
-    compute_hoisted(hoist, std::max<int64_t>(1, plan_.schedule.chunk_rows), pass, targets, idx,
-                    [&](const std::function<void()>& body) { each_row(lo, lo, hi, body); });
-  }
-
-  // Per node: whether its value varies along the reduced dims (a load or iota reading
-  // them, an operand stashed per point, or an op of such). A stage may hoist the others.
-  std::vector<char> varies_along_reduced() const {
-    const size_t nd = plan_.dims.size(), nk = static_cast<size_t>(plan_.num_kept), n = plan_.nodes.size();
-    std::vector<char> varies(n, 0);
-    for (size_t i = 0; i < n; ++i) {
-      const PlanNode& node = plan_.nodes[i];
-      if (node.kind == PlanNode::Kind::Load || node.kind == PlanNode::Kind::Iota)
-        for (size_t d = nk; d < nd; ++d) varies[i] = varies[i] || node.index.coef[d] != 0;
-      varies[i] = varies[i] || (!loaded_.empty() && loaded_[i]);
-      for (int o : node.operands) varies[i] = varies[i] || varies[static_cast<size_t>(o)];
-    }
-    return varies;
-  }
-
-  // The needed ops that do not vary along the reduced dims but feed ones that do (or are
-  // targets), among those `worth` accepts.
-  std::vector<char> hoistable(const std::vector<int>& targets, const std::vector<char>& varies,
-                              const std::function<bool(size_t)>& worth) const {
-    const size_t n = plan_.nodes.size();
-    auto wanted = [&](size_t o) {
-      return needed_[o] && !varies[o] && plan_.nodes[o].kind == PlanNode::Kind::Op && worth(o);
-    };
-    std::vector<char> hoist(n, 0);
-    for (size_t i = 0; i < n; ++i)
-      if (needed_[i] && varies[i])
-        for (int o : plan_.nodes[i].operands) hoist[static_cast<size_t>(o)] = hoist[static_cast<size_t>(o)] || wanted(static_cast<size_t>(o));
-    for (int t : targets) hoist[static_cast<size_t>(t)] = hoist[static_cast<size_t>(t)] || wanted(static_cast<size_t>(t));
-    return hoist;
-  }
-
-  // Computes the `hoist` nodes once per slot of a block (a column or a row) into buffers
-  // of `slots` elements, in the loop each_slot runs, and marks them hoisted (eval reads
-  // them there at block_slot_); then selects `targets` of `pass` again.
-  void compute_hoisted(std::vector<char> hoist, int64_t slots, int pass, const std::vector<int>& targets,
-                       std::vector<Value*>& idx, const std::function<void(const std::function<void()>&)>& each_slot) {
-    const size_t nd = plan_.dims.size(), nk = static_cast<size_t>(plan_.num_kept), n = plan_.nodes.size();
-    std::vector<int> nodes;
-    for (size_t i = 0; i < n; ++i)
-      if (hoist[i]) nodes.push_back(static_cast<int>(i));
-    if (nodes.empty()) return;
-    if (column_values_.empty()) column_values_.assign(n, nullptr);
-    for (int h : nodes)
-      if (!column_values_[static_cast<size_t>(h)]) {
-        llvm::BasicBlock& entry = function_->getEntryBlock();
-        llvm::IRBuilder<> at(&entry, entry.begin());
-        column_values_[static_cast<size_t>(h)] =
-            at.CreateAlloca(value_type(ctx_, plan_.nodes[static_cast<size_t>(h)].dtype), c64(slots));
-      }
-    select(nodes, pass);
-    for (size_t d = nk; d < nd; ++d) idx[d] = c64(0);  // the hoisted nodes do not read them
-    each_slot([&] {
-      std::vector<Value*> v = eval(idx);
-      for (int h : nodes) {
-        llvm::AllocaInst* buffer = column_values_[static_cast<size_t>(h)];
-        b_.CreateStore(v[static_cast<size_t>(h)], b_.CreateInBoundsGEP(buffer->getAllocatedType(), buffer, block_slot_));
-      }
-    });
-    hoisted_ = std::move(hoist);
-    select(targets, pass);
-  }
-
-  // Blocks of columns (kernel_plan.h: LoopSchedule::Mode::Columns). A unit owns columns
-  // [jb, je) of the innermost kept dim, as column_reduce's do. Columns of at most
-  // kShortColumnRows reduced points run one column at a time (short_column); longer
-  // ones pass over the block: each pass of phases accumulates over the reduced dims into
-  // a column buffer per phase (one element per column), its inner loop along the
-  // columns, and rounds it into the phase's block values, which RowValue nodes read at
-  // the column's slot; then the full-shape outputs run over the reduced dims and the
-  // block, and the per-row ones over the block.
-  void columns(Value* begin, Value* end) {
-    const size_t nd = plan_.dims.size(), nk = static_cast<size_t>(plan_.num_kept);
-    const int64_t inner = plan_.dims[nk - 1], block = plan_.schedule.column_block;
-    const int64_t blocks = (inner + block - 1) / block;
-    int64_t reduced = 1;
-    for (size_t d = nk; d < nd; ++d) reduced *= plan_.dims[d];
-    const bool short_columns = reduced <= kShortColumnRows;
-    std::vector<llvm::AllocaInst*> column_accs;
-    for (const PlanPhase& ph : plan_.phases) {
-      llvm::BasicBlock& entry = function_->getEntryBlock();
-      llvm::IRBuilder<> at(&entry, entry.begin());
-      block_values_.push_back(at.CreateAlloca(value_type(ctx_, ph.dtype), c64(short_columns ? 1 : block)));
-      if (!short_columns) column_accs.push_back(at.CreateAlloca(value_type(ctx_, column_acc_dtype(ph, reduced)), c64(block)));
-    }
-    std::vector<Value*> idx(nd, nullptr);
-    loop(begin, end, [&](Value* u) {
-      Value* jb = b_.CreateMul(b_.CreateURem(u, c64(blocks)), c64(block));
-      Value* je = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(jb, c64(block)), c64(inner));
-      decompose(b_.CreateUDiv(u, c64(blocks)), 0, nk - 1, idx);
-      // body() at every column j of the block, block_slot_ its place in the block.
-      auto each_column = [&](const std::function<void()>& body) {
-        loop(jb, je, [&](Value* j) {
-          idx[nk - 1] = j;
-          block_slot_ = short_columns ? c64(0) : b_.CreateSub(j, jb, "", true, true);
-          body();
-          block_slot_ = nullptr;
-        });
-        column_loops_.emplace(latches_.back(), short_columns);
-      };
-      if (short_columns) {
-        each_column([&] { short_column(idx, reduced); });
+void LoopEmitter::full_reduce(Value* begin, Value* end) {
+  narrow_sums_ = sums_narrow();
+  const size_t nd = plan_.dims.size();
+  const int64_t rows = nd > 0 ? plan_.dims[0] : 1, chunk = plan_.schedule.chunk_rows;
+  std::vector<Value*> idx(nd, nullptr);
+  auto accs = accumulators();
+  loop(begin, end, [&](Value* c) {
+    reset(accs);
+    if (nd == 0) {
+      accumulate(accs, idx);
+    } else {
+      Value* lo = b_.CreateMul(c, c64(chunk), "", true, true);
+      Value* hi = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(lo, c64(chunk)), c64(rows));
+      if (nd == 1) {
+        reduce_innermost(0, lo, hi, idx, accs);  // the chunk is the innermost loop
       } else {
-        for (int pass = 0; pass < plan_.num_passes; ++pass) column_pass(pass, idx, reduced, column_accs, each_column);
-        store_column_outputs(idx, [&](const std::function<void()>& body) { nest(nk, idx, [&] { each_column(body); }); },
-                             each_column, true);
+        loop(lo, hi, [&](Value* r) {
+          idx[0] = r;
+          reduce_nest(1, idx, accs);
+        });
       }
-      needed_.clear();
-      loaded_.clear();
-      hoisted_.clear();
-    });
-  }
-
-  // Over at most kWideColumnRows reduced elements a float32 sum adds in float32, as
-  // column_reduce's partial rows do (as exact as eager's sum of so few terms): widening
-  // each term to double cost the leapfrog step (sums over 3 rows) more than its loads,
-  // a conversion per term on one port.
-  DType column_acc_dtype(const PlanPhase& ph, int64_t reduced) const {
-    return reduced <= kWideColumnRows ? ph.dtype : accumulator_dtype(phase_reducer(ph));
-  }
-  static PlanOutput phase_reducer(const PlanPhase& ph) {
-    PlanOutput r;
-    r.node = ph.node;
-    r.dtype = ph.dtype;
-    r.reduce = ph.reduce;
-    return r;
-  }
-  // Before a stage's loops over the reduced dims (a pass of phases, or the outputs), the
-  // nodes it needs that do not vary over the reduced dims but feed ones that do (a mean
-  // subtracted, the rsqrt of a variance) are computed once per column into column
-  // buffers, which the loops then read: the rows schedule leaves those to LLVM, which
-  // hoists a row's invariants out of its loop, but here the columns are the inner loop.
-  // Recomputed per element, the sqrt and division of a 1000 x 1000 standardization over
-  // axis 0 cost it 0.62 ms against 0.50 as four kernels. Selects the stage's nodes.
-  void hoist_column_values(const std::vector<int>& targets, int pass, std::vector<Value*>& idx,
-                           const std::function<void(const std::function<void()>&)>& each_column) {
-    hoisted_.clear();
-    select(targets, pass);
-    const std::vector<char> hoist = hoistable(targets, varies_along_reduced(), [](size_t) { return true; });
-    compute_hoisted(hoist, plan_.schedule.column_block, pass, targets, idx, each_column);
-  }
-
-  std::vector<size_t> phases_of_pass(int pass) const {
-    std::vector<size_t> phases;
-    for (size_t k = 0; k < plan_.phases.size(); ++k)
-      if (plan_.phases[k].pass == pass) phases.push_back(k);
-    return phases;
-  }
-  std::vector<int> phase_nodes(const std::vector<size_t>& phases) const {
-    std::vector<int> nodes;
-    for (size_t k : phases) nodes.push_back(plan_.phases[k].node);
-    return nodes;
-  }
-  Value* block_value_ptr(size_t k) {
-    return b_.CreateInBoundsGEP(block_values_[k]->getAllocatedType(), block_values_[k], block_slot_);
-  }
-
-  // One pass of phases over a block of columns into their column buffers, then their
-  // block values.
-  void column_pass(int pass, std::vector<Value*>& idx, int64_t reduced, const std::vector<llvm::AllocaInst*>& accs,
-                   const std::function<void(const std::function<void()>&)>& each_column) {
-    const size_t nk = static_cast<size_t>(plan_.num_kept);
-    const std::vector<size_t> phases = phases_of_pass(pass);
-    hoist_column_values(phase_nodes(phases), pass, idx, each_column);
-    auto acc_ptr = [&](size_t k) { return b_.CreateInBoundsGEP(accs[k]->getAllocatedType(), accs[k], block_slot_); };
-    each_column([&] {
-      for (size_t k : phases)
-        b_.CreateStore(reduction_identity(b_, *plan_.phases[k].reduce, column_acc_dtype(plan_.phases[k], reduced)), acc_ptr(k));
-    });
-    nest(nk, idx, [&] {
-      each_column([&] {
-        std::vector<Value*> v = eval(idx);
-        for (size_t k : phases) {
-          const PlanPhase& ph = plan_.phases[k];
-          const DType a = column_acc_dtype(ph, reduced);
-          Value* p = acc_ptr(k);
-          Value* x = emit_convert(b_, v[static_cast<size_t>(ph.node)], ph.dtype, a);
-          b_.CreateStore(emit_reduce_combine(b_, *ph.reduce, b_.CreateLoad(accs[k]->getAllocatedType(), p), x, a), p);
-        }
-      });
-    });
-    each_column([&] {
-      for (size_t k : phases) {
-        const PlanPhase& ph = plan_.phases[k];
-        Value* acc = b_.CreateLoad(accs[k]->getAllocatedType(), acc_ptr(k));
-        b_.CreateStore(emit_convert(b_, acc, column_acc_dtype(ph, reduced), ph.dtype), block_value_ptr(k));
-      }
-    });
-  }
-
-  // The full-shape outputs at every point full_points() visits, then the per-row ones at
-  // every column each_column() visits.
-  // hoist: the block schedule (hoist_column_values before the full-shape outputs' loops).
-  void store_column_outputs(std::vector<Value*>& idx, const std::function<void(const std::function<void()>&)>& full_points,
-                            const std::function<void(const std::function<void()>&)>& each_column, bool hoist) {
-    const size_t nd = plan_.dims.size(), nk = static_cast<size_t>(plan_.num_kept);
-    std::vector<int> full, per_row;
-    for (const PlanOutput& o : plan_.outputs) (o.per_row ? per_row : full).push_back(o.node);
-    auto store = [&](bool rows) {
-      std::vector<Value*> v = eval(idx);
-      for (size_t m = 0; m < plan_.outputs.size(); ++m)
-        if (plan_.outputs[m].per_row == rows)
-          store_element(b_, v[static_cast<size_t>(plan_.outputs[m].node)], out_ptr(m, idx), plan_.outputs[m].dtype);
-    };
-    if (!full.empty()) {
-      if (hoist)
-        hoist_column_values(full, plan_.num_passes, idx, each_column);
-      else
-        select(full, plan_.num_passes);
-      full_points([&] { store(false); });
     }
-    if (!per_row.empty()) {
-      hoisted_.clear();
-      select(per_row, plan_.num_passes);
-      for (size_t d = nk; d < nd; ++d) idx[d] = c64(0);  // per-row values do not read the reduced dims
-      each_column([&] { store(true); });
+    for (size_t m = 0; m < accs.size(); ++m) {  // the partial in the accumulator's dtype
+      const DType a = accumulator_dtype(plan_.outputs[m]);
+      store_element(b_, b_.CreateLoad(accs[m]->getAllocatedType(), accs[m]),
+                    b_.CreateInBoundsGEP(storage_type(ctx_, a), outs_[m], c), a);
     }
-  }
+  });
+}
 
-  // The whole program at one column (idx[nk - 1]), its reduced points unrolled: the loop
-  // over the columns holds straight-line code, which the vectorizer runs along the
-  // columns, and in which LLVM's value numbering shares what the passes and the outputs
-  // recompute (each input element is loaded once). The leapfrog step (two sums over 3
-  // rows of 1024 floats and the work between them): 0.70 us as four kernels, 0.58-0.65
-  // as one over blocks of columns, 0.xx as this.
-  void short_column(std::vector<Value*>& idx, int64_t reduced) {
-    const size_t nd = plan_.dims.size(), nk = static_cast<size_t>(plan_.num_kept);
-    auto each_point = [&](const std::function<void()>& body) {
-      for (int64_t flat = 0; flat < reduced; ++flat) {
-        int64_t rest = flat;
-        for (size_t d = nd; d-- > nk;) {
-          idx[d] = c64(rest % plan_.dims[d]);
-          rest /= plan_.dims[d];
-        }
-        body();
-      }
-    };
-    for (int pass = 0; pass < plan_.num_passes; ++pass) {
-      const std::vector<size_t> phases = phases_of_pass(pass);
-      select(phase_nodes(phases), pass);
-      std::vector<Value*> accs;
-      for (size_t k : phases) accs.push_back(reduction_identity(b_, *plan_.phases[k].reduce, plan_.phases[k].dtype));
-      each_point([&] {
-        std::vector<Value*> v = eval(idx);
-        for (size_t m = 0; m < phases.size(); ++m) {
-          const PlanPhase& ph = plan_.phases[phases[m]];
-          accs[m] = emit_reduce_combine(b_, *ph.reduce, accs[m], v[static_cast<size_t>(ph.node)], ph.dtype);
-        }
-      });
-      for (size_t m = 0; m < phases.size(); ++m) b_.CreateStore(accs[m], block_value_ptr(phases[m]));
-    }
-    store_column_outputs(idx, each_point, [&](const std::function<void()>& body) { body(); }, false);
-  }
-
-  void full_reduce(Value* begin, Value* end) {
-    narrow_sums_ = sums_narrow();
-    const size_t nd = plan_.dims.size();
-    const int64_t rows = nd > 0 ? plan_.dims[0] : 1, chunk = plan_.schedule.chunk_rows;
-    std::vector<Value*> idx(nd, nullptr);
-    auto accs = accumulators();
-    loop(begin, end, [&](Value* c) {
-      reset(accs);
-      if (nd == 0) {
-        accumulate(accs, idx);
-      } else {
-        Value* lo = b_.CreateMul(c, c64(chunk), "", true, true);
-        Value* hi = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(lo, c64(chunk)), c64(rows));
-        if (nd == 1) {
-          reduce_innermost(0, lo, hi, idx, accs);  // the chunk is the innermost loop
-        } else {
-          loop(lo, hi, [&](Value* r) {
-            idx[0] = r;
-            reduce_nest(1, idx, accs);
-          });
-        }
-      }
-      for (size_t m = 0; m < accs.size(); ++m) {  // the partial in the accumulator's dtype
-        const DType a = accumulator_dtype(plan_.outputs[m]);
-        store_element(b_, b_.CreateLoad(accs[m]->getAllocatedType(), accs[m]),
-                      b_.CreateInBoundsGEP(storage_type(ctx_, a), outs_[m], c), a);
-      }
-    });
-  }
-
-  std::string key_;
-  llvm::Module& module_;
-  std::vector<llvm::BranchInst*> latches_;  // back edges of every loop emitted
-  llvm::LLVMContext& ctx_;
-  const KernelPlan& plan_;
-  llvm::IRBuilder<> b_;
-  llvm::Type* i64_;
-  llvm::PointerType* ptr_;
-  llvm::Function* function_ = nullptr;
-  std::vector<Value*> ins_, outs_;
-  // rows kernels: the state of the pass being emitted
-  const std::vector<PlanOutput>* reducers_ = nullptr;  // null: the plan's outputs
-  std::vector<char> needed_, loaded_;                   // per node; empty: evaluate all
-  std::vector<int> stores_;                             // phases whose operand this pass stashes
-  std::vector<llvm::AllocaInst*> stashes_;              // per phase: its block's rows' buffer, or null
-  std::vector<llvm::AllocaInst*> block_values_;         // per phase: its results for a block's rows
-  struct PrefetchStream {
-    Value* next_row;  // the load's element 0 of the row prefetched
-    DType dtype;
-  };
-  std::vector<PrefetchStream> prefetch_;  // the prefetching pass's streams (empty: none)
-  bool narrow_sums_ = false;              // reduce_innermost sums float32 in float32 chunks
-  // The pipelined last pass (pipelines_outputs): the previous row's outputs at reduced index j.
-  std::function<void(Value*)> companion_;
-  // columns kernels: per node, its buffer of a block's column values (hoist_column_values),
-  // and which nodes the current stage reads from theirs
-  std::vector<llvm::AllocaInst*> column_values_;
-  std::vector<char> hoisted_;
-  struct SplitLoop {
-    int64_t points;  // of this loop
-    bool rest;       // the points after the whole vectors
-  };
-  std::map<const llvm::BranchInst*, SplitLoop> split_points_;  // points_loop's loops
-  int64_t split_points_now_ = 0;                              // annotate_loops: the latch's, or 0
-  std::set<const llvm::BranchInst*> output_loops_;  // latches of a rows kernel's loops storing full-shape outputs
-  bool recompute_stashes_ = false;                  // rows(): across_passes stashes nothing
-  std::set<const llvm::BranchInst*> scalar_loops_;  // latches of loops left scalar (a rare path's)
-  std::map<llvm::BranchInst*, bool> column_loops_;  // latch of each loop over columns -> short_column's
-  std::set<const llvm::BranchInst*> unit_loops_;    // latches of loops over rows or a reduction's units
-  Value* block_slot_ = nullptr;                         // the current row's place in its block
-  Value* block_slot_row_ = nullptr;                     // the current row (unit)
-  Value* across_lo_ = nullptr;                          // across_passes' block start (load_ptr)
-};
-
-}  // namespace
+}  // namespace detail
 
 std::string kernel_symbol(std::string_view key) { return "jx_kernel_" + std::string(key); }
 std::string finish_symbol(std::string_view key) { return kernel_symbol(key) + "_finish"; }
 
 void emit_loop_kernel(llvm::Module& module, const KernelPlan& plan, std::string_view key) {
-  Emitter(module, plan, key).emit();
+  detail::LoopEmitter(module, plan, key).emit();
 }
 
 }  // namespace jx::compiler::codegen
