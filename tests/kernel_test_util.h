@@ -1,13 +1,18 @@
 // Running one compiled kernel directly, for the codegen tests (jit_codegen_test,
-// jit_columns_kernel_test, jit_hardening_test).
+// jit_codegen_dumps_test, jit_columns_kernel_test, jit_hardening_test, jit_rows_totals_test).
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <random>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "jit/codegen/kernel.h"
 #include "jx/jaxpr.h"
@@ -95,6 +100,28 @@ inline void check(const std::string& text, const std::string& kind, double rtol 
   std::vector<Array> actual = run_kernel(*kernel, j, args);
   ASSERT_EQ(actual.size(), expected.size());
   for (size_t i = 0; i < actual.size(); ++i) EXPECT_ALLCLOSE(actual[i], expected[i], rtol, atol) << "output " << i;
+}
+
+inline std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The optimized LLVM IR of `text` compiled as a kernel of `kind` (dumped to a fresh
+// directory, read, and removed).
+inline std::string kernel_ir(const std::string& text, const std::string& kind) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("jx_codegen_dump_ir_" + std::to_string(::getpid()));
+  compiler::KernelOptions o;
+  o.name = "kernel";
+  o.dump_dir = dir.string();
+  o.disk_cache = false;
+  compiler::compile_kernel(parse_jaxpr(text), kind, o);
+  const std::string ir = read_file(dir / "kernel.ll");
+  fs::remove_all(dir);
+  return ir;
 }
 
 }  // namespace jx::testing
