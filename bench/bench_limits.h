@@ -27,12 +27,19 @@ inline double g_bandwidth = 0;       // bytes/second (triad), set by measure_ban
 inline double g_read_bandwidth = 0;  // bytes/second (a sum), set by measure_bandwidth()
 inline bool g_limit_quick = false;
 
+inline double fma_peak_flops(jx::DType dtype);
+
+// The run's hardware limits, measured first, before any library has threads of its own
+// to leave spinning: the bandwidths, and the FMA peak (measured after a matmul section
+// had timed oneDNN and OpenBLAS, whose workers spin on after a call, it came out 193.5
+// GFLOP/s where the machine does 244-247, below what MKL and jx's own kernel reached).
 inline double measure_bandwidth(bool quick) {
   g_limit_quick = quick;
   g_bandwidth = stream_bandwidth(quick);
   g_read_bandwidth = read_bandwidth(quick);
   emit("limit", "stream_triad", "limit", 1.0 / g_bandwidth, Extra().num("bytes", 1.0));
   emit("limit", "stream_read", "limit", 1.0 / g_read_bandwidth, Extra().num("bytes", 1.0));
+  (void)fma_peak_flops(jx::float64);
   return g_bandwidth;
 }
 
@@ -256,7 +263,7 @@ inline double fma_peak_flops(jx::DType dtype) {
           sink[t] = g_mvec_avx512 ? fma_rounds_512(rounds, t) : fma_rounds_256(rounds, t);
         });
       for (auto& th : pool) th.join();
-    }, 3);
+    }, 5);
     const double lanes = g_mvec_avx512 ? 8 : 4;
     const double flops = 2.0 * 12 * lanes * static_cast<double>(rounds) * threads / seconds;
     emit("limit", "fma_peak_float64", "limit", 1.0 / flops,
