@@ -11,6 +11,7 @@
 
 #include "core/array_internal.h"
 #include "backend/cpu/vector_math.h"
+#include "jx/jx.h"
 #include "test_util.h"
 
 namespace jx {
@@ -126,6 +127,67 @@ TEST(ElementwiseFloats, MaxMinPropagateNaN) {
   EXPECT_EQ(mn[0], complex64_t(1, 2));
   EXPECT_EQ(mn[1], complex64_t(1, 9));
   EXPECT_EQ(values<int32_t>(lax::max(Array{true, false}, Array{false, false})), (std::vector<int32_t>{1, 0}));
+}
+
+// Max and min of floats are IEEE 754-2019 maximum and minimum, as JAX's (XLA's): +0 is
+// above -0 whatever the operands' order, elementwise and in reductions, eager and jitted
+// alike. JAX 0.4 gives jnp.maximum(-0., 0.) = jnp.maximum(0., -0.) = 0.0, jnp.minimum of
+// either = -0.0, jnp.max([-0., 0.]) = jnp.max([0., -0.]) = 0.0 (NumPy: np.maximum(0., -0.)
+// = -0.0, the second of equal values). Long operands reach the vector loops, with the
+// odd zero at every lane position.
+TEST(ElementwiseFloats, MaxMinTakeIEEESignedZerosAsJax) {
+  auto bits_of = [](const Array& x) {
+    std::vector<double> v = x.astype(DType::Float64).to_vector<double>();
+    std::vector<int> signs;
+    for (double e : v) signs.push_back(e == 0 ? (std::signbit(e) ? -1 : 1) : 2);
+    return signs;
+  };
+  auto jit_max = jx::jit([](const Array& a, const Array& b) { return lax::max(a, b); });
+  auto jit_min = jx::jit([](const Array& a, const Array& b) { return lax::min(a, b); });
+  for (DType d : {DType::Float32, DType::Float64}) {
+    SCOPED_TRACE(dtype_name(d));
+    const int64_t n = 1000;
+    std::vector<double> a(n), b(n);
+    for (int64_t i = 0; i < n; ++i) a[i] = (i % 3 == 0) ? -0.0 : 0.0, b[i] = (i % 3 == 0) ? 0.0 : -0.0;
+    Array x = Array(a).astype(d), y = Array(b).astype(d);
+    for (const Array& m : {lax::max(x, y), lax::max(y, x), jit_max(x, y), jit_max(y, x)})
+      EXPECT_EQ(bits_of(m), std::vector<int>(n, 1));
+    for (const Array& m : {lax::min(x, y), lax::min(y, x), jit_min(x, y), jit_min(y, x)})
+      EXPECT_EQ(bits_of(m), std::vector<int>(n, -1));
+    // Reductions: one +0 among -0s (max) or one -0 among +0s (min) at each position.
+    auto jit_rmax = jx::jit([](const Array& v) { return lax::reduce_max(v, {1}); });
+    auto jit_rmin = jx::jit([](const Array& v) { return lax::reduce_min(v, {1}); });
+    for (int64_t len : {2, 7, 33, 300}) {
+      std::vector<double> minus(static_cast<size_t>(len * len), -0.0), plus(static_cast<size_t>(len * len), 0.0);
+      for (int64_t r = 0; r < len; ++r) minus[r * len + r] = 0.0, plus[r * len + r] = -0.0;
+      Array mx = Array(minus, {len, len}).astype(d), mn = Array(plus, {len, len}).astype(d);
+      EXPECT_EQ(bits_of(lax::reduce_max(mx, {1})), std::vector<int>(len, 1)) << len;
+      EXPECT_EQ(bits_of(jit_rmax(mx)), std::vector<int>(len, 1)) << len;
+      EXPECT_EQ(bits_of(lax::reduce_max(mx, {0, 1})), std::vector<int>{1}) << len;
+      EXPECT_EQ(bits_of(lax::reduce_min(mn, {1})), std::vector<int>(len, -1)) << len;
+      EXPECT_EQ(bits_of(jit_rmin(mn)), std::vector<int>(len, -1)) << len;
+      EXPECT_EQ(bits_of(lax::reduce_min(mn, {0, 1})), std::vector<int>{-1}) << len;
+    }
+    // Running extremes and clamp (min(max(x, lo), hi)).
+    EXPECT_EQ(bits_of(lax::cummax(Array(std::vector<double>{-0.0, 0.0, -0.0}).astype(d), 0)), (std::vector<int>{-1, 1, 1}));
+    EXPECT_EQ(bits_of(lax::cummin(Array(std::vector<double>{0.0, -0.0, 0.0}).astype(d), 0)), (std::vector<int>{1, -1, -1}));
+    EXPECT_EQ(bits_of(lax::clamp(Array(0.0).astype(d), Array(-0.0).astype(d), Array(1.0).astype(d))), std::vector<int>{1});
+    // NaN still wins, in either place, at any position of a long run (whose vector loop
+    // keeps NaN apart); infinities are values.
+    EXPECT_TRUE(std::isnan(lax::reduce_max(Array(std::vector<double>{-0.0, kNaN, 0.0}).astype(d), {0}).item<double>()));
+    EXPECT_TRUE(std::isnan(lax::max(Array(-0.0).astype(d), Array(kNaN).astype(d)).item<double>()));
+    for (int64_t at : {0, 150, 299, 300}) {
+      std::vector<double> run(301);
+      for (int64_t i = 0; i < 301; ++i) run[i] = std::sin(double(i));
+      run[at] = kNaN;
+      EXPECT_TRUE(std::isnan(lax::reduce_max(Array(run).astype(d), {0}).item<double>())) << at;
+      EXPECT_TRUE(std::isnan(lax::reduce_min(Array(run).astype(d), {0}).item<double>())) << at;
+      run[at] = kInf;
+      run[(at + 7) % 301] = -kInf;
+      EXPECT_EQ(lax::reduce_max(Array(run).astype(d), {0}).item<double>(), kInf) << at;
+      EXPECT_EQ(lax::reduce_min(Array(run).astype(d), {0}).item<double>(), -kInf) << at;
+    }
+  }
 }
 
 TEST(ElementwiseFloats, RoundingMethodsAndSignedZeros) {

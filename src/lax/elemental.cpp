@@ -9,18 +9,18 @@ using lowering::Cmp;
 
 bool is_signed_int(DType d) { return is_integer(d) && !is_unsigned(d); }
 
+// Floats: IEEE 754-2019 maximum / minimum (NaN if either is; +0 above -0), as XLA and
+// eager (lax/reduction_ops.h, ieee_maximum).
 Value* max(ScalarBuilder& b, DType d, Value* a, Value* c) {
   if (d == DType::Bool) return b.bit_or(a, c);
   if (is_integer(d)) return b.int_max(d, a, c);
-  Value* take_a = b.bit_or(b.compare(Cmp::kGt, d, a, c), b.unordered(a, a));
-  return b.select(take_a, a, c);
+  return b.float_maximum(a, c);
 }
 
 Value* min(ScalarBuilder& b, DType d, Value* a, Value* c) {
   if (d == DType::Bool) return b.bit_and(a, c);
   if (is_integer(d)) return b.int_min(d, a, c);
-  Value* take_a = b.bit_or(b.compare(Cmp::kLt, d, a, c), b.unordered(a, a));
-  return b.select(take_a, a, c);
+  return b.float_minimum(a, c);
 }
 
 ElementalEmitter neg() {

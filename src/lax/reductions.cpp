@@ -90,16 +90,12 @@ using LValue = lowering::Value;
 constexpr uint32_t kNativeArithmetic = rules::kIntTypes | rules::kFloatTypes;
 
 // The combine steps. Float sums and products may be reassociated (as eager's pairwise
-// sums are); float max/min let NaN win wherever it is, and IEEE maximum takes +0 over
-// -0, where eager's choice depends on the order.
+// sums are); float max/min are IEEE maximum/minimum (NaN wins wherever it is, +0 is above
+// -0 whatever the order), as eager's (reduction_ops.h) and XLA's.
 LValue* sum_step(ScalarBuilder& b, DType d, LValue* acc, LValue* x) { return b.add(d, acc, x, true); }
 LValue* prod_step(ScalarBuilder& b, DType d, LValue* acc, LValue* x) { return b.mul(d, acc, x, true); }
-LValue* max_step(ScalarBuilder& b, DType d, LValue* acc, LValue* x) {
-  return is_floating(d) ? b.float_maximum(acc, x) : elemental::max(b, d, acc, x);
-}
-LValue* min_step(ScalarBuilder& b, DType d, LValue* acc, LValue* x) {
-  return is_floating(d) ? b.float_minimum(acc, x) : elemental::min(b, d, acc, x);
-}
+LValue* max_step(ScalarBuilder& b, DType d, LValue* acc, LValue* x) { return elemental::max(b, d, acc, x); }
+LValue* min_step(ScalarBuilder& b, DType d, LValue* acc, LValue* x) { return elemental::min(b, d, acc, x); }
 LValue* and_step(ScalarBuilder& b, DType, LValue* acc, LValue* x) { return b.bit_and(acc, x); }
 LValue* or_step(ScalarBuilder& b, DType, LValue* acc, LValue* x) { return b.bit_or(acc, x); }
 

@@ -10,6 +10,7 @@
 #include "backend/cpu/kernels/kernels.h"
 #include "backend/cpu/vector_math.h"
 #include "core/array_internal.h"
+#include "lax/reduction_ops.h"
 #include "math/scalar_functions.h"
 
 namespace jx::cpu {
@@ -137,12 +138,12 @@ bool lex_greater(C a, C b) {
   return a.real() > b.real() || (a.real() == b.real() && a.imag() > b.imag());
 }
 
-struct Max {  // NaN-propagating
+struct Max {  // NaN-propagating; floats: IEEE maximum (lax/reduction_ops.h)
   bool operator()(bool a, bool b) const { return a || b; }
   template <Int C>
   C operator()(C a, C b) const { return a > b ? a : b; }
   template <Real C>
-  C operator()(C a, C b) const { return (a > b || std::isnan(a)) ? a : b; }
+  C operator()(C a, C b) const { return lax::kernels::ieee_maximum(a, b); }
   template <Complex C>
   C operator()(C a, C b) const {
     if (has_nan(a)) return a;
@@ -155,7 +156,7 @@ struct Min {
   template <Int C>
   C operator()(C a, C b) const { return a < b ? a : b; }
   template <Real C>
-  C operator()(C a, C b) const { return (a < b || std::isnan(a)) ? a : b; }
+  C operator()(C a, C b) const { return lax::kernels::ieee_minimum(a, b); }
   template <Complex C>
   C operator()(C a, C b) const {
     if (has_nan(a)) return a;
