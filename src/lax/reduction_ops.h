@@ -3,6 +3,7 @@
 // the reductions' native-kernel reducers (src/lax/reductions.cpp) start from their identities.
 #pragma once
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -77,19 +78,29 @@ struct ProdOp {
 // jnp.max and lax.max): NaN if either is NaN, and +0 above -0 whatever the order (NumPy
 // returns the second of two equal values: np.maximum(0.0, -0.0) is -0.0, jnp's +0.0).
 // Equal values differ only when they are zeros of opposite signs.
+// Written as selects and bit operations, which GCC's vectorizer takes (a conditional
+// a + b, or || between NaN tests, left the loop scalar: an eager maximum of 65536 floats
+// ran 34 us, 7 vectorized): x86's max (min) both ways round, which differ only for
+// zeros of opposite signs (x86 returns the second of equal values) or NaN, combined by
+// their bits' AND (OR); where either operand is NaN, the quiet-NaN bits ORed in make the
+// result a NaN (its payload unspecified, as XLA's).
+template <class F>
+inline F ieee_extremum(F a, F b, bool maximum) {
+  using U = std::conditional_t<sizeof(F) == 8, uint64_t, uint32_t>;
+  constexpr U kQuietNaN = sizeof(F) == 8 ? U(0x7ff8000000000000ull) : U(0x7fc00000u);
+  const F one = maximum ? (a > b ? a : b) : (a < b ? a : b);
+  const F other = maximum ? (b > a ? b : a) : (b < a ? b : a);
+  const U bits = maximum ? U(std::bit_cast<U>(one) & std::bit_cast<U>(other))
+                         : U(std::bit_cast<U>(one) | std::bit_cast<U>(other));
+  return std::bit_cast<F>(U(bits | (std::isunordered(a, b) ? kQuietNaN : U(0))));
+}
 template <class F>
 inline F ieee_maximum(F a, F b) {
-  if (a != a) return a;
-  if (b != b) return b;
-  if (a == b) return std::signbit(a) ? b : a;
-  return a > b ? a : b;
+  return ieee_extremum(a, b, true);
 }
 template <class F>
 inline F ieee_minimum(F a, F b) {
-  if (a != a) return a;
-  if (b != b) return b;
-  if (a == b) return std::signbit(a) ? a : b;
-  return a < b ? a : b;
+  return ieee_extremum(a, b, false);
 }
 
 // The same on whole vectors (GCC/Clang vector extensions), in few instructions, since the

@@ -82,11 +82,11 @@ constexpr int64_t kBlockRows = 8;        // rows added plainly before a pairwise
 
 // The block extreme for the vector ISA in use (cpu::vector_isa(): the CPU's best unless
 // configured lower).
-template <bool kMax, class T>
+template <bool kMax, class T, bool kIeee = false>
 auto block_extreme_for(VectorIsa isa) {
-  return isa == VectorIsa::Avx512 ? &block_extreme_avx512<kMax, T>
-         : isa == VectorIsa::Avx2 ? &block_extreme_avx2<kMax, T>
-                                  : &block_extreme_baseline<kMax, T>;
+  return isa == VectorIsa::Avx512 ? &block_extreme_avx512<kMax, kIeee, T>
+         : isa == VectorIsa::Avx2 ? &block_extreme_avx2<kMax, kIeee, T>
+                                  : &block_extreme_baseline<kMax, kIeee, T>;
 }
 
 // ---- reduction kernels ----
@@ -100,7 +100,7 @@ typename Op::Acc reduce_run(const T* p, int64_t n, int64_t st) {
                                  (std::is_same_v<Op, MaxOp<T>> || std::is_same_v<Op, MinOp<T>>);
   if constexpr (kFloatExtreme) {
     if (st == 1 && n > 0) {
-      const auto extreme = block_extreme_for<std::is_same_v<Op, MaxOp<T>>, T>(cpu::vector_isa());
+      const auto extreme = block_extreme_for<std::is_same_v<Op, MaxOp<T>>, T, /*kIeee=*/true>(cpu::vector_isa());
       const T r = extreme(p, n);
       if (r == r) return r;
       Acc exact = Op::identity();  // a NaN: the run's first, as the other loops give
