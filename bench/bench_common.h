@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -166,6 +167,25 @@ inline double read_bandwidth(bool quick) {
 inline double read_bandwidth_over(double bytes) {
   const int64_t n = std::max<int64_t>(int64_t{1} << 17, static_cast<int64_t>(bytes / 8) / 16 * 16);
   return 8.0 * static_cast<double>(n) / best_read_pass(std::vector<double>(static_cast<size_t>(n), 1.0), 8);
+}
+
+// The triad's bandwidth over `bytes` in all (three arrays of a third each) written and
+// read again and again (best of 8 consecutive passes, on all jx threads): what a
+// workload that reads and writes `bytes` in all moves them at in a run of consecutive
+// calls where they fit a cache (the 300 MB L3 of the Intel Xeon in the README holds every
+// workload's arrays but the 5000 x 5000 tutorial's: 60-63 GB/s there, against 32-36 from
+// memory). Memoized by size.
+inline double stream_bandwidth_over(double bytes) {
+  static std::map<int64_t, double> memo;
+  const int64_t n = std::max<int64_t>(int64_t{1} << 15, static_cast<int64_t>(bytes / 24) / 16 * 16);
+  if (auto it = memo.find(n); it != memo.end()) return it->second;
+  std::vector<double> a(static_cast<size_t>(n)), b(static_cast<size_t>(n), 1.0), c(static_cast<size_t>(n), 2.0);
+  const double t = best_seconds([&] {
+    jx::cpu::parallel_for(n, 1 << 14, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) a[i] = b[i] + 3.0 * c[i];
+    });
+  }, 8);
+  return memo[n] = 24.0 * static_cast<double>(n) / t;
 }
 
 // Command line shared by both binaries: --quick, --only a,b (section names).

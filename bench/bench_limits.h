@@ -158,7 +158,7 @@ inline double mvec_cost(const std::string& fn, jx::DType dtype, double lo, doubl
       std::vector<std::thread> pool;
       for (int t = 0; t < threads; ++t) pool.emplace_back(work, t);
       for (auto& th : pool) th.join();
-    }, 3) / static_cast<double>(n * passes);
+    }, 5) / static_cast<double>(n * passes);
     emit("limit", "libmvec_" + fn + dtype_suffix(dtype), "limit", cost,
          Extra().num("ns_per_element_per_thread", cost * 1e9).num("lo", lo).num("hi", hi).str("symbol", symbol));
   }
@@ -166,18 +166,26 @@ inline double mvec_cost(const std::string& fn, jx::DType dtype, double lo, doubl
   return cost;
 }
 
-// The limit of a workload: `bytes` that must cross memory once, and the transcendental
-// calls (elements x seconds per element per thread) it cannot avoid.
-// Read-mostly workloads (reductions) pass `bandwidth` = g_read_bandwidth.
+// The limit of a workload: `bytes` that must be read (and written) once, and the
+// transcendental calls (elements x seconds per element per thread) it cannot avoid. The
+// bytes move at the faster of memory's bandwidth and the bandwidth over the workload's
+// own bytes (a run of consecutive calls finds them in cache where they fit: a true lower
+// bound only so), measured as the workload moves them: read-mostly workloads (reductions,
+// a logsumexp) with the read kernel, the others with the triad.
+enum class Traffic { kReadWrite, kReadMostly };
+inline double bandwidth_for(double bytes, Traffic traffic) {
+  return traffic == Traffic::kReadMostly ? std::max(g_read_bandwidth, read_bandwidth_over(bytes))
+                                         : std::max(g_bandwidth, stream_bandwidth_over(bytes));
+}
 inline void limit(const std::string& section, const std::string& workload, double bytes,
-           const std::vector<std::pair<double, double>>& calls = {}, double bandwidth = 0) {
+           const std::vector<std::pair<double, double>>& calls = {}, Traffic traffic = Traffic::kReadWrite) {
   double compute = 0;
   for (auto [elements, cost] : calls)
     if (!std::isnan(cost)) compute += elements * cost;
   compute /= jx::cpu::num_threads();
-  double memory = bytes / (bandwidth > 0 ? bandwidth : g_bandwidth);
+  const double bandwidth = bandwidth_for(bytes, traffic), memory = bytes / bandwidth;
   emit(section, workload, "limit", std::max(memory, compute),
-       Extra().num("bytes", bytes).num("memory_s", memory).num("compute_s", compute));
+       Extra().num("bytes", bytes).num("memory_s", memory).num("compute_s", compute).num("bandwidth", bandwidth));
 }
 
 // ---- each workload's limit (one definition for jx_bench and jit_bench) ----
@@ -192,12 +200,9 @@ inline void limit_sin_cos(const std::string& workload, jx::DType dtype, double e
 inline void limit_selu(const std::string& workload, double n) {
   limit("selu", workload, 2.0 * 4 * n, {{n, mvec_cost("exp", jx::float32, -4, 4)}});
 }
-// The fused sum reads its three inputs: at memory's read bandwidth, or, where they fit a
-// cache, at that cache's (read_bandwidth_over their size), whichever is faster.
+// The fused sum reads its three inputs.
 inline void limit_fused_sum(const std::string& workload, jx::DType dtype, double n) {
-  const double bytes = 3.0 * n * jx::itemsize(dtype), in_place = read_bandwidth_over(bytes);
-  emit("limit", "stream_read_over_" + workload, "limit", 1.0 / in_place, Extra().num("bytes", bytes));
-  limit("reduction", workload, bytes, {}, std::max(g_read_bandwidth, in_place));
+  limit("reduction", workload, 3.0 * n * jx::itemsize(dtype), {}, Traffic::kReadMostly);
 }
 // Softmax reads x once and writes the result; logsumexp reads x and writes one per row.
 inline void limit_softmax(const std::string& workload, double rows, double cols) {
@@ -205,7 +210,8 @@ inline void limit_softmax(const std::string& workload, double rows, double cols)
 }
 inline void limit_logsumexp(const std::string& workload, double rows, double cols) {
   limit("softmax", workload, 4 * (rows * cols + rows),
-        {{rows * cols, mvec_cost("exp", jx::float32, -8, 0)}, {rows, mvec_cost("log", jx::float32, 1, cols)}});
+        {{rows * cols, mvec_cost("exp", jx::float32, -8, 0)}, {rows, mvec_cost("log", jx::float32, 1, cols)}},
+        Traffic::kReadMostly);
 }
 // A cross-entropy reads the logits and the labels (int32) once: an exp per logit, a log
 // per row; its gradient also writes one float per logit.
@@ -213,7 +219,7 @@ inline void limit_cross_entropy(const std::string& workload, double rows, double
   const double bytes = 4 * (rows * cols + rows) + (gradient ? 4 * rows * cols : 0);
   limit("softmax", workload, bytes,
         {{rows * cols, mvec_cost("exp", jx::float32, -8, 0)}, {rows, mvec_cost("log", jx::float32, 1, cols)}},
-        gradient ? 0 : g_read_bandwidth);
+        gradient ? Traffic::kReadWrite : Traffic::kReadMostly);
 }
 // ---- the compute term of a product: the FMA units' peak ----
 
