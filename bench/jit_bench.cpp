@@ -63,13 +63,17 @@ void jit_row(const std::string& section, const std::string& workload, double sec
   emit(section, workload, "jx_jit", seconds, extra);
 }
 
-// Times eager and jit (and any references) in alternation; emits jx_eager, jx_jit (with
-// `jit_extra`) and each reference under its impl name. Returns the times in that order.
+// Times eager and jit (and any references) in alternation, each in runs of `consecutive`
+// calls (the best kept), as the peers are timed: a call right after another
+// implementation's finds its arrays evicted by that one's temporaries (eager's softmax
+// over 4096 x 4096 writes three 64 MB arrays), where consecutive calls find them in cache,
+// which the limits allow for (bench_limits.h). Emits jx_eager, jx_jit (with `jit_extra`)
+// and each reference under its impl name. Returns the times in that order.
 std::vector<double> eager_vs_jit(const std::string& section, const std::string& workload,
                                  const std::function<void()>& eager, const std::function<void()>& jit,
                                  const Extra& jit_extra = {}, int r = -1, int inner = 1,
                                  const std::vector<std::pair<std::string, std::function<void()>>>& refs = {},
-                                 int consecutive = 1) {
+                                 int consecutive = 2) {
   std::vector<std::function<void()>> fs = {eager, jit};
   for (const auto& ref : refs) fs.push_back(ref.second);
   std::vector<double> t = best_interleaved(fs, r < 0 ? reps : r, inner, consecutive);
