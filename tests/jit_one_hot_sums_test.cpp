@@ -133,14 +133,6 @@ TEST(OneHotSums, LeavesSumsThatAreNotOneHot) {
       many, v)));
 }
 
-// jax.nn.log_softmax's formulation (the max's gradient stopped), the labels'
-// log-probabilities, their mean.
-Array cross_entropy(const Array& logits, const Array& labels) {
-  Array shifted = logits - jx::stop_gradient(jnp::max(logits, 1, true));
-  Array log_probs = shifted - jnp::log(jnp::sum(jnp::exp(shifted), 1, true));
-  return -jnp::mean(jnp::take_along_axis(log_probs, jnp::expand_dims(labels, 1), 1));
-}
-
 TEST(OneHotSums, ACrossEntropyGradientSumsOnlyItsExp) {
   Array logits = testing::randn({300, 100}, DType::Float32, 5) * 3.0f;
   Array labels = jx::random::randint(jx::random::key(6), {300}, -100, 110, DType::Int32);

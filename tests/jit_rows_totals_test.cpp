@@ -18,6 +18,7 @@
 #include "jit/pipeline.h"
 #include "jx/jx.h"
 #include "kernel_test_util.h"
+#include "pass_test_util.h"
 #include "row_programs.h"
 #include "test_util.h"
 
@@ -139,13 +140,6 @@ TEST(RowsTotals, RefusedWhereRowsRunAcrossMemory) {
   in (c) })");
   EXPECT_JX_ERROR(codegen::plan_kernel(j, "rows"),
                   "[jit] a rows fusion whose rows run across memory (the columns schedule) cannot total its rows");
-}
-
-// jax.nn.log_softmax's formulation, the labels' log-probabilities, their mean.
-Array cross_entropy(const Array& logits, const Array& labels) {
-  Array shifted = logits - jx::stop_gradient(jnp::max(logits, 1, true));
-  Array log_probs = shifted - jnp::log(jnp::sum(jnp::exp(shifted), 1, true));
-  return -jnp::mean(jnp::take_along_axis(log_probs, jnp::expand_dims(labels, 1), 1));
 }
 
 TEST(RowsTotals, ACrossEntropyMeanIsOneRowsKernel) {

@@ -58,4 +58,13 @@ inline void expect_same_values(const Rewritten& r, const std::vector<Array>& arg
   for (size_t k = 0; k < want.size(); ++k) EXPECT_TRUE(same_bits(got[k], want[k])) << "output " << k;
 }
 
+// jax.nn.log_softmax's formulation (the max's gradient stopped), the labels'
+// log-probabilities, their mean: the cross-entropy the rows-kernel tests trace.
+inline Array cross_entropy(const Array& logits, const Array& labels) {
+  namespace jnp = jx::numpy;
+  Array shifted = logits - jx::stop_gradient(jnp::max(logits, 1, true));
+  Array log_probs = shifted - jnp::log(jnp::sum(jnp::exp(shifted), 1, true));
+  return -jnp::mean(jnp::take_along_axis(log_probs, jnp::expand_dims(labels, 1), 1));
+}
+
 }  // namespace jx::compiler

@@ -103,26 +103,13 @@ inline F ieee_minimum(F a, F b) {
   return ieee_extremum(a, b, false);
 }
 
-// The same on whole vectors (GCC/Clang vector extensions), in few instructions, since the
-// eager reductions' loops are this (on baseline x86-64's SSE2, where a select is three
-// instructions): x86's max (min) taken both ways round, which differ only where the lanes
-// are zeros of opposite signs (x86 returns the second of equal values) or NaN, combined by
-// their bits' AND for a maximum (+0 if either is +0; the value itself where they agree),
-// OR for a minimum; NaN lanes then take a + v, a NaN.
-template <class V>
-inline V vector_ieee_extremum(V a, V v, bool maximum) {
-  using Lane = std::remove_cvref_t<decltype(a[0])>;
-  using Bits [[gnu::vector_size(sizeof(V))]] = std::conditional_t<sizeof(Lane) == 8, int64_t, int32_t>;
-  const V one = maximum ? ((a > v) ? a : v) : ((a < v) ? a : v);
-  const V other = maximum ? ((v > a) ? v : a) : ((v < a) ? v : a);
-  const V r = maximum ? V(Bits(one) & Bits(other)) : V(Bits(one) | Bits(other));
-  return (a != a || v != v) ? a + v : r;
-}
-
-
-// Without NaN: x86's max (min) both ways round, their bits' AND (OR). A loop over a run
-// keeps NaN apart (reduce_contiguous_vector), six instructions a vector where
-// vector_ieee_extremum's NaN select makes eleven on SSE2.
+// The same on whole vectors (GCC/Clang vector extensions), in few instructions, since
+// eager reductions' loops are made of them (on baseline x86-64's SSE2, where a select is
+// three instructions). Without NaN: x86's max (min) taken both ways round, which differ
+// only where the lanes are zeros of opposite signs (x86 returns the second of equal
+// values), combined by their bits' AND for a maximum (+0 if either is +0; the value
+// itself where they agree), OR for a minimum: six instructions a vector, so a loop over
+// a run keeps NaN apart (reduce_contiguous_vector). With NaN, NaN lanes take a + v.
 template <class V>
 inline V vector_ordered_extremum(V a, V v, bool maximum) {
   using Lane = std::remove_cvref_t<decltype(a[0])>;
@@ -130,6 +117,10 @@ inline V vector_ordered_extremum(V a, V v, bool maximum) {
   const V one = maximum ? ((a > v) ? a : v) : ((a < v) ? a : v);
   const V other = maximum ? ((v > a) ? v : a) : ((v < a) ? v : a);
   return maximum ? V(Bits(one) & Bits(other)) : V(Bits(one) | Bits(other));
+}
+template <class V>
+inline V vector_ieee_extremum(V a, V v, bool maximum) {
+  return (a != a || v != v) ? a + v : vector_ordered_extremum(a, v, maximum);
 }
 
 template <class T>
