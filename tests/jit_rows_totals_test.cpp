@@ -35,7 +35,8 @@ Array labels(int64_t rows, int64_t cols, uint32_t seed) {
 }
 
 TEST(RowsTotals, PlanTotalsPerRowValues) {
-  const codegen::KernelPlan plan = codegen::plan_kernel(parse_jaxpr(cross_entropy_text(1000, 10)), "rows");
+  const Jaxpr j = parse_jaxpr(cross_entropy_text(1000, 10));  // the plan points into it
+  const codegen::KernelPlan plan = codegen::plan_kernel(j, "rows");
   const std::string s = plan.str();
   EXPECT_EQ(plan.schedule.mode, codegen::LoopSchedule::Mode::Rows) << s;
   ASSERT_EQ(plan.outputs.size(), 2u);
