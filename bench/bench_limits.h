@@ -154,11 +154,11 @@ inline double mvec_cost(const std::string& fn, jx::DType dtype, double lo, doubl
         else mvec_pass_f64(f, ind.data(), outd.data(), n);
       }
     };
-    cost = best_seconds([&] {
+    cost = best_seconds_spread([&] {
       std::vector<std::thread> pool;
       for (int t = 0; t < threads; ++t) pool.emplace_back(work, t);
       for (auto& th : pool) th.join();
-    }, 5) / static_cast<double>(n * passes);
+    }, 9) / static_cast<double>(n * passes);
     emit("limit", "libmvec_" + fn + dtype_suffix(dtype), "limit", cost,
          Extra().num("ns_per_element_per_thread", cost * 1e9).num("lo", lo).num("hi", hi).str("symbol", symbol));
   }
@@ -262,7 +262,7 @@ inline double fma_peak_flops(jx::DType dtype) {
     const int64_t rounds = g_limit_quick ? 2'000'000 : 10'000'000;
     const int threads = jx::cpu::num_threads();
     std::vector<double> sink(static_cast<size_t>(threads));
-    const double seconds = best_seconds([&] {
+    const double seconds = best_seconds_spread([&] {
       std::vector<std::thread> pool;
       for (int t = 0; t < threads; ++t)
         pool.emplace_back([&, t] {
