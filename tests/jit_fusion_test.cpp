@@ -656,7 +656,7 @@ TEST(RowsFusion, TotalsOverTheRowsJoinTheirRows) {
 // it out of the loop that reads it) joins the rows kernel as a producer, computed per
 // row there.
 TEST(RowsFusion, RowShapedProducersJoinTheirRows) {
-  Fused r = fuse_text(R"({ lambda ; a:f32[64,10] b:i32[64]. let
+  const std::string text = R"({ lambda ; a:f32[64,10] b:i32[64]. let
     c:i32[64] = broadcast_in_dim[broadcast_dimensions=() shape=(64,)] 0:i32[]
     d:i32[64] = broadcast_in_dim[broadcast_dimensions=() shape=(64,)] 10:i32[]
     e:i32[64] = add b d
@@ -687,9 +687,14 @@ TEST(RowsFusion, RowShapedProducersJoinTheirRows) {
     y:f32[64,10] = select_n v w x
     z:f32[64,10] = mul s o
     ba:f32[64,10] = add y z
-  in (ba,) })");
+  in (ba,) })";
+  Fused r = fuse_text(text);
   EXPECT_EQ(r.fusions(), 1) << r.text << r.all_notes();
   EXPECT_EQ(r.fusions("rows"), 1) << r.text;
+  // A transcendental among them stays out: the first pass would run it at every point.
+  std::string costly = text;
+  costly.replace(costly.find("jb:f32[64] = add ja i"), 21, "jb:f32[64] = exp ja  ");
+  EXPECT_EQ(fuse_text(costly).fusions(), 2) << fuse_text(costly).text;
 }
 
 TEST(RowsFusion, FewRowsAndNarrowColumnsStayApart) {

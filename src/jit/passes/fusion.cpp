@@ -970,9 +970,13 @@ class Fuser {
     return true;       // the group changed: look for candidates again
   }
 
-  // Whether loop group p runs over rows group r's row space (either spelling).
+  // Whether loop group p runs over rows group r's row space (either spelling) and costs
+  // a plain op an element at most: a first pass's terms read it at every point of the
+  // row, where nothing is hoisted, so a transcendental there would run once a point.
   bool over_rows(const Group& r, const Group& p) const {
-    return p.space.shape == row_shape(r) || p.space.shape == kept_row_shape(r);
+    if (p.space.shape != row_shape(r) && p.space.shape != kept_row_shape(r)) return false;
+    return std::all_of(p.members.begin(), p.members.end(),
+                       [&](size_t m) { return eqns_[m].primitive->rules().lowering.cost <= 1; });
   }
 
   // One pass over r's candidates, consumers first (what reads the reduction back makes
