@@ -104,23 +104,20 @@ inline F ieee_minimum(F a, F b) {
 }
 
 // The same on whole vectors (GCC/Clang vector extensions), in few instructions, since
-// eager reductions' loops are made of them (on baseline x86-64's SSE2, where a select is
-// three instructions). Without NaN: x86's max (min) taken both ways round, which differ
-// only where the lanes are zeros of opposite signs (x86 returns the second of equal
-// values), combined by their bits' AND for a maximum (+0 if either is +0; the value
-// itself where they agree), OR for a minimum: six instructions a vector, so a loop over
-// a run keeps NaN apart (reduce_contiguous_vector). With NaN, NaN lanes take a + v.
+// eager reductions' row loops (combine_row) are made of them, on baseline x86-64's SSE2
+// where a select is three instructions: x86's max (min) taken both ways round, which
+// differ only where the lanes are zeros of opposite signs (x86 returns the second of
+// equal values), combined by their bits' AND for a maximum (+0 if either is +0; the value
+// itself where they agree), OR for a minimum; NaN lanes take a + v. (A contiguous run's
+// extreme is block_extreme.inc's, in the CPU's widest vectors.)
 template <class V>
-inline V vector_ordered_extremum(V a, V v, bool maximum) {
+inline V vector_ieee_extremum(V a, V v, bool maximum) {
   using Lane = std::remove_cvref_t<decltype(a[0])>;
   using Bits [[gnu::vector_size(sizeof(V))]] = std::conditional_t<sizeof(Lane) == 8, int64_t, int32_t>;
   const V one = maximum ? ((a > v) ? a : v) : ((a < v) ? a : v);
   const V other = maximum ? ((v > a) ? v : a) : ((v < a) ? v : a);
-  return maximum ? V(Bits(one) & Bits(other)) : V(Bits(one) | Bits(other));
-}
-template <class V>
-inline V vector_ieee_extremum(V a, V v, bool maximum) {
-  return (a != a || v != v) ? a + v : vector_ordered_extremum(a, v, maximum);
+  const V r = maximum ? V(Bits(one) & Bits(other)) : V(Bits(one) | Bits(other));
+  return (a != a || v != v) ? a + v : r;
 }
 
 template <class T>
@@ -128,14 +125,9 @@ struct MaxOp {
   using Acc = detail::compute_t<T>;
   static constexpr bool kSupported = true;
   static constexpr bool kVectorSelect = std::is_floating_point_v<T>;
-  static constexpr bool kOrderedVector = std::is_floating_point_v<T>;
   template <class V>
   static V combine_vector(V a, V v) {
     return vector_ieee_extremum(a, v, true);
-  }
-  template <class V>
-  static V combine_ordered_vector(V a, V v) {
-    return vector_ordered_extremum(a, v, true);
   }
   static Acc identity() {
     if constexpr (is_complex_v<Acc>) return Acc(-std::numeric_limits<typename Acc::value_type>::infinity(), 0);
@@ -162,14 +154,9 @@ struct MinOp {
   using Acc = detail::compute_t<T>;
   static constexpr bool kSupported = true;
   static constexpr bool kVectorSelect = std::is_floating_point_v<T>;
-  static constexpr bool kOrderedVector = std::is_floating_point_v<T>;
   template <class V>
   static V combine_vector(V a, V v) {
     return vector_ieee_extremum(a, v, false);
-  }
-  template <class V>
-  static V combine_ordered_vector(V a, V v) {
-    return vector_ordered_extremum(a, v, false);
   }
   static Acc identity() {
     if constexpr (is_complex_v<Acc>) return Acc(std::numeric_limits<typename Acc::value_type>::infinity(), 0);

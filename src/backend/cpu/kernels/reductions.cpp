@@ -462,7 +462,6 @@ int64_t register_arg_extreme(const double* p, int64_t n) {
 // 202 us (NumPy 211), 16000 x 100 871 -> 479 (727), 160000 x 40 4839 -> 3111 (9084).
 constexpr int64_t kArgBlock = 256;
 
-
 template <bool kMax, class T>
 int64_t float_arg_extreme_blocked(const T* p, int64_t n, T (*extreme)(const T*, int64_t)) {
   T best = p[0];

@@ -22,10 +22,6 @@ template <class Op>
 concept VectorSelect = requires { requires Op::kVectorSelect; };
 template <class Op>
 concept Pairwise = requires { requires Op::kPairwise; };
-// Float max/min: a run's vector loop combines without NaN (combine_ordered_vector) and
-// notes NaN lanes apart.
-template <class Op>
-concept OrderedVector = requires { requires Op::kOrderedVector; };
 
 // acc[j] = combine(acc[j], p[j]) for j < n.
 template <class Op, class T>
@@ -53,30 +49,16 @@ inline typename Op::Acc reduce_contiguous_vector(const typename Op::Acc* p, int6
   using Acc = typename Op::Acc;
   using V [[gnu::vector_size(16)]] = Acc;
   constexpr int64_t kLanes = 16 / sizeof(Acc);
-  using Bits [[gnu::vector_size(16)]] = std::conditional_t<sizeof(Acc) == 8, int64_t, int32_t>;
-  auto step = [](V a, V v) {
-    if constexpr (OrderedVector<Op>) return Op::combine_ordered_vector(a, v);
-    else return Op::combine_vector(a, v);
-  };
   V a0 = V{} + Op::identity(), a1 = a0;
-  Bits nan = Bits{};  // OrderedVector: lanes that met NaN
   int64_t i = 0;
   for (; i + 2 * kLanes <= n; i += 2 * kLanes) {
     V v0, v1;
     std::memcpy(&v0, p + i, sizeof(V));
     std::memcpy(&v1, p + i + kLanes, sizeof(V));
-    a0 = step(a0, v0);
-    a1 = step(a1, v1);
-    if constexpr (OrderedVector<Op>) nan |= (v0 != v0) | (v1 != v1);
+    a0 = Op::combine_vector(a0, v0);
+    a1 = Op::combine_vector(a1, v1);
   }
-  a0 = step(a0, a1);
-  if constexpr (OrderedVector<Op>)
-    for (int64_t l = 0; l < kLanes; ++l)
-      if (nan[l]) {  // the exact combine in order: the run's first NaN, as the other loops
-        Acc r = Op::identity();
-        for (int64_t k = 0; k < n; ++k) r = Op::combine(r, p[k]);
-        return r;
-      }
+  a0 = Op::combine_vector(a0, a1);
   Acc r = Op::identity();
   for (int64_t l = 0; l < kLanes; ++l) r = Op::combine(r, a0[l]);
   for (; i < n; ++i) r = Op::combine(r, p[i]);
