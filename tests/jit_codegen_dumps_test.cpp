@@ -34,6 +34,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
+using jx::testing::kernel_dump;
 using jx::testing::kernel_ir;
 using jx::testing::no_cache;
 using jx::testing::random_array;
@@ -417,6 +418,60 @@ TEST(Dumps, AcrossRowsPassesShareTheirLoads) {
   const std::string softmax = kernel_ir(softmax_text("f32", 1000, 10), "rows");
   EXPECT_EQ(gathering_blocks(softmax).size(), 1u) << softmax.substr(0, 3000);
   EXPECT_NE(softmax.find("@llvm.masked.store.v16f32"), std::string::npos) << softmax.substr(0, 3000);
+}
+
+// Where masked stores are dear (AVX2 without AVX-512: vmaskmovps), a rows kernel's
+// outputs store no masked vector: over rows of 8-11 floats whose outputs cost a
+// transcendental a point (a softmax, a cross-entropy's gradient) or whose vectors a row
+// does not fill, they are stored in the loop across rows after each row's passes, so
+// that loop is the kernel's only vectorized one; a layer norm over rows of 8 (one whole
+// vector a row, plain arithmetic) keeps its loop along each row; longer rows store their
+// whole vectors and a narrower rest unmasked.
+TEST(Dumps, RowsOutputsStoreNoMaskedVectorWhereMasksAreDear) {
+  const std::string& features = codegen::host_target().features;
+  if (features.find("+avx2") == std::string::npos) GTEST_SKIP() << "no AVX2 on this host";
+  if (features.find("+avx512f") != std::string::npos) GTEST_SKIP() << "AVX-512 masks stores cheaply";
+  auto vectorized_loops = [](const std::string& remarks) {
+    int64_t n = 0;
+    for (size_t at = remarks.find("vectorized loop"); at != std::string::npos; at = remarks.find("vectorized loop", at + 1)) ++n;
+    return n;
+  };
+  for (int64_t cols : {9, 10, 11}) {
+    SCOPED_TRACE(std::to_string(cols) + " a row");
+    for (const std::string& text : {softmax_text("f32", 1000, cols), jx::testing::cross_entropy_grad_text(1000, cols)}) {
+      EXPECT_EQ(vectorized_loops(kernel_dump(text, "rows", ".remarks")), 1) << kernel_dump(text, "rows", ".remarks");
+      EXPECT_EQ(kernel_ir(text, "rows").find("llvm.masked.store"), std::string::npos);
+    }
+  }
+  const std::string layer_norm = R"({ lambda ; a:f32[1000,8]. let
+    b:f32[1000] = reduce_sum[axes=(1,)] a
+    m:f32[1000] = broadcast_in_dim[broadcast_dimensions=() shape=(1000,)] 0.125:f32[]
+    c:f32[1000] = mul b m
+    d:f32[1000,8] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(1000, 8)] c
+    e:f32[1000,8] = sub a d
+    f:f32[1000,8] = mul e e
+    g:f32[1000] = reduce_sum[axes=(1,)] f
+    h:f32[1000] = mul g m
+    n:f32[1000] = broadcast_in_dim[broadcast_dimensions=() shape=(1000,)] 1e-05:f32[]
+    i:f32[1000] = add h n
+    j:f32[1000] = sqrt i
+    k:f32[1000,8] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(1000, 8)] j
+    l:f32[1000,8] = div e k
+  in (l) })";
+  EXPECT_GT(vectorized_loops(kernel_dump(layer_norm, "rows", ".remarks")), 1) << kernel_dump(layer_norm, "rows", ".remarks");
+  for (int64_t cols : {21, 30}) {  // 16 + 5, 16 + 8 + 6 (8 lanes): whole vectors, then a rest
+    SCOPED_TRACE(std::to_string(cols) + " a row");
+    EXPECT_EQ(kernel_ir(softmax_text("f32", 1000, cols), "rows").find("llvm.masked.store"), std::string::npos);
+  }
+}
+
+// A dump's remarks are the loop vectorizer's, each naming its kernel and loop: what it
+// widened and by how much, and why it left a loop scalar.
+TEST(Dumps, RemarksNameEachLoopTheVectorizerSaw) {
+  const std::string remarks = kernel_dump(R"({ lambda ; a:f32[4096]. let
+    b:f32[4096] = exp a
+  in (b) })", "loop", ".remarks");
+  EXPECT_TRUE(std::regex_search(remarks, std::regex("jx_kernel_[0-9a-f]+ [A-Za-z0-9_.]+: vectorized loop \\(vectorization width: [0-9]+"))) << remarks;
 }
 
 // LLVM's remarks and warnings stay out of the user's output: a rows kernel over rows of

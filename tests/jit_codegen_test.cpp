@@ -1173,6 +1173,11 @@ TEST(RowsKernel, AcrossRowsRerunRowsWhoseFastExtremeIsOdd) {
     EXPECT_ALLCLOSE(actual[2], expected[2], 1e-6, 1e-7);
     check(softmax_text("f32", rows, cols), "rows", 1e-6, 1e-7, {x});
     check(jx::testing::logsumexp_text(rows, cols, /*with_log_softmax=*/true), "rows", 1e-6, 1e-6, {x});
+    // A cross-entropy's gradient, whose output shares its exp with the sum's pass (stored
+    // across rows on AVX2), labels at every position.
+    std::vector<int32_t> labels(static_cast<size_t>(rows));
+    for (int64_t i = 0; i < rows; ++i) labels[static_cast<size_t>(i)] = static_cast<int32_t>((i * 7) % cols);
+    check(jx::testing::cross_entropy_grad_text(rows, cols), "rows", 1e-6, 1e-9, {x, Array(labels, {rows})});
   }
 }
 

@@ -109,9 +109,10 @@ inline std::string read_file(const std::filesystem::path& p) {
   return ss.str();
 }
 
-// The optimized LLVM IR of `text` compiled as a kernel of `kind` (dumped to a fresh
-// directory, read, and removed).
-inline std::string kernel_ir(const std::string& text, const std::string& kind) {
+// One dump of `text` compiled as a kernel of `kind` (dumped to a fresh directory, read,
+// and removed): `extension` ".ll" its optimized LLVM IR, ".s" its assembly, ".remarks"
+// the loop vectorizer's remarks.
+inline std::string kernel_dump(const std::string& text, const std::string& kind, const std::string& extension) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("jx_codegen_dump_ir_" + std::to_string(::getpid()));
   compiler::KernelOptions o;
@@ -119,9 +120,11 @@ inline std::string kernel_ir(const std::string& text, const std::string& kind) {
   o.dump_dir = dir.string();
   o.disk_cache = false;
   compiler::compile_kernel(parse_jaxpr(text), kind, o);
-  const std::string ir = read_file(dir / "kernel.ll");
+  const std::string dump = read_file(dir / ("kernel" + extension));
   fs::remove_all(dir);
-  return ir;
+  return dump;
 }
+
+inline std::string kernel_ir(const std::string& text, const std::string& kind) { return kernel_dump(text, kind, ".ll"); }
 
 }  // namespace jx::testing

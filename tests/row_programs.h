@@ -57,6 +57,26 @@ inline std::string cross_entropy_text(int64_t rows, int64_t cols, const std::str
          "[axes=(0,)] c\n  in (s, u) }";
 }
 
+// The gradient of a cross-entropy's mean over f32[rows, cols] logits a with i32[rows]
+// labels b, as jax.grad leaves it fused: softmax(a) / rows minus 1 / rows at each row's
+// label, one full-shape output after a row max and a row sum of exp.
+inline std::string cross_entropy_grad_text(int64_t rows, int64_t cols) {
+  const std::string r = std::to_string(rows), c = std::to_string(cols);
+  const std::string x = "f32[" + r + "," + c + "]", col = "f32[" + r + ",1]", ints = "i32[" + r + "," + c + "]";
+  const std::string shape = "shape=(" + r + ", " + c + ")", scale = std::to_string(1.0 / static_cast<double>(rows));
+  return "{ lambda ; a:" + x + " b:i32[" + r + "]. let\n    c:f32[" + r + "] = reduce_max[axes=(1,)] a\n    d:" + col +
+         " = expand_dims[dimensions=(1,)] c\n    e:" + x + " = broadcast_in_dim[broadcast_dimensions=(0, 1) " + shape +
+         "] d\n    f:" + x + " = sub a e\n    g:" + x + " = exp f\n    h:f32[" + r +
+         "] = reduce_sum[axes=(1,)] g\n    i:" + col + " = expand_dims[dimensions=(1,)] h\n    k:" + ints +
+         " = iota[dimension=1 dtype=int32 " + shape + "]\n    l:" + ints + " = broadcast_in_dim[broadcast_dimensions=(0,) " +
+         shape + "] b\n    m:bool[" + r + "," + c + "] = eq k l\n    n:" + x +
+         " = broadcast_in_dim[broadcast_dimensions=() " + shape + "] 0.0:f32[]\n    o:" + x +
+         " = broadcast_in_dim[broadcast_dimensions=() " + shape + "] -" + scale + ":f32[]\n    p:" + x +
+         " = select_n m n o\n    q:" + col + " = broadcast_in_dim[broadcast_dimensions=() shape=(" + r + ", 1)] " + scale +
+         ":f32[]\n    s:" + col + " = div q i\n    t:" + x + " = broadcast_in_dim[broadcast_dimensions=(0, 1) " + shape +
+         "] s\n    u:" + x + " = mul t g\n    v:" + x + " = add p u\n  in (v) }";
+}
+
 // One leapfrog step of f32[3, n] positions a and momenta b in the trap a(q) = -q (1 + |q|^2)
 // (bench_common.h's leapfrog_step, dt = 0.01) as jx traces it: two sums over the leading
 // axis, the second of positions computed from the first. Outputs (q, p) after the step.

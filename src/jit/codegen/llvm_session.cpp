@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <chrono>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -15,6 +16,7 @@
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/IR/DiagnosticHandler.h>
 #include <llvm/IR/DiagnosticInfo.h>
 #include <llvm/IR/DiagnosticPrinter.h>
 #include <llvm/IR/LegacyPassManager.h>
@@ -215,6 +217,8 @@ int64_t host_vector_bytes() {
   return 16;
 }
 
+bool host_masks_vectors() { return host_vector_bytes() == 64; }
+
 double jit_creation_seconds() { return g_creation_seconds.load(); }
 
 void set_host_attributes(llvm::Function& f) {
@@ -242,25 +246,55 @@ namespace {
 // LLVM's diagnostics while a module compiles. Without a handler the context prints
 // remarks and warnings to stderr (a loop whose vectorization hint could not be honoured
 // printed "remark: <unknown>:0:0: loop not vectorized: ..." into the user's output) and
-// exits the process on an error; here remarks and warnings are dropped (a kernel's
-// hints are requests, its code correct either way) and the first error is kept, raised
-// as a jx::Error once LLVM has returned.
+// exits the process on an error; here warnings are dropped (a kernel's hints are
+// requests, its code correct either way) and the first error is kept, raised as a
+// jx::Error once LLVM has returned. Remarks are dropped, unless dumps were asked for:
+// then the loop vectorizer's (what it widened, by how much, and why it left a loop
+// scalar) are kept for the kernel's dump, each with its function and loop header.
 struct Diagnostics {
-  std::string error;
-  static void handle(const llvm::DiagnosticInfo* info, void* self) {
-    auto& d = *static_cast<Diagnostics*>(self);
-    if (info->getSeverity() != llvm::DS_Error || !d.error.empty()) return;
-    llvm::raw_string_ostream text(d.error);
-    llvm::DiagnosticPrinterRawOStream printer(text);
-    info->print(printer);
+  std::string error, remarks;
+  bool want_remarks = false;
+};
+
+class DiagnosticsHandler final : public llvm::DiagnosticHandler {
+ public:
+  explicit DiagnosticsHandler(Diagnostics& d) : d_(d) {}
+  bool handleDiagnostics(const llvm::DiagnosticInfo& info) override {
+    if (info.getSeverity() == llvm::DS_Error && d_.error.empty()) {
+      llvm::raw_string_ostream text(d_.error);
+      llvm::DiagnosticPrinterRawOStream printer(text);
+      info.print(printer);
+    } else if (const auto* remark = llvm::dyn_cast<llvm::DiagnosticInfoOptimizationBase>(&info);
+               remark && d_.want_remarks && vectorizer(remark->getPassName())) {
+      llvm::raw_string_ostream text(d_.remarks);
+      text << remark->getFunction().getName();
+      if (const auto* ir = llvm::dyn_cast<llvm::DiagnosticInfoIROptimization>(remark); ir && ir->getCodeRegion())
+        text << " " << ir->getCodeRegion()->getName();
+      text << ": " << remark->getMsg() << "\n";
+    }
+    return true;
   }
+  bool isAnalysisRemarkEnabled(llvm::StringRef pass) const override { return d_.want_remarks && vectorizer(pass); }
+  bool isMissedOptRemarkEnabled(llvm::StringRef pass) const override { return d_.want_remarks && vectorizer(pass); }
+  bool isPassedOptRemarkEnabled(llvm::StringRef pass) const override { return d_.want_remarks && vectorizer(pass); }
+  bool isAnyRemarkEnabled() const override { return d_.want_remarks; }
+
+ private:
+  static bool vectorizer(llvm::StringRef pass) { return pass == "loop-vectorize"; }
+  Diagnostics& d_;
 };
 
 }  // namespace
 
 CompiledModule compile_module(llvm::Module& module, Optimization optimization, bool want_dumps) {
   Diagnostics diagnostics;
-  module.getContext().setDiagnosticHandlerCallBack(&Diagnostics::handle, &diagnostics);
+  diagnostics.want_remarks = want_dumps;
+  module.getContext().setDiagnosticHandler(std::make_unique<DiagnosticsHandler>(diagnostics));
+  // The handler refers to `diagnostics`, which this function outlives.
+  struct RestoreHandler {
+    llvm::LLVMContext& context;
+    ~RestoreHandler() { context.setDiagnosticHandler(std::make_unique<llvm::DiagnosticHandler>()); }
+  } restore{module.getContext()};
   MachineLease machine(session());
   llvm::TargetMachine& tm = machine.get();
   module.setDataLayout(tm.createDataLayout());
@@ -315,6 +349,7 @@ CompiledModule compile_module(llvm::Module& module, Optimization optimization, b
     // Code generation rewrites the IR it runs on, so the assembly comes from a copy.
     std::unique_ptr<llvm::Module> copy = llvm::CloneModule(module);
     out.assembly = emit(tm, *copy, llvm::CodeGenFileType::AssemblyFile, tlii);
+    out.remarks = std::move(diagnostics.remarks);
   }
   out.object = emit(tm, module, llvm::CodeGenFileType::ObjectFile, tlii);
   out.outlined = std::move(outlined);

@@ -102,6 +102,12 @@ int64_t LoopEmitter::row_points() const {
 // floats as one vector of 16 instead of 8 and 2 (a cross-entropy's gradient over
 // 160000 x 10: 0.80 -> 0.67 ms, softmax 0.65 -> 0.61); row reductions kept the halves
 // (a row max over rows of 10: 0.15 -> 0.20 ms as one register).
+// Without AVX-512 a masked store is AVX2's vmaskmovps, which costs about five plain
+// stores on AMD's Zen 3 (llvm_session.h, host_masks_vectors): a row's outputs there
+// store whole vectors and a narrower rest (the gradient of a cross-entropy over 160000 x
+// 10 floats, rows of 8 and 2 points: 2.6 -> x ms).
+bool LoopEmitter::masked_stores_cheap() { return host_masks_vectors(); }
+
 int64_t LoopEmitter::vector_width_for_loops(int64_t lanes, bool whole_row) const {
   const int64_t points = loop_points();
   int64_t width = lanes;
@@ -283,16 +289,21 @@ void LoopEmitter::annotate_loops() {
       hint(hints, "llvm.loop.vectorize.width", plan_.schedule.vector_lanes);
     } else {
       const bool rest = split != split_points_.end() && split->second.rest;  // one vector, masked if need be
+      // Where masked stores are dear, a storing loop's rest is pieces of a power of two
+      // points (points_loop), each exactly one vector.
+      const bool unmasked = !masked_stores_cheap() && storing_loops_.contains(latch);
+      const int64_t rest_width = unmasked ? std::bit_floor(static_cast<uint64_t>(loop_points()))
+                                          : std::bit_ceil(static_cast<uint64_t>(loop_points()));
       const int64_t width = over_rows ? lanes
-                            : rest    ? std::min<int64_t>(lanes, int64_t{1} << std::bit_width(static_cast<uint64_t>(loop_points() - 1)))
-                                      : vector_width_for_loops(lanes, output_loops_.contains(latch));
+                            : rest    ? std::min<int64_t>(lanes, rest_width)
+                                      : vector_width_for_loops(lanes, output_loops_.contains(latch) && masked_stores_cheap());
       if (calls || large) {
         hint(hints, "llvm.loop.interleave.count", 1);
       } else if (float_arithmetic_reduction && loops->tests_rare_paths(latch->getParent())) {
         hint(hints, "llvm.loop.interleave.count", fit_interleave(width, kRarePathInterleave));
       }
       if (large || float_arithmetic_reduction || short_row) hint(hints, "llvm.loop.vectorize.width", width);
-      if (short_row && loop_points() % width != 0) hint(hints, "llvm.loop.vectorize.predicate.enable", 1);
+      if (short_row && loop_points() % width != 0 && !unmasked) hint(hints, "llvm.loop.vectorize.predicate.enable", 1);
     }
     set_loop_hints(latch, hints);
     split_points_now_ = 0;
@@ -498,6 +509,7 @@ void LoopEmitter::loop(Value* lo, Value* hi, const std::function<void(Value*)>& 
   body(i);
   i->addIncoming(b_.CreateAdd(i, c64(1), "", true, true), b_.GetInsertBlock());
   latches_.push_back(b_.CreateBr(head));
+  if (storing_points_) storing_loops_.insert(latches_.back());
   b_.SetInsertPoint(exit);
 }
 
@@ -517,11 +529,26 @@ void LoopEmitter::points_loop(Value* lo, Value* hi, const std::function<void(Val
   const auto* clo = llvm::dyn_cast<llvm::ConstantInt>(lo);
   const auto* chi = llvm::dyn_cast<llvm::ConstantInt>(hi);
   const bool elementwise = plan_.schedule.mode == Mode::Elementwise;
-  if (!clo || !chi || !(short_rows() || elementwise) || !costly_points()) return loop(lo, hi, body);
+  const bool unmasked = storing_points_ && !masked_stores_cheap() && short_rows();
+  if (!clo || !chi || !(short_rows() || elementwise) || !(costly_points() || unmasked)) return loop(lo, hi, body);
   const int64_t first = clo->getSExtValue(), n = chi->getSExtValue() - first;
   const int64_t lanes = std::max<int64_t>(1, host_vector_bytes() / widest_itemsize());
-  const int64_t width = elementwise ? lanes : vector_width_for_loops(lanes, true);
+  const int64_t width = elementwise ? lanes : vector_width_for_loops(lanes, !unmasked);
   const int64_t whole = n - n % width;
+  if (unmasked && whole != n) {
+    // A storing loop where masked stores are dear: its whole vectors, then its rest in
+    // pieces of a power of two points, each one vector (LLVM folds the rest of a loop
+    // of fewer than 16 points into a masked vector).
+    int64_t at = first;
+    auto piece = [&](int64_t points, bool rest) {
+      loop(c64(at), c64(at + points), body);
+      split_points_[latches_.back()] = {points, rest};
+      at += points;
+    };
+    if (whole > 0) piece(whole, false);
+    while (at < first + n) piece(static_cast<int64_t>(std::bit_floor(static_cast<uint64_t>(first + n - at))), true);
+    return;
+  }
   // A rows kernel's row of one vector and a rest keeps its one masked loop; an
   // elementwise row's rest was LLVM's scalar remainder (over rows of 31 floats, 15
   // inline sines a row), so it splits from one whole vector, up to the short rows'

@@ -87,6 +87,7 @@ class LoopEmitter {
   int64_t loop_points() const { return split_points_now_ > 0 ? split_points_now_ : row_points(); }
   int64_t row_points() const;
   int64_t vector_width_for_loops(int64_t lanes, bool whole_row = false) const;
+  static bool masked_stores_cheap();
   int64_t fit_interleave(int64_t width, int64_t wanted) const;
   void annotate_loops();
 
@@ -167,7 +168,8 @@ class LoopEmitter {
   using EachRow = std::function<void(Value*, Value*, Value*, const std::function<void()>&)>;
   void across_passes(Value* lo, Value* hi, std::vector<Value*>& idx,
                      const std::vector<std::vector<PlanOutput>>& pass_reducers,
-                     const std::vector<std::vector<int>>& pass_phases, const EachRow& each_row);
+                     const std::vector<std::vector<int>>& pass_phases, const EachRow& each_row,
+                     const std::function<void()>& row_outputs);
   void hoist_row_values(const std::vector<int>& targets, int pass, Value* lo, Value* hi, std::vector<Value*>& idx,
                         const EachRow& each_row);
   std::vector<char> varies_along_reduced() const;
@@ -229,6 +231,10 @@ class LoopEmitter {
   std::map<const llvm::BranchInst*, SplitLoop> split_points_;  // points_loop's loops
   int64_t split_points_now_ = 0;                              // annotate_loops: the latch's, or 0
   std::set<const llvm::BranchInst*> output_loops_;  // latches of a rows kernel's loops storing full-shape outputs
+  // Loops over a row's points that store (a rows kernel's outputs, a pass's stash): while
+  // storing_points_ is set, loop() adds its latches to storing_loops_.
+  bool storing_points_ = false;
+  std::set<const llvm::BranchInst*> storing_loops_;
   bool recompute_stashes_ = false;                  // rows(): across_passes stashes nothing
   std::set<const llvm::BranchInst*> scalar_loops_;  // latches of loops left scalar (a rare path's)
   std::map<llvm::BranchInst*, bool> column_loops_;  // latch of each loop over columns -> short_column's

@@ -189,6 +189,7 @@ std::shared_ptr<const CompiledLoop> CompiledLoop::compile_emitted(const std::str
       write_file(options.dump_dir + "/" + name + ".ll", compiled.ir);
       write_file(options.dump_dir + "/" + name + ".s", compiled.assembly);
       write_file(options.dump_dir + "/" + name + ".plan", plan_text);
+      write_file(options.dump_dir + "/" + name + ".remarks", compiled.remarks);
     }
     if (use_disk_cache) {
       object_cache_store(options.cache_dir, key, compiled.object);

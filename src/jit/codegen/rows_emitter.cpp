@@ -9,6 +9,7 @@
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/MDBuilder.h>
 
+#include "jit/codegen/llvm_session.h"
 #include "jit/codegen/loop_emitter_internal.h"
 #include "jit/codegen/module_target.h"
 #include "jit/codegen/scalar_ops.h"
@@ -205,16 +206,47 @@ void LoopEmitter::rows(Value* begin, Value* end) {
                       plan_.dims[nd - 1] >= kAcrossRowsMin && plan_.dims[nd - 1] <= kAcrossRowsMax;
   recompute_stashes_ = across;
   std::vector<char> full_needed, full_loaded;
+  bool costly_outputs = false;
   if (!full.empty()) {
     select(full, plan_.num_passes);
     full_needed = needed_, full_loaded = loaded_;
+    // What the outputs cost at each point: the ops that vary along the row (the others
+    // are computed once a row either way).
+    const std::vector<char> varies = varies_along_reduced();
+    int64_t cost = 0;
+    for (size_t i = 0; i < plan_.nodes.size(); ++i)
+      if (needed_[i] && varies[i] && plan_.nodes[i].kind == PlanNode::Kind::Op) cost += op_cost(*plan_.nodes[i].eqn->primitive);
+    costly_outputs = cost >= kNarrowSumCost;
   }
+  // Across rows where masked stores are dear (AVX2), the full-shape outputs are stored
+  // in the same loop, after each row's passes, each point's store scalar: their terms
+  // are the passes' own (a cross-entropy gradient's exp(x - m), shared in SSA instead of
+  // computed again), and no loop over each row's few points follows, its last vector
+  // mostly empty. A row of whole vectors keeps its loop unless its points cost a
+  // transcendental (a layer norm over rows of 8 floats: 0.43 ms a row at a time, 0.75
+  // across). Not over an input (a row's stores would overwrite points that the
+  // vectorized loop's other lanes load). Over 1.6e6 floats on the 2-core Zen 3, rows of
+  // 10, us: cross-entropy gradient 2756 -> 1286, softmax 2868 -> 1367; of 11: 2611 ->
+  // 1763, 2344 -> 1376.
+  bool outputs_over_inputs = false;
+  for (const PlanOutput& o : plan_.outputs) outputs_over_inputs = outputs_over_inputs || o.over_input >= 0;
+  const int64_t lanes = std::max<int64_t>(1, host_vector_bytes() / widest_itemsize());
+  const bool whole_vectors = plan_.dims[nd - 1] % lanes == 0;
+  std::function<void()> across_outputs;
+  if (across && !full.empty() && !outputs_over_inputs && !masked_stores_cheap() && (!whole_vectors || costly_outputs))
+    across_outputs = [&] {
+      needed_ = full_needed, loaded_ = full_loaded;
+      for (int64_t j = 0; j < plan_.dims[nd - 1]; ++j) {
+        idx[nd - 1] = c64(j);
+        store_full(idx);
+      }
+    };
   Value* count = b_.CreateSub(end, begin, "", true, true);
   Value* blocks = b_.CreateUDiv(b_.CreateAdd(count, c64(block_rows - 1), "", true, true), c64(block_rows));
   loop(c64(0), blocks, [&](Value* block) {
     Value* lo = b_.CreateAdd(begin, b_.CreateMul(block, c64(block_rows), "", true, true), "", true, true);
     Value* hi = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(lo, c64(block_rows), "", true, true), end);
-    if (across) across_passes(lo, hi, idx, pass_reducers, pass_phases, each_row);
+    if (across) across_passes(lo, hi, idx, pass_reducers, pass_phases, each_row, across_outputs);
     const size_t separate_passes = across ? 0 : pass_reducers.size();  // each a loop over the block's rows
     for (size_t q = 0; q < separate_passes; ++q) {
       reducers_ = &pass_reducers[q];
@@ -232,7 +264,9 @@ void LoopEmitter::rows(Value* begin, Value* end) {
       auto pass_row = [&] {
         if (prefetching) prefetch_streams(end, block_rows);
         reset(pass_accs[q]);
+        storing_points_ = !stores_.empty();
         reduce_nest(nk, idx, pass_accs[q]);
+        storing_points_ = false;
         for (size_t m = 0; m < pass_phases[q].size(); ++m) {
           const size_t k = static_cast<size_t>(pass_phases[q][m]);
           Value* acc = b_.CreateLoad(pass_accs[q][m]->getAllocatedType(), pass_accs[q][m]);
@@ -272,14 +306,16 @@ void LoopEmitter::rows(Value* begin, Value* end) {
       reducers_ = nullptr;
       narrow_sums_ = false;
     }
-    if (!full.empty()) {
+    if (!full.empty() && !across_outputs) {
       needed_ = full_needed, loaded_ = full_loaded;
       if (!pipelined) hoist_row_values(full, plan_.num_passes, lo, hi, idx, each_row);
       // Pipelined: only the block's last row is left.
       Value* from = pipelined ? b_.CreateSub(hi, c64(1), "", true, true) : lo;
       each_row(lo, from, hi, [&] {
         const size_t first_latch = latches_.size();
+        storing_points_ = true;
         nest(nk, idx, [&] { store_full(idx); });
+        storing_points_ = false;
         output_loops_.insert(latches_.begin() + static_cast<std::ptrdiff_t>(first_latch), latches_.end());
       });
       hoisted_.clear();
@@ -351,7 +387,8 @@ void LoopEmitter::store_block_totals(const std::vector<llvm::AllocaInst*>& value
 // (the same partials as a short row's along it), so a rerun row sums the same way.
 void LoopEmitter::across_passes(Value* lo, Value* hi, std::vector<Value*>& idx,
                    const std::vector<std::vector<PlanOutput>>& pass_reducers,
-                   const std::vector<std::vector<int>>& pass_phases, const EachRow& each_row) {
+                   const std::vector<std::vector<int>>& pass_phases, const EachRow& each_row,
+                   const std::function<void()>& row_outputs) {
   const size_t nd = plan_.dims.size();
   auto is_max = [](const PlanOutput& o) { return monoid_of(o) == lowering::Monoid::kMax; };
   auto bound = [&](const PlanOutput& o, llvm::Type* t) { return llvm::ConstantFP::getInfinity(t, !is_max(o)); };
@@ -413,6 +450,7 @@ void LoopEmitter::across_passes(Value* lo, Value* hi, std::vector<Value*>& idx,
   each_row(lo, lo, hi, [&] {
     Value* odd = run_row(true);
     b_.CreateStore(b_.CreateOr(b_.CreateLoad(b_.getInt1Ty(), any_odd), odd), any_odd);
+    if (row_outputs) row_outputs();
   });
   across_lo_ = nullptr;
   if (!any_fast) return;
@@ -435,6 +473,7 @@ void LoopEmitter::across_passes(Value* lo, Value* hi, std::vector<Value*>& idx,
     b_.CreateCondBr(odd, exact, next, unlikely);
     b_.SetInsertPoint(exact);
     run_row(false);
+    if (row_outputs) row_outputs();
     b_.CreateBr(next);
     b_.SetInsertPoint(next);
   });
