@@ -443,21 +443,7 @@ TEST(Dumps, RowsOutputsStoreNoMaskedVectorWhereMasksAreDear) {
       EXPECT_EQ(kernel_ir(text, "rows").find("llvm.masked.store"), std::string::npos);
     }
   }
-  const std::string layer_norm = R"({ lambda ; a:f32[1000,8]. let
-    b:f32[1000] = reduce_sum[axes=(1,)] a
-    m:f32[1000] = broadcast_in_dim[broadcast_dimensions=() shape=(1000,)] 0.125:f32[]
-    c:f32[1000] = mul b m
-    d:f32[1000,8] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(1000, 8)] c
-    e:f32[1000,8] = sub a d
-    f:f32[1000,8] = mul e e
-    g:f32[1000] = reduce_sum[axes=(1,)] f
-    h:f32[1000] = mul g m
-    n:f32[1000] = broadcast_in_dim[broadcast_dimensions=() shape=(1000,)] 1e-05:f32[]
-    i:f32[1000] = add h n
-    j:f32[1000] = sqrt i
-    k:f32[1000,8] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(1000, 8)] j
-    l:f32[1000,8] = div e k
-  in (l) })";
+  const std::string layer_norm = jx::testing::layer_norm_text("f32", 1000, 8);
   EXPECT_GT(vectorized_loops(kernel_dump(layer_norm, "rows", ".remarks")), 1) << kernel_dump(layer_norm, "rows", ".remarks");
   for (int64_t cols : {21, 30}) {  // 16 + 5, 16 + 8 + 6 (8 lanes): whole vectors, then a rest
     SCOPED_TRACE(std::to_string(cols) + " a row");

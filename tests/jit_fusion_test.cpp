@@ -510,21 +510,7 @@ TEST(RowsFusion, LogsumexpGivesAPerRowOutput) {
 
 TEST(RowsFusion, LayerNormAndItsStatisticsAreOneFusion) {
   // mean and variance (two passes over the row) as outputs beside the normalized rows.
-  Fused r = fuse_text(R"({ lambda ; a:f64[10,30]. let
-    n:f64[10] = broadcast_in_dim[broadcast_dimensions=() shape=(10,)] 30.0:f64[]
-    p:f64[10] = broadcast_in_dim[broadcast_dimensions=() shape=(10,)] 1e-05:f64[]
-    b:f64[10] = reduce_sum[axes=(1,)] a
-    c:f64[10] = div b n
-    d:f64[10,30] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(10, 30)] c
-    e:f64[10,30] = sub a d
-    f:f64[10,30] = mul e e
-    g:f64[10] = reduce_sum[axes=(1,)] f
-    h:f64[10] = div g n
-    i:f64[10] = add h p
-    j:f64[10] = rsqrt i
-    k:f64[10,30] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(10, 30)] j
-    l:f64[10,30] = mul e k
-  in (l, c, h) })");
+  Fused r = fuse_text(jx::testing::layer_norm_text("f64", 10, 30, /*with_statistics=*/true));
   EXPECT_EQ(r.fusions(), 1) << r.text;
   EXPECT_EQ(r.fusions("rows"), 1) << r.text;
 }

@@ -57,6 +57,20 @@ inline std::string cross_entropy_text(int64_t rows, int64_t cols, const std::str
          "[axes=(0,)] c\n  in (s, u) }";
 }
 
+// A layer norm over the rows of t[rows, cols] a: (a - mean) * rsqrt(variance + 1e-5),
+// two passes over each row; `with_statistics` also outputs the mean and the variance.
+inline std::string layer_norm_text(const std::string& t, int64_t rows, int64_t cols, bool with_statistics = false) {
+  const std::string r = std::to_string(rows), c = std::to_string(cols);
+  const std::string x = t + "[" + r + "," + c + "]", row = t + "[" + r + "]";
+  const std::string to_rows = " = broadcast_in_dim[broadcast_dimensions=(0,) shape=(" + r + ", " + c + ")] ";
+  const std::string splat = " = broadcast_in_dim[broadcast_dimensions=() shape=(" + r + ",)] ";
+  return "{ lambda ; a:" + x + ". let\n    n:" + row + splat + c + ".0:" + t + "[]\n    p:" + row + splat + "1e-05:" + t +
+         "[]\n    b:" + row + " = reduce_sum[axes=(1,)] a\n    c:" + row + " = div b n\n    d:" + x + to_rows +
+         "c\n    e:" + x + " = sub a d\n    f:" + x + " = mul e e\n    g:" + row + " = reduce_sum[axes=(1,)] f\n    h:" +
+         row + " = div g n\n    i:" + row + " = add h p\n    j:" + row + " = rsqrt i\n    k:" + x + to_rows +
+         "j\n    l:" + x + " = mul e k\n  in (" + (with_statistics ? "l, c, h" : "l") + ") }";
+}
+
 // The gradient of a cross-entropy's mean over f32[rows, cols] logits a with i32[rows]
 // labels b, as jax.grad leaves it fused: softmax(a) / rows minus 1 / rows at each row's
 // label, one full-shape output after a row max and a row sum of exp.
