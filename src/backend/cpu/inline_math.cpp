@@ -32,7 +32,31 @@ namespace jx::cpu {
 // both inline (no call left in the kernel). Left on libmvec: float32 log 0.175 / 0.180
 // (0.97-1.09x), float64 log1p 0.811 / 0.583 (0.68x).
 //
+// AVX2 on CPUs whose vector units are 256 bits wide (every AVX2 CPU but AMD's Zen 1 and
+// Zen+, which split each 256-bit operation in two), measured on an AMD EPYC Zen 3
+// (family 25, model 1) with bench/fast_math_bench, one thread, ns per element inline /
+// libmvec: float32 sin 0.555 / 0.814 (1.47x), cos 0.645 / 0.856 (1.33x), expm1 0.593 /
+// 1.563; float64 sin 1.503 / 1.964 (1.31x), expm1 1.878 / 2.465 (1.31x), tanh 2.429 /
+// 4.994: inline. Left on libmvec: float32 tan (0.97x), log (1.12x, but 0.94x over wide
+// inputs), float64 cos (0.84x), tan (0.50x), log (1.27x, 0.87x wide), log1p (1.10x);
+// a second run, with a build busy on the other core, gave the chosen ones 1.45x, 1.36x,
+// 2.52x, 1.23x, 1.51x and scattered the others (float64 tan 1.98x, log1p 0.58x). The
+// jitted sin(x) + cos(y) of 5000 x 5000 float64 x and a broadcast row y (the tutorial's
+// broadcast form): 49.6-60.6 -> 44.6-47.4 ms, alternating, beside that build.
+//
 // The scalar ISA is eager's exact libm path, kept bit for bit.
+bool half_width_vector_units() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool half = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_is("znver1") != 0;
+  }();
+  return half;
+#else
+  return false;
+#endif
+}
+
 bool runs_inline(math::FastFunction f, DType dtype, VectorIsa isa) {
 #ifndef JX_INLINE_MATH
   return false;  // no libmvec for the rare inputs: kernels and eager use libm
@@ -40,7 +64,9 @@ bool runs_inline(math::FastFunction f, DType dtype, VectorIsa isa) {
   using F = math::FastFunction;
   const bool f32 = dtype == DType::Float32;
   switch (isa) {
-    case VectorIsa::Avx2: return f32 ? f == F::Expm1 : f == F::Tanh;  // float32 tanh: the odd rational
+    case VectorIsa::Avx2:
+      if (half_width_vector_units()) return f32 ? f == F::Expm1 : f == F::Tanh;  // float32 tanh: the odd rational
+      return f == F::Sin || f == F::Expm1 || (f32 ? f == F::Cos : f == F::Tanh);
     case VectorIsa::Avx512:
       if (f == F::Sin || f == F::Cos || f == F::Tan || f == F::Expm1) return true;
       return !f32 && (f == F::Log || f == F::Tanh);

@@ -20,6 +20,9 @@ namespace jx::cpu {
 // Whether kernels and eager compute f for dtype with the inline code on isa rather than
 // with libmvec's variant (inline_math.cpp has the measurements).
 bool runs_inline(math::FastFunction f, DType dtype, VectorIsa isa);
+// Whether this CPU's vector units split a 256-bit operation into two 128-bit halves
+// (AMD's Zen 1 and Zen+), where libmvec's AVX2 variants cost what the inline code does.
+bool half_width_vector_units();
 
 // y[i] = f(x[i]) by the inline code at isa's width (Avx2 or Avx512, which the CPU must
 // run). y may be x.

@@ -264,7 +264,7 @@ void LoopEmitter::rows(Value* begin, Value* end) {
       auto pass_row = [&] {
         if (prefetching) prefetch_streams(end, block_rows);
         reset(pass_accs[q]);
-        storing_points_ = !stores_.empty();
+        storing_points_ = !stores_.empty() || companion_ != nullptr;  // a stash, or the pipelined outputs
         reduce_nest(nk, idx, pass_accs[q]);
         storing_points_ = false;
         for (size_t m = 0; m < pass_phases[q].size(); ++m) {
