@@ -11,8 +11,9 @@
 // inline exp): those are inline polynomials (fast_math.h), measured faster than
 // libmvec's variants, so they are no longer eager's bits but within 4 ULP of them
 // (logistic 6). And per ISA the functions of the CPU backend's table
-// (backend/cpu/inline_math.cpp, cpu::runs_inline; AVX2: expm1 f32, tanh f64; AVX-512:
-// sin, cos, tan, expm1, and log and tanh f64): inline too, but eager runs the same code
+// (backend/cpu/inline_math.cpp, cpu::runs_inline; AVX2: expm1 f32, tanh f64, and past
+// Zen 1 sin and cos f32, sin and expm1 f64; AVX-512: sin, cos, tan, expm1, and log and
+// tanh f64): inline too, but eager runs the same code
 // there, so they keep eager's bits; they hand their rare inputs to the libmvec variant. The table
 // below was measured before those functions' inline code (it gives libmvec's errors for
 // them); tests/jit_fast_functions_test.cpp measures the inline code of all seven
