@@ -252,7 +252,7 @@ void LoopEmitter::annotate_loops() {
       // (short_column). Its other loops run across memory and stay scalar.
       std::vector<llvm::Metadata*> hints = {nullptr};
       if (auto c = column_loops_.find(latch); c != column_loops_.end()) {
-        const int64_t lanes = std::max<int64_t>(1, host_vector_bytes() / widest);
+        const int64_t lanes = host_lanes();
         const int64_t columns = std::min(plan_.schedule.column_block, plan_.dims[static_cast<size_t>(plan_.num_kept) - 1]);
         hint(hints, "llvm.loop.unroll.disable", -1);
         hint(hints, "llvm.loop.vectorize.width", lanes);
@@ -285,7 +285,7 @@ void LoopEmitter::annotate_loops() {
                                     llvm::MDNode::get(ctx_, vectorized)};
       hints.push_back(llvm::MDNode::get(ctx_, followup));
     }
-    const int64_t lanes = std::max<int64_t>(1, host_vector_bytes() / widest);
+    const int64_t lanes = host_lanes();
     if (extremum) {
       hint(hints, "llvm.loop.interleave.count", fit_interleave(lanes, extremum_accumulators(widest)));
     } else if (interleave > 1 && split == split_points_.end()) {  // (a split loop's hints are its own)
@@ -536,7 +536,7 @@ void LoopEmitter::points_loop(Value* lo, Value* hi, const std::function<void(Val
   const bool unmasked = storing_points_ && !masked_stores_cheap() && short_rows();
   if (!clo || !chi || !(short_rows() || elementwise) || !(costly_points() || unmasked)) return loop(lo, hi, body);
   const int64_t first = clo->getSExtValue(), n = chi->getSExtValue() - first;
-  const int64_t lanes = std::max<int64_t>(1, host_vector_bytes() / widest_itemsize());
+  const int64_t lanes = host_lanes();
   const int64_t width = elementwise ? lanes : vector_width_for_loops(lanes, !unmasked);
   const int64_t whole = n - n % width;
   if (unmasked && whole != n) {

@@ -5,6 +5,7 @@
 // hoist, the outputs after them). Internal to codegen.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -18,6 +19,7 @@
 #include <llvm/IR/Module.h>
 
 #include "jit/codegen/kernel_plan.h"
+#include "jit/codegen/llvm_session.h"
 #include "jit/codegen/scalar_ops.h"
 
 namespace jx::compiler::codegen::detail {
@@ -87,6 +89,8 @@ class LoopEmitter {
   int64_t loop_points() const { return split_points_now_ > 0 ? split_points_now_ : row_points(); }
   int64_t row_points() const;
   int64_t vector_width_for_loops(int64_t lanes, bool whole_row = false) const;
+  // Lanes of a full register of the plan's widest element.
+  int64_t host_lanes() const { return std::max<int64_t>(1, host_vector_bytes() / widest_itemsize()); }
   static bool masked_stores_cheap();
   int64_t fit_interleave(int64_t width, int64_t wanted) const;
   void annotate_loops();
@@ -158,7 +162,7 @@ class LoopEmitter {
   void select(const std::vector<int>& targets, int pass);
   bool hoisted(size_t node) const { return !hoisted_.empty() && hoisted_[node]; }
   bool sums_narrow() const;
-  bool costly_points() const;
+  bool costly_points(bool varying_only = false) const;
   bool pipelines_outputs() const;
   int prefetching_pass() const;
   bool one_reduced_dim() const { return plan_.ndim() - plan_.num_kept == 1; }

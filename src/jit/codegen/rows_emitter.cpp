@@ -9,7 +9,6 @@
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/MDBuilder.h>
 
-#include "jit/codegen/llvm_session.h"
 #include "jit/codegen/loop_emitter_internal.h"
 #include "jit/codegen/module_target.h"
 #include "jit/codegen/scalar_ops.h"
@@ -64,13 +63,15 @@ bool LoopEmitter::sums_narrow() const {
 }
 
 // Whether a point of the loop being emitted (the nodes needed_ selects) costs a
-// transcendental or more.
-bool LoopEmitter::costly_points() const {
+// transcendental or more; `varying_only`: counting only the ops that vary along the
+// row (the others are computed once a row).
+bool LoopEmitter::costly_points(bool varying_only) const {
+  const std::vector<char> varies = varying_only ? varies_along_reduced() : std::vector<char>();
   int64_t cost = 0;
   for (size_t i = 0; i < plan_.nodes.size(); ++i) {
     const PlanNode& n = plan_.nodes[i];
     const bool evaluated = needed_.empty() || (needed_[i] && !loaded_[i] && !hoisted(i));
-    if (n.kind == PlanNode::Kind::Op && evaluated) cost += op_cost(*n.eqn->primitive);
+    if (n.kind == PlanNode::Kind::Op && evaluated && (!varying_only || varies[i])) cost += op_cost(*n.eqn->primitive);
   }
   return cost >= kNarrowSumCost;
 }
@@ -210,13 +211,7 @@ void LoopEmitter::rows(Value* begin, Value* end) {
   if (!full.empty()) {
     select(full, plan_.num_passes);
     full_needed = needed_, full_loaded = loaded_;
-    // What the outputs cost at each point: the ops that vary along the row (the others
-    // are computed once a row either way).
-    const std::vector<char> varies = varies_along_reduced();
-    int64_t cost = 0;
-    for (size_t i = 0; i < plan_.nodes.size(); ++i)
-      if (needed_[i] && varies[i] && plan_.nodes[i].kind == PlanNode::Kind::Op) cost += op_cost(*plan_.nodes[i].eqn->primitive);
-    costly_outputs = cost >= kNarrowSumCost;
+    costly_outputs = costly_points(/*varying_only=*/true);
   }
   // Across rows where masked stores are dear (AVX2), the full-shape outputs are stored
   // in the same loop, after each row's passes, each point's store scalar: their terms
@@ -230,8 +225,7 @@ void LoopEmitter::rows(Value* begin, Value* end) {
   // softmax 2469 -> 1172.
   bool outputs_over_inputs = false;
   for (const PlanOutput& o : plan_.outputs) outputs_over_inputs = outputs_over_inputs || o.over_input >= 0;
-  const int64_t lanes = std::max<int64_t>(1, host_vector_bytes() / widest_itemsize());
-  const bool whole_vectors = plan_.dims[nd - 1] % lanes == 0;
+  const bool whole_vectors = plan_.dims[nd - 1] % host_lanes() == 0;
   std::function<void()> across_outputs;
   if (across && !full.empty() && !outputs_over_inputs && !masked_stores_cheap() && (!whole_vectors || costly_outputs))
     across_outputs = [&] {
