@@ -454,6 +454,46 @@ TEST(Dumps, RowsOutputsStoreNoMaskedVectorWhereMasksAreDear) {
   }
 }
 
+// Across rows on AVX2 (no AVX-512) a block's rows are read and written as whole row
+// vectors, transposed in registers into column buffers and back (rows_emitter.cpp,
+// stage_block_in/out): no point is gathered by a scalar load and an insert
+// (vinsertps), nor scattered by an extract (vextractps), as the vectorized loop across
+// rows did reading and writing the rows in place.
+TEST(Dumps, AcrossRowsStageWholeRowVectors) {
+  const std::string& features = codegen::host_target().features;
+  if (features.find("+avx2") == std::string::npos) GTEST_SKIP() << "no AVX2 on this host";
+  if (features.find("+avx512f") != std::string::npos) GTEST_SKIP() << "AVX-512 reads and writes rows in place";
+  for (int64_t cols : {8, 10, 11}) {
+    SCOPED_TRACE(std::to_string(cols) + " a row");
+    for (const std::string& text : {softmax_text("f32", 1000, cols), jx::testing::cross_entropy_grad_text(1000, cols),
+                                    jx::testing::layer_norm_text("f32", 1000, cols)}) {
+      const std::string assembly = kernel_dump(text, "rows", ".s");
+      EXPECT_EQ(assembly.find("vinsertps"), std::string::npos) << assembly;
+      EXPECT_EQ(assembly.find("vextractps"), std::string::npos) << assembly;
+    }
+  }
+}
+
+// Where masks are dear (AVX2), a row max over rows a vector does not divide runs whole
+// vectors and one overlapping last vector (loop_emitter.cpp, points_loop), not a loop
+// masked at every vector by masks computed each time: in a softmax's and a logsumexp's
+// kernels over rows of 21, 100 and 130 floats every masked load has a constant mask (a
+// sum of exp's last few points).
+TEST(Dumps, RowMaxLoadsNoMaskedVectorWhereMasksAreDear) {
+  const std::string& features = codegen::host_target().features;
+  if (features.find("+avx2") == std::string::npos) GTEST_SKIP() << "no AVX2 on this host";
+  if (features.find("+avx512f") != std::string::npos) GTEST_SKIP() << "AVX-512 masks loads cheaply";
+  for (int64_t cols : {21, 100, 130}) {
+    SCOPED_TRACE(std::to_string(cols) + " a row");
+    for (const std::string& text : {softmax_text("f32", 1000, cols), jx::testing::logsumexp_text(1000, cols)}) {
+      std::istringstream ir(kernel_ir(text, "rows"));
+      for (std::string line; std::getline(ir, line);)
+        if (line.find("call") != std::string::npos && line.find("@llvm.masked.load") != std::string::npos)
+          EXPECT_TRUE(std::regex_search(line, std::regex("x i1> <i1 (true|false)"))) << line;
+    }
+  }
+}
+
 // A dump's remarks are the loop vectorizer's, each naming its kernel and loop: what it
 // widened and by how much, and why it left a loop scalar.
 TEST(Dumps, RemarksNameEachLoopTheVectorizerSaw) {

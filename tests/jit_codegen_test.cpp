@@ -1181,6 +1181,62 @@ TEST(RowsKernel, AcrossRowsRerunRowsWhoseFastExtremeIsOdd) {
   }
 }
 
+// Across rows on AVX2 a block's rows are staged through column buffers, 8 rows at a
+// time by an in-register transpose and the block's last rows point by point
+// (rows_emitter.cpp, stage_block_in/out): rows of 8-11 floats in blocks of whole groups,
+// of groups and a rest (77 rows: 64, then 8 + 5) and of a rest alone (5 rows), a softmax, a
+// layer norm, a cross-entropy's gradient (the labels a per-row input beside the staged
+// logits), and the exp of a max-shifted input read from the fourth row of a larger
+// array (a staged load at an offset). Any host: elsewhere the same kernels read in place.
+TEST(RowsKernel, AcrossRowsStagedBlocksMatchEager) {
+  for (int64_t cols : {8, 9, 10, 11})
+    for (int64_t rows : {int64_t{5}, int64_t{77}}) {
+      SCOPED_TRACE(std::to_string(rows) + " rows of " + std::to_string(cols));
+      check(softmax_text("f32", rows, cols), "rows", 1e-5, 1e-7);
+      check(jx::testing::layer_norm_text("f32", rows, cols), "rows", 1e-4, 1e-5);
+      std::vector<int32_t> labels(static_cast<size_t>(rows));
+      for (int64_t i = 0; i < rows; ++i) labels[static_cast<size_t>(i)] = static_cast<int32_t>((i * 5) % cols);
+      check(jx::testing::cross_entropy_grad_text(rows, cols), "rows", 1e-5, 1e-9,
+            {testing::randn({rows, cols}, DType::Float32, 3), Array(labels, {rows})});
+      const std::string r = std::to_string(rows), c = std::to_string(cols), whole = std::to_string(rows + 3);
+      const std::string x = "f32[" + r + "," + c + "]";
+      const std::string shifted_exp = "{ lambda ; a:f32[" + whole + "," + c + "]. let\n    b:" + x +
+                                      " = slice[limit_indices=(" + whole + ", " + c +
+                                      ") start_indices=(3, 0) strides=(1, 1)] a\n    m:f32[" + r +
+                                      "] = reduce_max[axes=(1,)] b\n    d:f32[" + r +
+                                      ",1] = expand_dims[dimensions=(1,)] m\n    e:" + x +
+                                      " = broadcast_in_dim[broadcast_dimensions=(0, 1) shape=(" + r + ", " + c +
+                                      ")] d\n    f:" + x + " = sub b e\n    g:" + x + " = exp f\n  in (g,) }";
+      const std::string plan = codegen::plan_kernel(parse_jaxpr(shifted_exp), "rows").str();
+      EXPECT_NE(plan.find("load in0 [" + std::to_string(3 * cols) + "; " + c + " 1]"), std::string::npos) << plan;
+      check(shifted_exp, "rows", 1e-5, 1e-7);
+    }
+}
+
+// A row max or min where masks are dear (AVX2) runs its whole vectors, then one full
+// vector ending at the row's end over points already seen (loop_emitter.cpp,
+// points_loop): the extreme is unchanged, and an integer sum beside it (a label's pick)
+// adds those points' terms as 0. Rows of 12, 21, 100 and 130 (a vector of 8 and a rest
+// of 4, 5, 4, 2) and of 21 doubles (4 lanes, a rest of 1), against eager exactly, with
+// sums whose terms counted twice would show; any host (elsewhere the rest is masked).
+TEST(RowsKernel, OverlappingLastVectorCountsEachPointOnce) {
+  for (auto [t, cols] : {std::pair<std::string, int64_t>{"f32", 12}, {"f32", 21}, {"f32", 100}, {"f32", 130}, {"f64", 21}}) {
+    SCOPED_TRACE(t + " rows of " + std::to_string(cols));
+    for (const std::string extreme : {"reduce_max", "reduce_min"}) {
+      const std::string r = "77", c = std::to_string(cols);
+      const std::string text = "{ lambda ; a:" + t + "[" + r + "," + c + "] k:i32[" + r + "," + c + "]. let\n    b:" + t +
+                               "[" + r + "] = " + extreme + "[axes=(1,)] a\n    s:i32[" + r +
+                               "] = reduce_sum[axes=(1,)] k\n  in (b, s) }";
+      const std::string plan = codegen::plan_kernel(parse_jaxpr(text), "rows").str();
+      EXPECT_NE(plan.find("reduce_sum n2 pass 0"), std::string::npos) << plan;
+      const DType dtype = t == "f32" ? DType::Float32 : DType::Float64;
+      check(text, "rows", 0, 0,
+            {testing::randn({77, cols}, dtype, 11),
+             jx::random::randint(jx::random::key(12), {77, cols}, -1000000, 1000000, DType::Int32)});
+    }
+  }
+}
+
 TEST(RowsKernel, RefusesWhatItCannotPlan) {
   Jaxpr none = parse_jaxpr(R"({ lambda ; a:f32[16,8]. let
     b:f32[16,8] = exp a

@@ -122,7 +122,7 @@ class LoopEmitter {
 
   llvm::AllocaInst* entry_alloca(llvm::Type* type);
   void loop(Value* lo, Value* hi, const std::function<void(Value*)>& body);
-  void points_loop(Value* lo, Value* hi, const std::function<void(Value*)>& body);
+  void points_loop(Value* lo, Value* hi, const std::function<void(Value*)>& body, bool overlapping = false);
   void decompose(Value* flat, size_t first, size_t last, std::vector<Value*>& idx);
   void nest(size_t d, std::vector<Value*>& idx, const std::function<void()>& body);
   Value* affine(const Affine& a, const std::vector<Value*>& idx);
@@ -173,7 +173,12 @@ class LoopEmitter {
   void across_passes(Value* lo, Value* hi, std::vector<Value*>& idx,
                      const std::vector<std::vector<PlanOutput>>& pass_reducers,
                      const std::vector<std::vector<int>>& pass_phases, const EachRow& each_row,
-                     const std::function<void()>& row_outputs);
+                     const std::function<void()>& row_outputs, const std::vector<char>& row_output_nodes);
+  bool stages_across(DType dtype, const Affine& index) const;
+  void plan_staging(const std::vector<std::vector<PlanOutput>>& pass_reducers, const std::vector<char>& row_output_nodes);
+  void stage_block_in(Value* lo, Value* hi);
+  void stage_block_out(Value* lo, Value* hi);
+  Value* staged_ptr(llvm::AllocaInst* buffer, DType dtype, Value* column);
   void hoist_row_values(const std::vector<int>& targets, int pass, Value* lo, Value* hi, std::vector<Value*>& idx,
                         const EachRow& each_row);
   std::vector<char> varies_along_reduced() const;
@@ -234,6 +239,7 @@ class LoopEmitter {
   };
   std::map<const llvm::BranchInst*, SplitLoop> split_points_;  // points_loop's loops
   int64_t split_points_now_ = 0;                              // annotate_loops: the latch's, or 0
+  int64_t seen_below_ = -1;  // in points_loop's overlapping last vector: the points seen before it, or -1
   std::set<const llvm::BranchInst*> output_loops_;  // latches of a rows kernel's loops storing full-shape outputs
   // Loops over a row's points that store (a rows kernel's outputs, a pass's stash): while
   // storing_points_ is set, loop() adds its latches to storing_loops_.
@@ -246,6 +252,9 @@ class LoopEmitter {
   Value* block_slot_ = nullptr;                         // the current row's place in its block
   Value* block_slot_row_ = nullptr;                     // the current row (unit)
   Value* across_lo_ = nullptr;                          // across_passes' block start (load_ptr)
+  // across_passes on AVX2: per node (load) and per output, its block's column-major
+  // buffer (stage_block_in / stage_block_out), or null; empty when nothing is staged.
+  std::vector<llvm::AllocaInst*> staged_loads_, staged_outputs_;
 };
 
 }  // namespace jx::compiler::codegen::detail
