@@ -474,18 +474,19 @@ TEST(Dumps, AcrossRowsStageWholeRowVectors) {
   }
 }
 
-// Where masks are dear (AVX2), a row max over rows a vector does not divide runs whole
+// Where masks are dear (AVX2), a row reduction over rows a vector does not divide runs whole
 // vectors and one overlapping last vector (loop_emitter.cpp, points_loop), not a loop
-// masked at every vector by masks computed each time: in a softmax's and a logsumexp's
-// kernels over rows of 21, 100 and 130 floats every masked load has a constant mask (a
-// sum of exp's last few points).
-TEST(Dumps, RowMaxLoadsNoMaskedVectorWhereMasksAreDear) {
+// masked at every vector by masks computed each time: in a softmax's, a logsumexp's and
+// a layer norm's kernels over rows of 70, 100 and 130 floats every masked load has a
+// constant mask (a sum of exp's last few points).
+TEST(Dumps, RowReductionsLoadNoMaskedVectorWhereMasksAreDear) {
   const std::string& features = codegen::host_target().features;
   if (features.find("+avx2") == std::string::npos) GTEST_SKIP() << "no AVX2 on this host";
   if (features.find("+avx512f") != std::string::npos) GTEST_SKIP() << "AVX-512 masks loads cheaply";
-  for (int64_t cols : {21, 100, 130}) {
+  for (int64_t cols : {70, 100, 130}) {
     SCOPED_TRACE(std::to_string(cols) + " a row");
-    for (const std::string& text : {softmax_text("f32", 1000, cols), jx::testing::logsumexp_text(1000, cols)}) {
+    for (const std::string& text : {softmax_text("f32", 1000, cols), jx::testing::logsumexp_text(1000, cols),
+                                    jx::testing::layer_norm_text("f32", 1000, cols)}) {
       std::istringstream ir(kernel_ir(text, "rows"));
       for (std::string line; std::getline(ir, line);)
         if (line.find("call") != std::string::npos && line.find("@llvm.masked.load") != std::string::npos)

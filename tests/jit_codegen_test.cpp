@@ -1213,27 +1213,34 @@ TEST(RowsKernel, AcrossRowsStagedBlocksMatchEager) {
     }
 }
 
-// A row max or min where masks are dear (AVX2) runs its whole vectors, then one full
-// vector ending at the row's end over points already seen (loop_emitter.cpp,
-// points_loop): the extreme is unchanged, and an integer sum beside it (a label's pick)
-// adds those points' terms as 0. Rows of 12, 21, 100 and 130 (a vector of 8 and a rest
-// of 4, 5, 4, 2) and of 21 doubles (4 lanes, a rest of 1), against eager exactly, with
-// sums whose terms counted twice would show; any host (elsewhere the rest is masked).
+// A row reduction where masks are dear (AVX2), over rows of 8 or more whole vectors and a
+// rest, runs its whole vectors, then one full vector ending at the row's end over points
+// already seen (loop_emitter.cpp, points_loop): a max or min is unchanged by them, and
+// the other reductions' terms there are their identity (an integer sum beside a max, as
+// a label's pick; integer sums and maxima, float sums). Rows of 70, 100 and 130 floats
+// (rests of 6, 4 and 2) and of 37 doubles (4 lanes, a rest of 1), against eager, exactly
+// where the values are integers or extremes, with terms that, counted twice, would
+// show; any host (elsewhere the rest is masked).
 TEST(RowsKernel, OverlappingLastVectorCountsEachPointOnce) {
-  for (auto [t, cols] : {std::pair<std::string, int64_t>{"f32", 12}, {"f32", 21}, {"f32", 100}, {"f32", 130}, {"f64", 21}}) {
+  for (auto [t, cols] : {std::pair<std::string, int64_t>{"f32", 70}, {"f32", 100}, {"f32", 130}, {"f64", 37}}) {
     SCOPED_TRACE(t + " rows of " + std::to_string(cols));
+    const std::string r = "77", c = std::to_string(cols);
+    const std::string x = t + "[" + r + "," + c + "]", ints = "i32[" + r + "," + c + "]";
+    const DType dtype = t == "f32" ? DType::Float32 : DType::Float64;
+    const std::vector<Array> args = {testing::randn({77, cols}, dtype, 11),
+                                     jx::random::randint(jx::random::key(12), {77, cols}, -1000000, 1000000, DType::Int32)};
     for (const std::string extreme : {"reduce_max", "reduce_min"}) {
-      const std::string r = "77", c = std::to_string(cols);
-      const std::string text = "{ lambda ; a:" + t + "[" + r + "," + c + "] k:i32[" + r + "," + c + "]. let\n    b:" + t +
-                               "[" + r + "] = " + extreme + "[axes=(1,)] a\n    s:i32[" + r +
-                               "] = reduce_sum[axes=(1,)] k\n  in (b, s) }";
+      const std::string text = "{ lambda ; a:" + x + " k:" + ints + ". let\n    b:" + t + "[" + r + "] = " + extreme +
+                               "[axes=(1,)] a\n    s:i32[" + r + "] = reduce_sum[axes=(1,)] k\n  in (b, s) }";
       const std::string plan = codegen::plan_kernel(parse_jaxpr(text), "rows").str();
       EXPECT_NE(plan.find("reduce_sum n2 pass 0"), std::string::npos) << plan;
-      const DType dtype = t == "f32" ? DType::Float32 : DType::Float64;
-      check(text, "rows", 0, 0,
-            {testing::randn({77, cols}, dtype, 11),
-             jx::random::randint(jx::random::key(12), {77, cols}, -1000000, 1000000, DType::Int32)});
+      check(text, "rows", 0, 0, args);
     }
+    const std::string sums = "{ lambda ; a:" + x + " k:" + ints + ". let\n    b:" + t + "[" + r +
+                             "] = reduce_sum[axes=(1,)] a\n    s:i32[" + r + "] = reduce_sum[axes=(1,)] k\n    m:i32[" +
+                             r + "] = reduce_max[axes=(1,)] k\n  in (b, s, m) }";
+    check(sums, "rows", 1e-5, 1e-5, args);  // (eager sums float32 pairwise in float32)
+    check(jx::testing::layer_norm_text(t, 77, cols), "rows", 1e-5, 1e-6, {args[0]});
   }
 }
 

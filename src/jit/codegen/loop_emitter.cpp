@@ -532,31 +532,40 @@ void LoopEmitter::loop(Value* lo, Value* hi, const std::function<void(Value*)>& 
 //
 // A body that may see a point twice (`overlapping`: a max or min, which a point's second
 // time leaves as it was, beside integer sums that add a seen point's term as 0, reading
-// seen_below_) where masks are dear (AVX2: each vector's mask was 14 instructions of
-// 64-bit compares and packs, then a vmaskmovps load) runs its whole vectors, then one
-// more full vector ending at the row's end, over points the whole vectors already saw.
-// Over 1.6e6 floats on the 2-core Zen 3, us, masked -> overlapping: rows of 100, softmax
-// about 1050 -> 740, logsumexp 750 -> 520, cross-entropy gradient 1320 -> 750 (its row
-// max had been a third of its time); rows of 130, 890 -> 690, 720 -> 520, 1060 -> 700.
+// seen_below_; or repeatable_points_: reductions whose terms at seen points accumulate()
+// replaces by the identity, stores of the same values again) where masks are dear
+// (AVX2: each vector's mask was 14 instructions of 64-bit compares and packs, then a
+// vmaskmovps load or store) runs its whole vectors, then one more full vector ending at
+// the row's end, over points the whole vectors already saw.
+// Only loops of 8 whole vectors or more (kOverlapMinVectors): LLVM unrolls shorter ones
+// whole, their masks constant, and there the second loop's horizontal reduction cost
+// more (a layer norm over rows of 21 and 50: 15-25% slower overlapping). Over 1.6e6
+// floats on the 2-core Zen 3, us, masked -> overlapping: rows of 100, softmax about
+// 1050 -> 740, logsumexp 750 -> 520, cross-entropy gradient 1320 -> 750 (its row max
+// had been a third of its time), layer norm 1050 -> 400 (its two sums); rows of 130,
+// 890 -> 690, 720 -> 520, 1060 -> 700; rows of 150, layer norm 990 -> 400.
 void LoopEmitter::points_loop(Value* lo, Value* hi, const std::function<void(Value*)>& body, bool overlapping) {
   const auto* clo = llvm::dyn_cast<llvm::ConstantInt>(lo);
   const auto* chi = llvm::dyn_cast<llvm::ConstantInt>(hi);
-  if (overlapping && clo && chi && short_rows() && !host_masks_vectors()) {
-    const int64_t first = clo->getSExtValue(), n = chi->getSExtValue() - first, width = host_lanes();
-    if (n > width && n % width != 0) {
-      const int64_t whole_end = first + n - n % width;
-      loop(lo, c64(whole_end), body);
-      split_points_[latches_.back()] = {n - n % width, false};
-      seen_below_ = whole_end;
-      loop(c64(first + n - width), hi, body);
-      seen_below_ = -1;
-      split_points_[latches_.back()] = {width, true};
-      return;
-    }
-  }
   const bool elementwise = plan_.schedule.mode == Mode::Elementwise;
   const bool unmasked = storing_points_ && !masked_stores_cheap() && short_rows();
-  if (!clo || !chi || !(short_rows() || elementwise) || !(costly_points() || unmasked)) return loop(lo, hi, body);
+  if (!clo || !chi || !(short_rows() || elementwise) || !(costly_points() || unmasked)) {
+    // One loop, which LLVM masks at every vector where its vectors do not divide it.
+    if ((overlapping || repeatable_points_) && clo && chi && short_rows() && !host_masks_vectors()) {
+      const int64_t first = clo->getSExtValue(), n = chi->getSExtValue() - first, width = host_lanes();
+      if (n >= kOverlapMinVectors * width && n % width != 0) {
+        const int64_t whole_end = first + n - n % width;
+        loop(lo, c64(whole_end), body);
+        split_points_[latches_.back()] = {n - n % width, false};
+        seen_below_ = whole_end;
+        loop(c64(first + n - width), hi, body);
+        seen_below_ = -1;
+        split_points_[latches_.back()] = {width, true};
+        return;
+      }
+    }
+    return loop(lo, hi, body);
+  }
   const int64_t first = clo->getSExtValue(), n = chi->getSExtValue() - first;
   const int64_t lanes = host_lanes();
   const int64_t width = elementwise ? lanes : vector_width_for_loops(lanes, !unmasked);
@@ -729,6 +738,9 @@ void LoopEmitter::accumulate(const std::vector<llvm::AllocaInst*>& accs, const s
     const PlanOutput& o = reducers()[m];
     Value* acc = b_.CreateLoad(accs[m]->getAllocatedType(), accs[m]);
     Value* x = v[static_cast<size_t>(o.node)];
+    if (seen_below_ >= 0)  // points_loop's overlapping last vector: a seen point adds the identity
+      x = b_.CreateSelect(b_.CreateICmpSGE(idx.back(), c64(seen_below_)), x,
+                          reduction_identity(b_, *o.reduce, o.dtype));
     b_.CreateStore(narrow ? emit_reduce_combine(b_, *o.reduce, acc, x, o.dtype) : combine_element(o, acc, x), accs[m]);
   }
 }
@@ -1003,7 +1015,9 @@ void LoopEmitter::row_reduce(Value* begin, Value* end) {
   loop(begin, end, [&](Value* u) {
     decompose(u, 0, nk, idx);
     reset(accs);
+    repeatable_points_ = true;  // reductions alone
     reduce_nest(nk, idx, accs);
+    repeatable_points_ = false;
     for (size_t m = 0; m < accs.size(); ++m)
       store_element(b_, final_value(plan_.outputs[m], b_.CreateLoad(accs[m]->getAllocatedType(), accs[m])),
                     out_ptr(m, idx), plan_.outputs[m].dtype);

@@ -38,6 +38,9 @@ inline constexpr int64_t kNarrowSumCost = 8;   // op_cost of the terms of a floa
 inline constexpr int64_t kPrefetchMinBytes = int64_t{8} << 20;  // inputs that prefetch (prefetching_pass)
 inline constexpr int64_t kRarePathInterleave = 4;  // float32 reduction loops of inline math (annotate_loops)
 inline constexpr int64_t kShortRowPoints = 256;  // rows of at most this many points are short (short_rows)
+// Rows of at least this many whole vectors run an overlapping last vector where masks are
+// dear (points_loop); shorter ones' loops LLVM unrolls whole, their masks constant.
+inline constexpr int64_t kOverlapMinVectors = 8;
 // Float32 rows kernels over rows of this many points reduce across rows (`across` in rows()).
 inline constexpr int64_t kAcrossRowsMin = 8, kAcrossRowsMax = 11;
 inline constexpr int64_t kShortExtremaRow = 1024;  // max/min rows that map NaN instead of probing (reduce_extrema_checked)
@@ -239,6 +242,9 @@ class LoopEmitter {
   };
   std::map<const llvm::BranchInst*, SplitLoop> split_points_;  // points_loop's loops
   int64_t split_points_now_ = 0;                              // annotate_loops: the latch's, or 0
+  // The points loops being emitted may run a point again (points_loop: whole vectors, then
+  // one overlapping last vector), their reductions' terms at seen points the identity.
+  bool repeatable_points_ = false;
   int64_t seen_below_ = -1;  // in points_loop's overlapping last vector: the points seen before it, or -1
   std::set<const llvm::BranchInst*> output_loops_;  // latches of a rows kernel's loops storing full-shape outputs
   // Loops over a row's points that store (a rows kernel's outputs, a pass's stash): while

@@ -261,8 +261,10 @@ void LoopEmitter::rows(Value* begin, Value* end) {
         if (prefetching) prefetch_streams(end, block_rows);
         reset(pass_accs[q]);
         storing_points_ = !stores_.empty() || companion_ != nullptr;  // a stash, or the pipelined outputs
+        // (The pipelined outputs stored again over an input would read what they wrote.)
+        repeatable_points_ = !companion_ || !outputs_over_inputs;
         reduce_nest(nk, idx, pass_accs[q]);
-        storing_points_ = false;
+        repeatable_points_ = storing_points_ = false;
         for (size_t m = 0; m < pass_phases[q].size(); ++m) {
           const size_t k = static_cast<size_t>(pass_phases[q][m]);
           Value* acc = b_.CreateLoad(pass_accs[q][m]->getAllocatedType(), pass_accs[q][m]);
@@ -310,8 +312,9 @@ void LoopEmitter::rows(Value* begin, Value* end) {
       each_row(lo, from, hi, [&] {
         const size_t first_latch = latches_.size();
         storing_points_ = true;
+        repeatable_points_ = !outputs_over_inputs;
         nest(nk, idx, [&] { store_full(idx); });
-        storing_points_ = false;
+        repeatable_points_ = storing_points_ = false;
         output_loops_.insert(latches_.begin() + static_cast<std::ptrdiff_t>(first_latch), latches_.end());
       });
       hoisted_.clear();
