@@ -458,12 +458,13 @@ TEST(Dumps, RowsOutputsStoreNoMaskedVectorWhereMasksAreDear) {
 // vectors, transposed in registers into column buffers and back (rows_emitter.cpp,
 // stage_block_in/out): no point is gathered by a scalar load and an insert
 // (vinsertps), nor scattered by an extract (vextractps), as the vectorized loop across
-// rows did reading and writing the rows in place.
+// rows did reading and writing the rows in place; rows of 12-16 floats run across rows
+// there too (14: one vectorized loop, no loop along a row).
 TEST(Dumps, AcrossRowsStageWholeRowVectors) {
   const std::string& features = codegen::host_target().features;
   if (features.find("+avx2") == std::string::npos) GTEST_SKIP() << "no AVX2 on this host";
   if (features.find("+avx512f") != std::string::npos) GTEST_SKIP() << "AVX-512 reads and writes rows in place";
-  for (int64_t cols : {8, 10, 11}) {
+  for (int64_t cols : {8, 10, 11, 14}) {
     SCOPED_TRACE(std::to_string(cols) + " a row");
     for (const std::string& text : {softmax_text("f32", 1000, cols), jx::testing::cross_entropy_grad_text(1000, cols),
                                     jx::testing::layer_norm_text("f32", 1000, cols)}) {
@@ -472,6 +473,11 @@ TEST(Dumps, AcrossRowsStageWholeRowVectors) {
       EXPECT_EQ(assembly.find("vextractps"), std::string::npos) << assembly;
     }
   }
+  const std::string remarks = kernel_dump(softmax_text("f32", 1000, 14), "rows", ".remarks");
+  size_t vectorized = 0;
+  for (size_t at = remarks.find("vectorized loop"); at != std::string::npos; at = remarks.find("vectorized loop", at + 1))
+    ++vectorized;
+  EXPECT_EQ(vectorized, 1u) << remarks;
 }
 
 // Where masks are dear (AVX2), a row reduction over rows a vector does not divide runs whole

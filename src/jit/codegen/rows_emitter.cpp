@@ -202,9 +202,16 @@ void LoopEmitter::rows(Value* begin, Value* end) {
   // 816 -> 551; one loop for all passes: logsumexp 389 -> 246, cross-entropy 454 ->
   // 317, softmax 770 -> 647, layer norm 514 -> 358 (with arrays at staggered page
   // offsets: cpu_backend.cpp). Rows of 12 and 16 measured slower across (their loads
-  // become gathers: softmax 609 -> 708 at 12), those of up to 7 level.
+  // become gathers: softmax 609 -> 708 at 12), those of up to 7 level. Where every load
+  // along the row is staged (AVX2: stage_block_in), rows of up to 16 run across: over
+  // 1.6e6 floats on the 2-core Zen 3, best of 4 alternating, us, along -> across: rows
+  // of 12, softmax 1076 -> 813, logsumexp 1170 -> 652, layer norm 643 -> 352,
+  // cross-entropy 1422 -> 806, its gradient 1489 -> 905; of 14, 1533 -> 660, 881 -> 497,
+  // 679 -> 352, 1164 -> 503, 1281 -> 879; of 16, 790 -> 703, 701 -> 530, 474 -> 310, 978
+  // -> 625, the gradient level (887 -> 786 at best, its typical run 10% slower).
   const bool across = !pipelined && prefetch_pass < 0 && one_reduced_dim() && widest_itemsize() <= 4 &&
-                      plan_.dims[nd - 1] >= kAcrossRowsMin && plan_.dims[nd - 1] <= kAcrossRowsMax;
+                      plan_.dims[nd - 1] >= kAcrossRowsMin &&
+                      plan_.dims[nd - 1] <= (stages_every_row_load() ? kStagedAcrossRowsMax : kAcrossRowsMax);
   recompute_stashes_ = across;
   std::vector<char> full_needed, full_loaded;
   bool costly_outputs = false;
@@ -536,6 +543,18 @@ std::vector<Value*> transpose8(llvm::IRBuilder<>& b, const std::vector<Value*>& 
 }
 
 }  // namespace
+
+// Whether every load that varies along the row is one across_passes stages (so rows of
+// up to kStagedAcrossRowsMax points run across rows).
+bool LoopEmitter::stages_every_row_load() const {
+  bool any = false;
+  for (const PlanNode& node : plan_.nodes) {
+    if (node.kind != PlanNode::Kind::Load || node.index.coef.empty() || node.index.coef.back() == 0) continue;
+    if (!stages_across(node.dtype, node.index)) return false;
+    any = true;
+  }
+  return any;
+}
 
 // Whether across_passes stages an array of this dtype and index map: rows of c points,
 // 8 <= c <= 16, row-major and contiguous, of 4-byte elements filling AVX2's 8 lanes
