@@ -183,6 +183,8 @@ class LoopEmitter {
   void plan_staging(const std::vector<std::vector<PlanOutput>>& pass_reducers, const std::vector<char>& row_output_nodes);
   void stage_block_in(Value* lo, Value* hi);
   void stage_block_out(Value* lo, Value* hi);
+  void transpose_block(Value* lo, Value* hi, llvm::AllocaInst* buffer, Value* array, const Affine& index, DType dtype,
+                       bool into_buffer);
   Value* staged_ptr(llvm::AllocaInst* buffer, DType dtype, Value* column);
   void hoist_row_values(const std::vector<int>& targets, int pass, Value* lo, Value* hi, std::vector<Value*>& idx,
                         const EachRow& each_row);

@@ -613,45 +613,11 @@ Value* LoopEmitter::staged_ptr(llvm::AllocaInst* buffer, DType dtype, Value* col
 
 // Copies the block's rows [lo, hi) of each staged load into its column buffer.
 void LoopEmitter::stage_block_in(Value* lo, Value* hi) {
-  if (staged_loads_.empty()) return;
-  const int64_t c = plan_.dims.back(), block_rows = std::max<int64_t>(1, plan_.schedule.chunk_rows);
-  Value* groups = b_.CreateUDiv(b_.CreateSub(hi, lo, "", true, true), c64(kStagedLanes));
-  for (size_t i = 0; i < staged_loads_.size(); ++i) {
-    if (!staged_loads_[i]) continue;
-    const PlanNode& node = plan_.nodes[i];
-    llvm::Type* t = storage_type(ctx_, node.dtype);
-    auto* vec = llvm::FixedVectorType::get(t, kStagedLanes);
-    auto row_ptr = [&](Value* u) {
-      return b_.CreateInBoundsGEP(t, ins_[static_cast<size_t>(node.input)], affine(node.index, {u, c64(0)}));
-    };
-    loop(c64(0), groups, [&](Value* g) {
-      Value* first = b_.CreateAdd(lo, b_.CreateMul(g, c64(kStagedLanes), "", true, true), "", true, true);
-      Value* slot = b_.CreateMul(g, c64(kStagedLanes), "", true, true);
-      // Points 0-7 of each row, then (rows past 8 points) points c-8 to c-1, of which
-      // those from 8 on are stored.
-      for (int64_t from : staged_starts(c)) {
-        std::vector<Value*> rows(kStagedLanes);
-        for (int r = 0; r < kStagedLanes; ++r)
-          rows[static_cast<size_t>(r)] = b_.CreateAlignedLoad(
-              vec, b_.CreateInBoundsGEP(t, row_ptr(b_.CreateAdd(first, c64(r), "", true, true)), c64(from)),
-              llvm::Align(4));
-        std::vector<Value*> columns = transpose8(b_, rows);
-        for (int64_t j = from == 0 ? 0 : kStagedLanes - from; j < kStagedLanes; ++j)
-          b_.CreateAlignedStore(columns[static_cast<size_t>(j)],
-                                b_.CreateInBoundsGEP(t, staged_loads_[i], b_.CreateAdd(c64((from + j) * block_rows), slot,
-                                                                                       "", true, true)),
-                                llvm::Align(4));
-      }
-    });
-    scalar_loops_.insert(latches_.back());
-    loop(b_.CreateAdd(lo, b_.CreateMul(groups, c64(kStagedLanes), "", true, true), "", true, true), hi, [&](Value* u) {
-      Value* slot = b_.CreateSub(u, lo, "", true, true);
-      for (int64_t j = 0; j < c; ++j)
-        b_.CreateStore(b_.CreateLoad(t, b_.CreateInBoundsGEP(t, row_ptr(u), c64(j))),
-                       b_.CreateInBoundsGEP(t, staged_loads_[i], b_.CreateAdd(c64(j * block_rows), slot, "", true, true)));
-    });
-    scalar_loops_.insert(latches_.back());
-  }
+  for (size_t i = 0; i < staged_loads_.size(); ++i)
+    if (llvm::AllocaInst* buffer = staged_loads_[i]) {
+      const PlanNode& node = plan_.nodes[i];
+      transpose_block(lo, hi, buffer, ins_[static_cast<size_t>(node.input)], node.index, node.dtype, true);
+    }
 }
 
 // Stores each staged output's column buffer into the block's rows [lo, hi); the staging
@@ -660,42 +626,51 @@ void LoopEmitter::stage_block_out(Value* lo, Value* hi) {
   std::vector<llvm::AllocaInst*> outputs = std::move(staged_outputs_);
   staged_outputs_.clear();
   staged_loads_.clear();
-  if (outputs.empty()) return;
+  for (size_t m = 0; m < outputs.size(); ++m)
+    if (outputs[m]) transpose_block(lo, hi, outputs[m], outs_[m], plan_.outputs[m].index, plan_.outputs[m].dtype, false);
+}
+
+// The block's rows [lo, hi) of a row-major array (rows at `index`) into its column
+// buffer (`into_buffer`), or the buffer into them: 8 rows at a time through transpose8,
+// the rows past the last whole 8 point by point.
+void LoopEmitter::transpose_block(Value* lo, Value* hi, llvm::AllocaInst* buffer, Value* array, const Affine& index,
+                                  DType dtype, bool into_buffer) {
   const int64_t c = plan_.dims.back(), block_rows = std::max<int64_t>(1, plan_.schedule.chunk_rows);
+  llvm::Type* t = storage_type(ctx_, dtype);
+  auto* vec = llvm::FixedVectorType::get(t, kStagedLanes);
+  auto row_ptr = [&](Value* u, int64_t j) {
+    return b_.CreateInBoundsGEP(t, b_.CreateInBoundsGEP(t, array, affine(index, {u, c64(0)})), c64(j));
+  };
+  auto column_ptr = [&](int64_t j, Value* slot) {
+    return b_.CreateInBoundsGEP(t, buffer, b_.CreateAdd(c64(j * block_rows), slot, "", true, true));
+  };
   Value* groups = b_.CreateUDiv(b_.CreateSub(hi, lo, "", true, true), c64(kStagedLanes));
-  for (size_t m = 0; m < outputs.size(); ++m) {
-    if (!outputs[m]) continue;
-    const PlanOutput& o = plan_.outputs[m];
-    llvm::Type* t = storage_type(ctx_, o.dtype);
-    auto* vec = llvm::FixedVectorType::get(t, kStagedLanes);
-    auto row_ptr = [&](Value* u) { return b_.CreateInBoundsGEP(t, outs_[m], affine(o.index, {u, c64(0)})); };
-    loop(c64(0), groups, [&](Value* g) {
-      Value* first = b_.CreateAdd(lo, b_.CreateMul(g, c64(kStagedLanes), "", true, true), "", true, true);
-      Value* slot = b_.CreateMul(g, c64(kStagedLanes), "", true, true);
-      for (int64_t from : staged_starts(c)) {
-        std::vector<Value*> columns(kStagedLanes);
-        for (int64_t j = 0; j < kStagedLanes; ++j)
-          columns[static_cast<size_t>(j)] = b_.CreateAlignedLoad(
-              vec,
-              b_.CreateInBoundsGEP(t, outputs[m], b_.CreateAdd(c64((from + j) * block_rows), slot, "", true, true)),
-              llvm::Align(4));
-        std::vector<Value*> rows = transpose8(b_, columns);
-        for (int r = 0; r < kStagedLanes; ++r)
-          b_.CreateAlignedStore(rows[static_cast<size_t>(r)],
-                                b_.CreateInBoundsGEP(t, row_ptr(b_.CreateAdd(first, c64(r), "", true, true)), c64(from)),
-                                llvm::Align(4));
-      }
-    });
-    scalar_loops_.insert(latches_.back());
-    loop(b_.CreateAdd(lo, b_.CreateMul(groups, c64(kStagedLanes), "", true, true), "", true, true), hi, [&](Value* u) {
-      Value* slot = b_.CreateSub(u, lo, "", true, true);
-      for (int64_t j = 0; j < c; ++j)
-        b_.CreateStore(b_.CreateLoad(t, b_.CreateInBoundsGEP(t, outputs[m], b_.CreateAdd(c64(j * block_rows), slot,
-                                                                                                 "", true, true))),
-                       b_.CreateInBoundsGEP(t, row_ptr(u), c64(j)));
-    });
-    scalar_loops_.insert(latches_.back());
-  }
+  loop(c64(0), groups, [&](Value* g) {
+    Value* slot = b_.CreateMul(g, c64(kStagedLanes), "", true, true);
+    Value* first = b_.CreateAdd(lo, slot, "", true, true);
+    auto row = [&](int64_t r) { return b_.CreateAdd(first, c64(r), "", true, true); };
+    // Points 0-7 of each row, then (rows past 8 points) points c-8 to c-1, of which a
+    // column buffer takes those from 8 on (the rows take all: the same values again).
+    for (int64_t from : staged_starts(c)) {
+      std::vector<Value*> vectors(kStagedLanes);
+      for (int64_t k = 0; k < kStagedLanes; ++k)
+        vectors[static_cast<size_t>(k)] =
+            b_.CreateAlignedLoad(vec, into_buffer ? row_ptr(row(k), from) : column_ptr(from + k, slot), llvm::Align(4));
+      const std::vector<Value*> transposed = transpose8(b_, vectors);
+      for (int64_t k = into_buffer && from > 0 ? kStagedLanes - from : 0; k < kStagedLanes; ++k)
+        b_.CreateAlignedStore(transposed[static_cast<size_t>(k)],
+                              into_buffer ? column_ptr(from + k, slot) : row_ptr(row(k), from), llvm::Align(4));
+    }
+  });
+  scalar_loops_.insert(latches_.back());
+  loop(b_.CreateAdd(lo, b_.CreateMul(groups, c64(kStagedLanes), "", true, true), "", true, true), hi, [&](Value* u) {
+    Value* slot = b_.CreateSub(u, lo, "", true, true);
+    for (int64_t j = 0; j < c; ++j) {
+      Value* from = into_buffer ? row_ptr(u, j) : column_ptr(j, slot);
+      b_.CreateStore(b_.CreateLoad(t, from), into_buffer ? column_ptr(j, slot) : row_ptr(u, j));
+    }
+  });
+  scalar_loops_.insert(latches_.back());
 }
 
 // Before a block's full-shape outputs (unpipelined), or a later pass's reductions, the
