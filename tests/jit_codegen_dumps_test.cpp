@@ -446,8 +446,9 @@ TEST(Dumps, RowsOutputsStoreNoMaskedVectorWhereMasksAreDear) {
   }
   const std::string layer_norm = jx::testing::layer_norm_text("f32", 1000, 8);
   EXPECT_GT(vectorized_loops(kernel_dump(layer_norm, "rows", ".remarks")), 1) << kernel_dump(layer_norm, "rows", ".remarks");
-  // 16 + 5 and 24 + 6 points (8 lanes): whole vectors, then a rest; 200000 rows of 21
-  // floats are outputs of 16 MiB, stored in the last pass's loop (pipelined).
+  // 1000 rows of 21 floats run across rows (their loads staged); 24 + 6 points (8
+  // lanes): whole vectors, then a rest; 200000 rows of 21 floats are outputs of 16 MiB,
+  // stored along the row in the last pass's loop (pipelined: 16 + 5).
   for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1000, 21}, {1000, 30}, {200000, 21}}) {
     SCOPED_TRACE(std::to_string(rows) + " rows of " + std::to_string(cols));
     EXPECT_EQ(kernel_ir(softmax_text("f32", rows, cols), "rows").find("llvm.masked.store"), std::string::npos);
@@ -458,13 +459,13 @@ TEST(Dumps, RowsOutputsStoreNoMaskedVectorWhereMasksAreDear) {
 // vectors, transposed in registers into column buffers and back (rows_emitter.cpp,
 // stage_block_in/out): no point is gathered by a scalar load and an insert
 // (vinsertps), nor scattered by an extract (vextractps), as the vectorized loop across
-// rows did reading and writing the rows in place; rows of 12-16 floats run across rows
+// rows did reading and writing the rows in place; rows of 12-23 floats run across rows
 // there too (14: one vectorized loop, no loop along a row).
 TEST(Dumps, AcrossRowsStageWholeRowVectors) {
   const std::string& features = codegen::host_target().features;
   if (features.find("+avx2") == std::string::npos) GTEST_SKIP() << "no AVX2 on this host";
   if (features.find("+avx512f") != std::string::npos) GTEST_SKIP() << "AVX-512 reads and writes rows in place";
-  for (int64_t cols : {8, 10, 11, 14}) {
+  for (int64_t cols : {8, 10, 11, 14, 21}) {
     SCOPED_TRACE(std::to_string(cols) + " a row");
     for (const std::string& text : {softmax_text("f32", 1000, cols), jx::testing::cross_entropy_grad_text(1000, cols),
                                     jx::testing::layer_norm_text("f32", 1000, cols)}) {

@@ -1183,14 +1183,15 @@ TEST(RowsKernel, AcrossRowsRerunRowsWhoseFastExtremeIsOdd) {
 
 // Across rows on AVX2 a block's rows are staged through column buffers, 8 rows at a
 // time by an in-register transpose and the block's last rows point by point
-// (rows_emitter.cpp, stage_block_in/out): rows of 8-11, 13 and 16 floats (up to 16 run
-// across rows where every load is staged) in blocks of whole groups,
+// (rows_emitter.cpp, stage_block_in/out): rows of 8-11, 13, 16 and 21 floats (up to 23
+// run across rows where every load is staged; 21: three vectors a row, the last
+// overlapping) in blocks of whole groups,
 // of groups and a rest (77 rows: 64, then 8 + 5) and of a rest alone (5 rows), a softmax, a
 // layer norm, a cross-entropy's gradient (the labels a per-row input beside the staged
 // logits), and the exp of a max-shifted input read from the fourth row of a larger
 // array (a staged load at an offset). Any host: elsewhere the same kernels read in place.
 TEST(RowsKernel, AcrossRowsStagedBlocksMatchEager) {
-  for (int64_t cols : {8, 9, 10, 11, 13, 16})
+  for (int64_t cols : {8, 9, 10, 11, 13, 16, 21})
     for (int64_t rows : {int64_t{5}, int64_t{77}}) {
       SCOPED_TRACE(std::to_string(rows) + " rows of " + std::to_string(cols));
       check(softmax_text("f32", rows, cols), "rows", 1e-5, 1e-7);

@@ -203,12 +203,15 @@ void LoopEmitter::rows(Value* begin, Value* end) {
   // 317, softmax 770 -> 647, layer norm 514 -> 358 (with arrays at staggered page
   // offsets: cpu_backend.cpp). Rows of 12 and 16 measured slower across (their loads
   // become gathers: softmax 609 -> 708 at 12), those of up to 7 level. Where every load
-  // along the row is staged (AVX2: stage_block_in), rows of up to 16 run across: over
+  // along the row is staged (AVX2: stage_block_in), rows of up to 23 run across: over
   // 1.6e6 floats on the 2-core Zen 3, best of 4 alternating, us, along -> across: rows
   // of 12, softmax 1076 -> 813, logsumexp 1170 -> 652, layer norm 643 -> 352,
   // cross-entropy 1422 -> 806, its gradient 1489 -> 905; of 14, 1533 -> 660, 881 -> 497,
   // 679 -> 352, 1164 -> 503, 1281 -> 879; of 16, 790 -> 703, 701 -> 530, 474 -> 310, 978
-  // -> 625, the gradient level (887 -> 786 at best, its typical run 10% slower).
+  // -> 625, the gradient level (887 -> 786 at best, its typical run 10% slower); of
+  // 17-23 alike (rows of 21: logsumexp 949 -> 521, cross-entropy 1212 -> 687, its
+  // gradient 1238 -> 764, softmax and layer norm level or faster); rows of 24, three
+  // whole vectors, stay along the row (their gradient 666 -> 1066 at best across).
   const bool across = !pipelined && prefetch_pass < 0 && one_reduced_dim() && widest_itemsize() <= 4 &&
                       plan_.dims[nd - 1] >= kAcrossRowsMin &&
                       plan_.dims[nd - 1] <= (stages_every_row_load() ? kStagedAcrossRowsMax : kAcrossRowsMax);
@@ -513,10 +516,13 @@ namespace {
 
 constexpr int kStagedLanes = 8;
 
-// Where a staged row's vectors of 8 points start: 0, and c - 8 where the row is longer.
+// Where a staged row's vectors of 8 points start: every 8 points, and c - 8 where the
+// vectors do not divide the row (its last vector overlapping the one before).
 std::vector<int64_t> staged_starts(int64_t c) {
-  if (c == kStagedLanes) return {0};
-  return {0, c - kStagedLanes};
+  std::vector<int64_t> starts;
+  for (int64_t at = 0; at + kStagedLanes <= c; at += kStagedLanes) starts.push_back(at);
+  if (c % kStagedLanes != 0) starts.push_back(c - kStagedLanes);
+  return starts;
 }
 
 // The transpose of 8 vectors of 8 lanes: AVX's in-lane unpacks, then in-lane pair
@@ -557,12 +563,12 @@ bool LoopEmitter::stages_every_row_load() const {
 }
 
 // Whether across_passes stages an array of this dtype and index map: rows of c points,
-// 8 <= c <= 16, row-major and contiguous, of 4-byte elements filling AVX2's 8 lanes
+// 8 <= c <= kStagedAcrossRowsMax, row-major and contiguous, of 4-byte elements filling AVX2's 8 lanes
 // (AVX-512's masked loads and stores read and write its rows in place).
 bool LoopEmitter::stages_across(DType dtype, const Affine& index) const {
   const int64_t c = plan_.dims.back();
   return !host_masks_vectors() && host_vector_bytes() == kStagedLanes * 4 && itemsize(dtype) == 4 &&
-         plan_.dims.size() == 2 && plan_.num_kept == 1 && c >= kStagedLanes && c <= 2 * kStagedLanes &&
+         plan_.dims.size() == 2 && plan_.num_kept == 1 && c >= kStagedLanes && c <= kStagedAcrossRowsMax &&
          index.coef.size() == 2 && index.coef[0] == c && index.coef[1] == 1;
 }
 
@@ -649,17 +655,19 @@ void LoopEmitter::transpose_block(Value* lo, Value* hi, llvm::AllocaInst* buffer
     Value* slot = b_.CreateMul(g, c64(kStagedLanes), "", true, true);
     Value* first = b_.CreateAdd(lo, slot, "", true, true);
     auto row = [&](int64_t r) { return b_.CreateAdd(first, c64(r), "", true, true); };
-    // Points 0-7 of each row, then (rows past 8 points) points c-8 to c-1, of which a
-    // column buffer takes those from 8 on (the rows take all: the same values again).
+    // Each vector of 8 points of the rows (staged_starts), of which a column buffer takes
+    // those the vectors before did not (the rows take all: the same values again).
+    int64_t covered = 0;  // points of the row the vectors before this one moved
     for (int64_t from : staged_starts(c)) {
       std::vector<Value*> vectors(kStagedLanes);
       for (int64_t k = 0; k < kStagedLanes; ++k)
         vectors[static_cast<size_t>(k)] =
             b_.CreateAlignedLoad(vec, into_buffer ? row_ptr(row(k), from) : column_ptr(from + k, slot), llvm::Align(4));
       const std::vector<Value*> transposed = transpose8(b_, vectors);
-      for (int64_t k = into_buffer && from > 0 ? kStagedLanes - from : 0; k < kStagedLanes; ++k)
+      for (int64_t k = into_buffer ? covered - from : 0; k < kStagedLanes; ++k)
         b_.CreateAlignedStore(transposed[static_cast<size_t>(k)],
                               into_buffer ? column_ptr(from + k, slot) : row_ptr(row(k), from), llvm::Align(4));
+      covered = from + kStagedLanes;
     }
   });
   scalar_loops_.insert(latches_.back());
