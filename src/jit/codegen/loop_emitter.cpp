@@ -492,10 +492,10 @@ void LoopEmitter::emit_column_finish() {
 
 // ---- loop building blocks ----
 
-llvm::AllocaInst* LoopEmitter::entry_alloca(llvm::Type* type) {
+llvm::AllocaInst* LoopEmitter::entry_alloca(llvm::Type* type, int64_t count) {
   llvm::BasicBlock& entry = function_->getEntryBlock();
   llvm::IRBuilder<> at(&entry, entry.begin());
-  return at.CreateAlloca(type);
+  return count == 1 ? at.CreateAlloca(type) : at.CreateAlloca(type, c64(count));
 }
 
 // for (i = lo; i < hi; ++i) body(i)
@@ -939,8 +939,9 @@ void LoopEmitter::reduce_extrema_checked(size_t d, Value* lo, Value* hi, std::ve
       const bool max = is_max(rs[m]);
       Value* x = v[static_cast<size_t>(rs[m].node)];
       if (!fast[m]) {
-        if (seen_below_ >= 0)  // points_loop's overlapping last vector: a seen point adds 0
-          x = b_.CreateSelect(b_.CreateICmpSGE(i, c64(seen_below_)), x, llvm::Constant::getNullValue(x->getType()));
+        if (seen_below_ >= 0)  // points_loop's overlapping last vector: a seen point adds the identity
+          x = b_.CreateSelect(b_.CreateICmpSGE(i, c64(seen_below_)), x,
+                              reduction_identity(b_, *rs[m].reduce, rs[m].dtype));
         b_.CreateStore(combine_element(rs[m], b_.CreateLoad(accs[m]->getAllocatedType(), accs[m]), x), accs[m]);
         continue;
       }

@@ -124,7 +124,7 @@ class LoopEmitter {
 
   // ---- loop building blocks ----
 
-  llvm::AllocaInst* entry_alloca(llvm::Type* type);
+  llvm::AllocaInst* entry_alloca(llvm::Type* type, int64_t count = 1);  // in the entry block
   void loop(Value* lo, Value* hi, const std::function<void(Value*)>& body);
   void points_loop(Value* lo, Value* hi, const std::function<void(Value*)>& body, bool overlapping = false);
   void decompose(Value* flat, size_t first, size_t last, std::vector<Value*>& idx);

@@ -164,11 +164,7 @@ void LoopEmitter::rows(Value* begin, Value* end) {
   // Per total: its block's rows' values, which store_block_totals adds up.
   std::vector<llvm::AllocaInst*> row_totals(plan_.outputs.size(), nullptr);
   for (size_t m = 0; m < plan_.outputs.size(); ++m)
-    if (plan_.outputs[m].total()) {
-      llvm::BasicBlock& entry = function_->getEntryBlock();
-      llvm::IRBuilder<> at(&entry, entry.begin());
-      row_totals[m] = at.CreateAlloca(value_type(ctx_, plan_.outputs[m].dtype), c64(block_rows));
-    }
+    if (plan_.outputs[m].total()) row_totals[m] = entry_alloca(value_type(ctx_, plan_.outputs[m].dtype), block_rows);
   std::vector<Value*> idx(nd, nullptr);
   // body() for every row u of [from, to), of the block starting at row lo: idx holds
   // u's kept dims, block_slot_ its place in the block.
@@ -503,11 +499,12 @@ void LoopEmitter::across_passes(Value* lo, Value* hi, std::vector<Value*>& idx,
 // each is 8 strided loads (AVX2 has no cheap gather: a scalar load and an insert each)
 // and each output point 8 extracts and scalar stores: about a third of a cross-entropy
 // gradient's loop over rows of 10 floats. Instead, before the loop, each group of 8 rows
-// of an input is loaded as 8 row vectors (points 0-7, and points c-8 to c-1 where a row
-// has c > 8), transposed in registers (an 8 x 8 shuffle network) and stored as column
-// vectors into a block's column-major buffer, which the loop then reads at unit stride;
-// the outputs go the other way (their rows' overlapping points stored twice, the same
-// values). Rows of the block past its last whole group are copied point by point.
+// of an input is loaded as row vectors of 8 points (every 8 points, and a last one
+// ending at the row's end: staged_starts), each 8 transposed in registers (an 8 x 8
+// shuffle network) and stored as column vectors into a block's column-major buffer,
+// which the loop then reads at unit stride; the outputs go the other way (their rows'
+// overlapping points stored twice, the same values). Rows of the block past its last
+// whole group are copied point by point.
 // Over 1.6e6 floats in rows of 10 on the 2-core Zen 3, best of 4 alternating runs, us:
 // layer norm 806 -> 357, cross-entropy 777 -> 559, its gradient 808 -> 612, logsumexp
 // 556 -> 498, softmax 814 -> 631; rows of 8 and 9 no slower.
@@ -563,8 +560,8 @@ bool LoopEmitter::stages_every_row_load() const {
 }
 
 // Whether across_passes stages an array of this dtype and index map: rows of c points,
-// 8 <= c <= kStagedAcrossRowsMax, row-major and contiguous, of 4-byte elements filling AVX2's 8 lanes
-// (AVX-512's masked loads and stores read and write its rows in place).
+// 8 <= c <= kStagedAcrossRowsMax, row-major and contiguous, of 4-byte elements filling
+// AVX2's 8 lanes (AVX-512's masked loads and stores read and write its rows in place).
 bool LoopEmitter::stages_across(DType dtype, const Affine& index) const {
   const int64_t c = plan_.dims.back();
   return !host_masks_vectors() && host_vector_bytes() == kStagedLanes * 4 && itemsize(dtype) == 4 &&
@@ -589,9 +586,7 @@ void LoopEmitter::plan_staging(const std::vector<std::vector<PlanOutput>>& pass_
   }
   const int64_t block_rows = std::max<int64_t>(1, plan_.schedule.chunk_rows);
   auto buffer = [&](DType dtype) {
-    llvm::BasicBlock& entry = function_->getEntryBlock();
-    llvm::IRBuilder<> at(&entry, entry.begin());
-    llvm::AllocaInst* a = at.CreateAlloca(storage_type(ctx_, dtype), c64(plan_.dims.back() * block_rows));
+    llvm::AllocaInst* a = entry_alloca(storage_type(ctx_, dtype), plan_.dims.back() * block_rows);
     a->setAlignment(llvm::Align(32));
     return a;
   };
