@@ -658,7 +658,7 @@ def print_compile(table, jax_c):
               f"{fmt(secs(impls, 'jx_jit_disk_in_process')):>9} {fmt(secs(impls, 'jx_jit_disk_fresh_process')):>9} "
               f"{fmt(secs(impls, 'jx_jit_call')):>9} {fmt(jt[0]):>10} {fmt(jt[1]):>9} {ratio(jt[0], cold, 'x'):>8}")
     print("  cold: fresh name, disk cache off (best of a few); retrace: a second jx::jit while the first is alive "
-          "(traces, kernels shared in memory);\n  disk st.: first call writing the disk cache; disk in: a second "
+          "(traces, kernels shared in memory; best of a few);\n  disk st.: first call writing the disk cache; disk in: a second "
           "jx::jit reading it; disk new: a new process reading it\n  (after one unrelated compile); call: a cached "
           "call; jax total: jax.jit(f).lower(x).compile(), jax xla: its compile() part")
     first = table.get("compile_sin_cos", {}).get("jx_jit_disk_fresh_process_first")

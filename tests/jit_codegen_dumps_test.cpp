@@ -222,6 +222,52 @@ TEST(Dumps, LongChainInterleavesFourVectorsSharingOneRareTest) {
   EXPECT_EQ(shared_tests, 1u) << ir;
 }
 
+// A large body (more than kLargeBodyOps ops) calls its inline math outlined, on vectors
+// of kLargeBodyVectors registers (kernel_plan.cpp, vector_blocks): a chain of rounds
+// mul/add/sin/sub/tanh over 1024 floats calls the 32-lane sin and tanh, one call per
+// op and block, never the one-register variants (one chain a call). A large body that
+// calls libmvec (tan stays on it with every AVX2 CPU) keeps one register: its 8-lane
+// variant, never a call per lane.
+TEST(Dumps, LargeBodyCallsOutlinedMathOnFourRegisters) {
+  if (codegen::host_target().features.find("+avx2") == std::string::npos) GTEST_SKIP() << "no AVX2 on this host";
+  const fs::path dir = fs::temp_directory_path() / ("jx_codegen_dump_large_" + std::to_string(::getpid()));
+  for (const char* fn : {"sin", "tan"}) {
+    SCOPED_TRACE(fn);
+    std::string text = "{ lambda ; a:f32[1024] b:f32[1024]. let\n";
+    std::string prev = "a";
+    int64_t ops = 0;
+    for (int round = 0; ops <= codegen::kLargeBodyOps; ++round, ops += 5) {
+      const std::string r = std::to_string(round);
+      text += "  m" + r + ":f32[1024] = mul " + prev + " b\n  p" + r + ":f32[1024] = add m" + r + " a\n  s" +
+              r + ":f32[1024] = " + fn + " p" + r + "\n  d" + r + ":f32[1024] = sub s" + r + " b\n  t" + r +
+              ":f32[1024] = tanh d" + r + "\n";
+      prev = "t" + r;
+    }
+    Jaxpr j = parse_jaxpr(text + "in (" + prev + ") }");
+    KernelOptions o = no_cache(std::string("large_") + fn);
+    o.dump_dir = dir.string();
+    o.vector_isa = cpu::VectorIsa::Avx2;
+    auto kernel = compile_kernel(j, "loop", o);
+    const std::string ir = read_file(dir / (o.name + ".ll")), remarks = read_file(dir / (o.name + ".remarks"));
+    const std::string sin_calls = "call <32 x float> @jx_outline." + std::string(fn) + ".f32.avx2.v32(";
+    if (std::string(fn) == "sin") {
+      EXPECT_NE(remarks.find("vectorization width: 32, interleaved count: 1"), std::string::npos) << remarks;
+      EXPECT_NE(ir.find(sin_calls), std::string::npos) << ir.substr(0, 4000);
+      EXPECT_NE(ir.find("call <32 x float> @jx_outline.tanh.f32.avx2.v32("), std::string::npos);
+      EXPECT_EQ(ir.find("call <8 x float> @jx_outline"), std::string::npos) << "a call on one register";
+    } else {
+      EXPECT_NE(remarks.find("vectorization width: 8, interleaved count: 1"), std::string::npos) << remarks;
+      EXPECT_NE(ir.find("_ZGVdN8v_tanf"), std::string::npos);
+      EXPECT_NE(ir.find("call <8 x float> @jx_outline.tanh.f32.avx2.v8("), std::string::npos);
+    }
+    EXPECT_EQ(ir.find("call float @jx_"), std::string::npos) << "a call per lane";
+    // |b| <= 0.5: each round contracts, so rounding differences do not grow.
+    std::vector<Array> args{random_array(j.invars[0].aval, 1), random_array(j.invars[1].aval, 2) * 0.25f};
+    EXPECT_ALLCLOSE(run_kernel(*kernel, j, args)[0], eval_jaxpr(j, {}, args)[0], 1e-5, 1e-5);
+  }
+  fs::remove_all(dir);
+}
+
 // A kernel over fewer elements than a vector holds is left scalar (loop_emitter.cpp):
 // no vector body would ever run. One more element than that and it is vectorized.
 TEST(Dumps, KernelSmallerThanAVectorStaysScalar) {

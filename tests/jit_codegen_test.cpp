@@ -506,7 +506,8 @@ TEST(KernelPlan, FlatLoopRunsInVectorBlocks) {
   EXPECT_EQ(lanes(two_deep("3,1000", "1000")), "lanes 8 interleave 1");
   EXPECT_EQ(lanes(two_deep("3,1027", "1027")), "lanes 8 interleave 4");
   EXPECT_EQ(lanes(two_deep("3,1043", "1043")), "lanes 8 interleave 2");
-  // A large body (more than kLargeBodyOps ops) is not interleaved: compile time first.
+  // A large body (more than kLargeBodyOps ops) runs the same blocks of four vectors, as
+  // one vector of four registers (its loop hints: CodegenDumps.LargeBodyCallsOutlinedMathOnFourRegisters).
   std::string chain = "{ lambda ; a:f32[1024]. let\n";
   std::string prev = "a";
   for (int64_t i = 0; i <= codegen::kLargeBodyOps; ++i) {
@@ -514,8 +515,8 @@ TEST(KernelPlan, FlatLoopRunsInVectorBlocks) {
     prev = "v" + std::to_string(i);
   }
   const Jaxpr large = parse_jaxpr(chain + "  in (" + prev + ") }");
-  EXPECT_EQ(first_line(plan(large, cpu::VectorIsa::Avx2)), "loop dims (128, 8) kept 2");
-  EXPECT_EQ(lanes(large), "lanes 8 interleave 1");
+  EXPECT_EQ(first_line(plan(large, cpu::VectorIsa::Avx2)), "loop dims (32, 32) kept 2");
+  EXPECT_EQ(lanes(large), "lanes 8 interleave 4");
   // A broadcast operand keeps the loop two-dimensional (its inner loop a constant 32).
   Jaxpr broadcast = parse_jaxpr(R"({ lambda ; a:f32[2,8,32] b:f32[32]. let
     c:f32[2,8,32] = broadcast_in_dim[broadcast_dimensions=(2,) shape=(2, 8, 32)] b

@@ -2,7 +2,9 @@
 // calls exp, tanh, erf and the inline fast functions as jx_outline.* functions, defined
 // on demand with the code short kernels inline. Checked here:
 //   - bits: every unary transcendental in a long body gives, at every position (vector
-//     lanes and the scalar remainder, ordinary and rare-path inputs, NaN and infinities),
+//     lanes and the scalar remainder, ordinary and rare-path inputs, NaN and infinities;
+//     a length with a remainder, and one of whole blocks, each a vector of
+//     kLargeBodyVectors registers whose parts test their rare paths apart),
 //     exactly the bits of the same function in a one-op kernel, for every vector ISA
 //     this CPU runs;
 //   - the dumps: a long body calls jx_outline.*, a short one inlines;
@@ -43,13 +45,14 @@ namespace fs = std::filesystem;
 using jx::testing::run_kernel;
 
 constexpr int64_t kLength = 1005;  // not a multiple of any vector width: a scalar remainder
+constexpr int64_t kBlockLength = 1024;  // whole blocks of kLargeBodyVectors registers (kernel_plan.cpp)
 
 const char* dtype_text(DType d) { return d == DType::Float32 ? "f32" : "f64"; }
 
 // `fn a` alone (one op: inline code), or followed by kLargeBodyOps + 5 subtractions in
 // the same kernel (a long body: outlined calls); the first output is fn(a) either way.
-std::string program(const std::string& fn, DType d, bool long_body) {
-  const std::string t = std::string(dtype_text(d)) + "[" + std::to_string(kLength) + "]";
+std::string program(const std::string& fn, DType d, bool long_body, int64_t length = kLength) {
+  const std::string t = std::string(dtype_text(d)) + "[" + std::to_string(length) + "]";
   std::ostringstream s;
   s << "{ lambda ; a:" << t << ". let\n  b:" << t << " = " << fn << " a\n";
   std::string last = "a";
@@ -65,21 +68,21 @@ std::string program(const std::string& fn, DType d, bool long_body) {
 
 // Random values over the functions' ranges, with special and rare-path values at the
 // start, in the middle and in the last (remainder) positions.
-Array inputs(DType d, uint32_t seed) {
+Array inputs(DType d, uint32_t seed, int64_t length = kLength) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<double> u(-12.0, 12.0);
   const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
   // Rare-path inputs first: every other one of the last positions holds one.
   const std::vector<double> special = {1e30,  nan, 88.8,   -1e5,  -inf, 710,   -745.5, -104,  3e4,  inf,
                                        -1e30, 0.0, -0.0,   1e-30, -1e-30, 0.5,  1.0,    -1.0,  1e-40, 4.0};
-  std::vector<double> v(static_cast<size_t>(kLength));
+  std::vector<double> v(static_cast<size_t>(length));
   for (double& x : v) x = u(rng);
   for (size_t i = 0; i < special.size(); ++i) {
     v[i] = special[i];
     v[v.size() / 2 + i] = special[i];
     v[v.size() - 1 - 2 * i] = special[i];
   }
-  Array a(v, {kLength});
+  Array a(v, {length});
   return d == DType::Float32 ? a.astype(DType::Float32) : a;
 }
 
@@ -126,14 +129,17 @@ const char* const kFunctions[] = {"exp", "tanh", "erf", "logistic", "sin", "cos"
 TEST(OutlinedMath, LongBodyGivesTheBitsOfAOneOpKernel) {
   for (cpu::VectorIsa isa : isas())
     for (DType d : {DType::Float32, DType::Float64})
-      for (const char* fn : kFunctions) {
-        SCOPED_TRACE(std::string(fn) + " " + dtype_text(d) + " " + cpu::vector_isa_name(isa));
-        const Jaxpr short_body = parse_jaxpr(program(fn, d, false)), long_body = parse_jaxpr(program(fn, d, true));
-        const Array x = inputs(d, 7);
-        const Array inline_result = run_kernel(*compile_kernel(short_body, "loop", options("short", isa)), short_body, {x})[0];
-        const Array outlined = run_kernel(*compile_kernel(long_body, "loop", options("long", isa)), long_body, {x})[0];
-        EXPECT_TRUE(same_bits(outlined, inline_result)) << first_difference(outlined, inline_result, x);
-      }
+      for (const char* fn : kFunctions)
+        for (int64_t length : {kLength, kBlockLength}) {
+          SCOPED_TRACE(std::string(fn) + " " + dtype_text(d) + " " + cpu::vector_isa_name(isa) + " length " +
+                       std::to_string(length));
+          const Jaxpr short_body = parse_jaxpr(program(fn, d, false, length)),
+                      long_body = parse_jaxpr(program(fn, d, true, length));
+          const Array x = inputs(d, 7, length);
+          const Array inline_result = run_kernel(*compile_kernel(short_body, "loop", options("short", isa)), short_body, {x})[0];
+          const Array outlined = run_kernel(*compile_kernel(long_body, "loop", options("long", isa)), long_body, {x})[0];
+          EXPECT_TRUE(same_bits(outlined, inline_result)) << first_difference(outlined, inline_result, x);
+        }
 }
 
 std::string read_file(const fs::path& p) {

@@ -394,10 +394,17 @@ void collapse(KernelPlan& plan, std::vector<int64_t> dims, std::vector<bool> kep
 // 0.76-0.81x the time, gelu's tanh form 0.83x, selu 0.94-0.99x (1M float32). Shorter
 // bodies gain nothing: one libmvec call, or two side by side (sin(x) + cos(y)), already
 // overlap across iterations, and interleaved they spill around the calls (0-5% slower).
-// A large body (kLargeBodyOps) is not interleaved: LLVM's code
-// generator took 2.2x as long on a 250-op kernel interleaved twice (register
-// allocation 4x), for a run 1.6-2x faster; such kernels are rare outside long chains,
-// and compile time is what those pay for.
+// A large body (kLargeBodyOps) runs in the same blocks of four vectors, but as one vector
+// of four registers (kLargeBodyVectors), not interleaved: interleaved, LLVM's code
+// generator took 2.2x as long on a 250-op kernel (register allocation 4x), and its
+// transcendentals are calls of outlined math (scalar_ops.h), one per register vector,
+// each a dependent chain the out-of-order window does not overlap with the next
+// (a 2000-op chain of mul/add/sin/sub/tanh over 65536 floats, one register a call: 0.84
+// ns per element and transcendental on the 2-core Zen 3, against 0.25 for the inline
+// code of shorter chains). A call on four registers computes their four chains side by
+// side: 0.25 ns, the chain's run 44 -> 13 ms; a 200-op chain of plain arithmetic 1.14
+// -> 0.39 ms. Such a body, mostly calls, is compiled without LLVM's optimizing code
+// generator (llvm_session.cpp), which spent 2.9x as long on its wider vectors.
 //
 // A flat loop whose length is a multiple of lanes x interleave runs in blocks of exactly
 // that: the threads split the blocks, and each block's loop becomes one vector iteration
@@ -429,8 +436,8 @@ VectorBlocks vector_blocks(KernelPlan& plan, cpu::VectorIsa isa) {
   for (const PlanOutput& o : plan.outputs) widest = std::max<int64_t>(widest, static_cast<int64_t>(itemsize(o.dtype)));
   const int64_t lanes = vector_bytes / widest;
   if (lanes < 2 || plan.dims.empty()) return {};
-  const bool long_chain = depth >= kMinInterleavedDepth && ops <= kLargeBodyOps;
-  const int64_t interleave = long_chain ? kInterleavedVectors : 1;
+  const bool long_chain = depth >= kMinInterleavedDepth;
+  const int64_t interleave = !long_chain ? 1 : ops > kLargeBodyOps ? kLargeBodyVectors : kInterleavedVectors;
   // The interleaves tried, most first: kInterleavedVectors, halved down to 1.
   std::vector<int64_t> interleaves;
   for (int64_t k = interleave; k >= 1; k /= 2) interleaves.push_back(k);

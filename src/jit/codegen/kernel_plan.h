@@ -134,8 +134,13 @@ struct LoopSchedule {
 };
 
 // A kernel body of more ops than this is "large": its vector width is fixed and its loop
-// not interleaved, since LLVM's time on it grows faster than its size (loop_emitter.cpp).
+// not interleaved, since LLVM's time on it grows faster than its size (loop_emitter.cpp),
+// and its inline math is called, not inlined (scalar_ops.h, outlined math).
 inline constexpr int64_t kLargeBodyOps = 64;
+// A large body's vectors, in registers: its loop runs blocks of this many register
+// vectors as one vector (kernel_plan.cpp, vector_blocks), whose outlined math calls
+// (scalar_ops.h) take the registers together.
+inline constexpr int64_t kLargeBodyVectors = 4;
 
 struct KernelPlan {
   enum class Kind { Loop, Reduction, Rows };

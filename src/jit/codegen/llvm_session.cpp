@@ -1,4 +1,5 @@
 #include "jit/codegen/llvm_session.h"
+#include "jit/codegen/module_target.h"
 
 #include <dlfcn.h>
 
@@ -341,6 +342,18 @@ CompiledModule compile_module(llvm::Module& module, Optimization optimization, b
   // Vector stores into outputs too large for the cache skip the read for ownership.
   use_streaming_stores(module);
 
+  // An elementwise body long enough to call its inline math (scalar_ops.h) is mostly
+  // those calls, around which every vector register is spilled anyway: its machine code
+  // comes from LLVM's fast code generator (the fast register allocator, no machine
+  // scheduling), which ran the 2000-op chain of kernel_plan.cpp's vector_blocks in the
+  // same time (13-15 ms) and compiled it in XX ms instead of XX.
+  struct CodeGenLevel {  // the leased machine goes back at its own level
+    llvm::TargetMachine& tm;
+    llvm::CodeGenOptLevel saved = tm.getOptLevel();
+    ~CodeGenLevel() { tm.setOptLevel(saved); }
+  } level{tm};
+  if (optimization == Optimization::kElementwiseLoop && module_outlines_math(module) && !outlined.empty())
+    tm.setOptLevel(llvm::CodeGenOptLevel::None);
   CompiledModule out;
   if (want_dumps) {
     llvm::raw_string_ostream ir(out.ir);

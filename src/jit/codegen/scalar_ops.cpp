@@ -73,6 +73,7 @@
 #include "jit/codegen/scalar_ops.h"
 
 #include "jit/codegen/fast_math.h"
+#include "jit/codegen/kernel_plan.h"
 #include "jit/codegen/llvm_session.h"
 #include "jit/codegen/module_target.h"
 
@@ -86,6 +87,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include <llvm/Analysis/VectorUtils.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/MDBuilder.h>
@@ -243,6 +245,22 @@ Value* call_with_vector_variants(llvm::IRBuilderBase& b, const std::string& scal
   if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(t)) {
     const unsigned lanes = vt->getNumElements();
     if (std::find(widths.begin(), widths.end(), lanes) != widths.end()) return b.CreateCall(vector_variant(lanes), args);
+    // Wider than every variant (an outlined function's vectors of several registers):
+    // a call per part of the widest variant that divides it, the parts side by side.
+    unsigned part = 0;
+    for (unsigned w : widths)
+      if (lanes % w == 0) part = std::max(part, w);
+    if (part != 0) {
+      std::vector<Value*> results;
+      for (unsigned start = 0; start < lanes; start += part) {
+        std::vector<int> picked(part);
+        for (unsigned k = 0; k < part; ++k) picked[k] = static_cast<int>(start + k);
+        std::vector<Value*> part_args;
+        for (Value* a : args) part_args.push_back(b.CreateShuffleVector(a, picked));
+        results.push_back(b.CreateCall(vector_variant(part), part_args));
+      }
+      return llvm::concatenateVectors(b, results);
+    }
     llvm::Type* st = vt->getElementType();
     std::vector<llvm::Type*> params(args.size(), st);
     llvm::FunctionCallee scalar = pure_function(b, scalar_name, st, params);
@@ -272,7 +290,13 @@ Value* call_with_vector_variants(llvm::IRBuilderBase& b, const std::string& scal
 // instructions, and its results keep their bits.
 Value* call_outlined_math(llvm::IRBuilderBase& b, std::string_view fn, DType d, Value* x) {
   const cpu::VectorIsa isa = module_vector_isa(*b.GetInsertBlock()->getModule());
-  return call_with_vector_variants(b, math_family_name(kOutlinedPrefix, fn, d, isa), {x}, every_vector_width(d));
+  // A large body's vectors span several registers (kernel_plan.h, kLargeBodyVectors):
+  // its calls take them whole, their parts' chains overlapping inside the function.
+  std::vector<unsigned> widths = every_vector_width(d);
+  if (!widths.empty())
+    for (int64_t registers = 2, lanes = widths.back(); registers <= kLargeBodyVectors; registers *= 2)
+      widths.push_back(static_cast<unsigned>(lanes * registers));
+  return call_with_vector_variants(b, math_family_name(kOutlinedPrefix, fn, d, isa), {x}, widths);
 }
 
 // ---- the CPU backend's ScalarBuilder (jx/lowering.h) on an LLVM IRBuilder ----
