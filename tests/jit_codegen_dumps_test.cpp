@@ -282,6 +282,8 @@ TEST(Dumps, KernelSmallerThanAVectorStaysScalar) {
     auto kernel = compile_kernel(j, "loop", o);
     const std::string ir = read_file(dir / (o.name + ".ll"));
     EXPECT_EQ(ir.find("fmul <") != std::string::npos, n >= lanes) << n << " elements:\n" << ir;
+    // ... and its machine code comes from LLVM's fast code generator (llvm_session.cpp).
+    EXPECT_EQ(ir.find("jx.quick_codegen") != std::string::npos, n < lanes) << ir;
     std::vector<Array> args{random_array(j.invars[0].aval, 1), random_array(j.invars[1].aval, 2)};
     EXPECT_ALLCLOSE(run_kernel(*kernel, j, args)[0], eval_jaxpr(j, {}, args)[0], 1e-6, 1e-6);
   }

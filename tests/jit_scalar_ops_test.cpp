@@ -544,6 +544,11 @@ TEST(ScalarOps, SupportPredicateRefusesWithReasons) {
             "threefry2x32 has 2 outputs; native kernels compute one value per equation");
   EXPECT_EQ(why(prim("reduce_sum"), same_avals(DType::Float32, 1), {{"axes", std::vector<int64_t>{0}}}),
             "reduce_sum has no native implementation");
+  // A bitcast to a narrower type: four bytes from each float, a 0-d one included.
+  EXPECT_EQ(why(prim("bitcast_convert_type"), {Aval{{}, DType::Float32}}, {{"new_dtype", DType::UInt8}}),
+            "bitcast_convert_type of f32[] giving u8[4] does not compute one element from one element");
+  EXPECT_EQ(why(prim("bitcast_convert_type"), {Aval{{3}, DType::Float32}}, {{"new_dtype", DType::UInt8}}),
+            "bitcast_convert_type of f32[3] giving u8[3,4] does not compute one element from one element");
 }
 
 // Every elementwise primitive is either compiled (its lowering has an elemental emitter)

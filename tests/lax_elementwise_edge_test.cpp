@@ -609,7 +609,9 @@ TEST(ElementwiseBitcast, SameAndDifferentWidths) {
   // A strided operand, a 0-d one.
   Array rx = detail::make_view(x, x.aval(), {-1}, 1);
   EXPECT_EQ(values<int32_t>(lax::bitcast_convert_type(rx, DType::Int32)), (std::vector<int32_t>{-1073741824, 0x3f800000}));
-  EXPECT_EQ(lax::bitcast_convert_type(detail::scalar(1.0f), DType::UInt8).shape(), (Shape{4}));
+  Array scalar_bytes = lax::bitcast_convert_type(detail::scalar(1.0f), DType::UInt8);
+  EXPECT_EQ(scalar_bytes.shape(), (Shape{4}));
+  EXPECT_EQ(values<int32_t>(scalar_bytes), (std::vector<int32_t>{0, 0, 128, 63}));
   EXPECT_EQ(values<int32_t>(lax::bitcast_convert_type(lax::convert_element_type(f32({1.0f}), DType::BFloat16), DType::Int16)),
             (std::vector<int32_t>{0x3f80}));
 }

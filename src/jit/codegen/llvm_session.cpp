@@ -342,9 +342,10 @@ CompiledModule compile_module(llvm::Module& module, Optimization optimization, b
   // Vector stores into outputs too large for the cache skip the read for ownership.
   use_streaming_stores(module);
 
-  // An elementwise body long enough to call its inline math (scalar_ops.h) is mostly
-  // those calls, around which every vector register is spilled anyway: its machine code
-  // comes from LLVM's fast code generator (the fast register allocator, no machine
+  // A kernel marked module_quick_codegen (a few scalar iterations) and an elementwise
+  // body long enough to call its inline math (scalar_ops.h), which is mostly those
+  // calls, around which every vector register is spilled anyway, get their machine code
+  // from LLVM's fast code generator (the fast register allocator, no machine
   // scheduling). On the 2-core Zen 3, the 2000-op chain of kernel_plan.cpp's
   // vector_blocks ran in the same time (14-15 ms), and its first call (trace, passes,
   // LLVM, run) took 110-140 ms instead of 177-189; bodies of 200 plain ops and 2 or 20
@@ -354,7 +355,8 @@ CompiledModule compile_module(llvm::Module& module, Optimization optimization, b
     llvm::CodeGenOptLevel saved = tm.getOptLevel();
     ~CodeGenLevel() { tm.setOptLevel(saved); }
   } level{tm};
-  if (optimization == Optimization::kElementwiseLoop && module_outlines_math(module) && !outlined.empty())
+  if (module_quick_codegen(module) ||
+      (optimization == Optimization::kElementwiseLoop && module_outlines_math(module) && !outlined.empty()))
     tm.setOptLevel(llvm::CodeGenOptLevel::None);
   CompiledModule out;
   if (want_dumps) {

@@ -21,4 +21,10 @@ cpu::VectorIsa module_vector_isa(const llvm::Module& module);
 void set_module_outlines_math(llvm::Module& module);
 bool module_outlines_math(const llvm::Module& module);
 
+// Whether the module's machine code comes from LLVM's fast code generator, its run too
+// short for the optimizing one to pay for its time (llvm_session.cpp, compile_module):
+// set by the emitter of a kernel over fewer elements than a vector holds.
+void set_module_quick_codegen(llvm::Module& module);
+bool module_quick_codegen(const llvm::Module& module);
+
 }  // namespace jx::compiler::codegen

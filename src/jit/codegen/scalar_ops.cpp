@@ -945,12 +945,19 @@ bool scalar_op_supported(const Equation& eqn, std::string* why_not) {
   if (!native_kernel_dtype(out))
     return refuse(dtype_name(out), " is not supported by native kernels (", name, ")");
   // One value per element: operands of the result's shape, or scalars (a select's
-  // predicate, a clamp's bounds). A bitcast to a narrower or wider type changes the shape.
+  // predicate, a clamp's bounds) beside one of its shape. A bitcast to a narrower or
+  // wider type changes the shape (a 0-d float32 gives 4 bytes).
   const Shape& shape = eqn.outputs[0].aval.shape;
-  for (const Atom& in : eqn.inputs)
+  bool of_result_shape = eqn.inputs.empty() || shape.empty();
+  for (const Atom& in : eqn.inputs) {
     if (in.aval().shape != shape && in.aval().ndim() != 0)
       return refuse(name, " of ", in.aval().str(), " giving ", eqn.outputs[0].aval.str(),
                     " does not compute one element from one element");
+    of_result_shape = of_result_shape || in.aval().shape == shape;
+  }
+  if (!of_result_shape)
+    return refuse(name, " of ", eqn.inputs[0].aval().str(), " giving ", eqn.outputs[0].aval.str(),
+                  " does not compute one element from one element");
   return true;
 }
 
