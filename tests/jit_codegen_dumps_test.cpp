@@ -268,6 +268,44 @@ TEST(Dumps, LargeBodyCallsOutlinedMathOnFourRegisters) {
   fs::remove_all(dir);
 }
 
+// A large body reduced along rows, or whole, over whole blocks of four registers runs
+// them as one vector too (loop_emitter.cpp, annotate_loops): its chain's latency is
+// overlapped four ways. Rows of 100 floats (not whole blocks) keep one register.
+TEST(Dumps, LargeBodyReductionsRunFourRegisters) {
+  if (codegen::host_target().features.find("+avx2") == std::string::npos) GTEST_SKIP() << "no AVX2 on this host";
+  const fs::path dir = fs::temp_directory_path() / ("jx_codegen_dump_large_sum_" + std::to_string(::getpid()));
+  struct Case {
+    const char* shape;
+    const char* axes;
+    const char* out;
+    int64_t width;
+  };
+  for (const Case& c : {Case{"64,256", "1", "f32[64]", 32}, Case{"64,256", "0, 1", "f32[]", 32},
+                        Case{"64,100", "1", "f32[64]", 8}}) {
+    SCOPED_TRACE(std::string(c.shape) + " over " + c.axes);
+    const std::string t = std::string("f32[") + c.shape + "]";
+    std::string text = "{ lambda ; a:" + t + " b:" + t + ". let\n";
+    std::string prev = "a";
+    for (int64_t i = 0; i <= codegen::kLargeBodyOps; ++i) {
+      const std::string v = "v" + std::to_string(i);
+      text += "  " + v + ":" + t + " = " + (i % 2 ? "mul " + prev + " b" : "add " + prev + " a") + "\n";
+      prev = v;
+    }
+    text += "  s:" + std::string(c.out) + " = reduce_sum[axes=(" + c.axes + ",)] " + prev + "\nin (s) }";
+    Jaxpr j = parse_jaxpr(text);
+    KernelOptions o = no_cache("large_sum");
+    o.dump_dir = dir.string();
+    o.vector_isa = cpu::VectorIsa::Avx2;
+    auto kernel = compile_kernel(j, "reduction", o);
+    const std::string remarks = read_file(dir / (o.name + ".remarks"));
+    EXPECT_NE(remarks.find("vectorization width: " + std::to_string(c.width) + ","), std::string::npos) << remarks;
+    // |b| <= 0.5: the chain contracts, so rounding differences do not grow.
+    std::vector<Array> args{random_array(j.invars[0].aval, 1), random_array(j.invars[1].aval, 2) * 0.25f};
+    EXPECT_ALLCLOSE(run_kernel(*kernel, j, args)[0], eval_jaxpr(j, {}, args)[0], 1e-5, 1e-4);
+  }
+  fs::remove_all(dir);
+}
+
 // A kernel over fewer elements than a vector holds is left scalar (loop_emitter.cpp):
 // no vector body would ever run. One more element than that and it is vectorized.
 TEST(Dumps, KernelSmallerThanAVectorStaysScalar) {

@@ -138,7 +138,8 @@ struct LoopSchedule {
 // and its inline math is called, not inlined (scalar_ops.h, outlined math).
 inline constexpr int64_t kLargeBodyOps = 64;
 // A large body's vectors, in registers: its loop runs blocks of this many register
-// vectors as one vector (kernel_plan.cpp, vector_blocks), whose outlined math calls
+// vectors as one vector (kernel_plan.cpp, vector_blocks; a reduction's loop along rows
+// of whole such blocks too: loop_emitter.cpp, annotate_loops), whose outlined math calls
 // (scalar_ops.h) take the registers together.
 inline constexpr int64_t kLargeBodyVectors = 4;
 

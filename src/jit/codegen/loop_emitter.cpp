@@ -307,9 +307,18 @@ void LoopEmitter::annotate_loops() {
       const bool unmasked = !masked_stores_cheap() && storing_loops_.contains(latch);
       const int64_t rest_width = unmasked ? std::bit_floor(static_cast<uint64_t>(loop_points()))
                                           : std::bit_ceil(static_cast<uint64_t>(loop_points()));
-      const int64_t width = over_rows ? lanes
+      int64_t width = over_rows ? lanes
                             : rest    ? std::min<int64_t>(lanes, rest_width)
                                       : vector_width_for_loops(lanes, output_loops_.contains(latch) && masked_stores_cheap());
+      // A large body reduced along rows (or whole) of whole blocks of kLargeBodyVectors
+      // registers runs them as one vector, as an elementwise one (kernel_plan.cpp,
+      // vector_blocks): a row sum of a 200-op chain over 256 x 256 floats, one register a
+      // vector, was bound by the chain's latency (1.19 ms; with 2 tanh, one a call, 0.70),
+      // on four registers 0.39 (0.23), for a first call 10-15 ms longer.
+      const bool along_rows = plan_.schedule.mode == Mode::RowReduce || plan_.schedule.mode == Mode::FullReduce;
+      if (large && !calls && along_rows && !over_rows && split == split_points_.end() && width == lanes &&
+          loop_points() % (lanes * kLargeBodyVectors) == 0)
+        width = lanes * kLargeBodyVectors;
       if (calls || large) {
         hint(hints, "llvm.loop.interleave.count", 1);
       } else if (float_arithmetic_reduction && loops->tests_rare_paths(latch->getParent())) {
