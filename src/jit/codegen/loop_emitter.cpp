@@ -314,7 +314,7 @@ void LoopEmitter::annotate_loops() {
       // registers runs them as one vector, as an elementwise one (kernel_plan.cpp,
       // vector_blocks): a row sum of a 200-op chain over 256 x 256 floats, one register a
       // vector, was bound by the chain's latency (1.19 ms; with 2 tanh, one a call, 0.70),
-      // on four registers 0.39 (0.23), for a first call 10-15 ms longer.
+      // on four registers 0.39 (0.23), for a first call 10-20 ms longer.
       const bool along_rows = plan_.schedule.mode == Mode::RowReduce || plan_.schedule.mode == Mode::FullReduce;
       if (large && !calls && along_rows && !over_rows && split == split_points_.end() && width == lanes &&
           loop_points() % (lanes * kLargeBodyVectors) == 0)
