@@ -291,15 +291,13 @@ void LoopEmitter::annotate_loops() {
     const int64_t lanes = host_lanes();
     if (extremum) {
       hint(hints, "llvm.loop.interleave.count", fit_interleave(lanes, extremum_accumulators(widest)));
-    } else if (interleave > 1 && split == split_points_.end() && large) {  // (a split loop's hints are its own)
-      // One vector of `interleave` registers (kernel_plan.h, kLargeBodyVectors), but
-      // where the body calls libmvec, whose variants are one register wide (a wider
-      // vector would call it per lane): a loop over the block's register vectors.
-      hint(hints, "llvm.loop.interleave.count", 1);
-      hint(hints, "llvm.loop.vectorize.width", plan_.schedule.vector_lanes * (calls ? 1 : interleave));
-    } else if (interleave > 1 && split == split_points_.end()) {
-      hint(hints, "llvm.loop.interleave.count", interleave);
-      hint(hints, "llvm.loop.vectorize.width", plan_.schedule.vector_lanes);
+    } else if (interleave > 1 && split == split_points_.end()) {  // (a split loop's hints are its own)
+      // A large body: one vector of `interleave` registers (kernel_plan.h,
+      // kLargeBodyVectors), but where it calls libmvec, whose variants are one register
+      // wide (a wider vector would call it per lane): a loop over the block's vectors.
+      const int64_t registers = large && !calls ? interleave : 1;
+      hint(hints, "llvm.loop.interleave.count", large ? 1 : interleave);
+      hint(hints, "llvm.loop.vectorize.width", plan_.schedule.vector_lanes * registers);
     } else {
       const bool rest = split != split_points_.end() && split->second.rest;  // one vector, masked if need be
       // Where masked stores are dear, a storing loop's rest is pieces of a power of two

@@ -948,17 +948,16 @@ bool scalar_op_supported(const Equation& eqn, std::string* why_not) {
   // predicate, a clamp's bounds) beside one of its shape. A bitcast to a narrower or
   // wider type changes the shape (a 0-d float32 gives 4 bytes).
   const Shape& shape = eqn.outputs[0].aval.shape;
+  auto not_per_element = [&](const Atom& in) {
+    return refuse(name, " of ", in.aval().str(), " giving ", eqn.outputs[0].aval.str(),
+                  " does not compute one element from one element");
+  };
   bool of_result_shape = eqn.inputs.empty() || shape.empty();
   for (const Atom& in : eqn.inputs) {
-    if (in.aval().shape != shape && in.aval().ndim() != 0)
-      return refuse(name, " of ", in.aval().str(), " giving ", eqn.outputs[0].aval.str(),
-                    " does not compute one element from one element");
+    if (in.aval().shape != shape && in.aval().ndim() != 0) return not_per_element(in);
     of_result_shape = of_result_shape || in.aval().shape == shape;
   }
-  if (!of_result_shape)
-    return refuse(name, " of ", eqn.inputs[0].aval().str(), " giving ", eqn.outputs[0].aval.str(),
-                  " does not compute one element from one element");
-  return true;
+  return of_result_shape || not_per_element(eqn.inputs[0]);
 }
 
 }  // namespace jx::compiler
