@@ -123,94 +123,138 @@ TEST(CpuBlas, SmallAndMiddleFloat32ProductsRunOnOneDnnAndMatchALoop) {
       }
 }
 
-// jx's kernel (packed_gemm.h) at every edge of its tiling: rows past the last 12-row tile
-// (every count 1 to 11), columns past the last panel (16 doubles, 32 floats), depth past
-// a 384-deep block, more threads than panels (rows split), all four transposes, leading
-// dimensions wider than the rows and a NaN-filled C. Each element is held to T's
-// rounding bound of its sum (k eps times the sum of the products' magnitudes).
+// The kernel builds this CPU runs (packed_gemm.h): AVX-512 and AVX2 on an AVX-512 CPU,
+// AVX2 alone on one with AVX2 and FMA.
+std::vector<jx::cpu::GemmKernel> kernels_this_cpu_runs() {
+  std::vector<jx::cpu::GemmKernel> kernels;
+  for (auto kernel : {jx::cpu::GemmKernel::Avx2, jx::cpu::GemmKernel::Avx512})
+    if (kernel <= jx::cpu::packed_gemm_kernel()) kernels.push_back(kernel);
+  return kernels;
+}
+
+const char* kernel_name(jx::cpu::GemmKernel kernel) {
+  return kernel == jx::cpu::GemmKernel::Avx512 ? "AVX-512" : "AVX2";
+}
+
+// jx's kernel (packed_gemm.h), each build the CPU runs, at every edge of its tiling: rows
+// past the last tile (every count below 12 and 6 rows), columns past the last panel (16
+// and 8 doubles, 32 and 16 floats), depth past a 384-deep block, more threads than panels
+// (rows split), all four transposes, leading dimensions wider than the rows and a
+// NaN-filled C. Each element is held to T's rounding bound of its sum (k eps times the
+// sum of the products' magnitudes).
 template <class T>
 void check_packed_kernel_at_every_edge() {
-  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "the CPU has no AVX-512: products stay on the BLAS";
-  for (Op oa : {Op::None, Op::Transpose})
-    for (Op ob : {Op::None, Op::Transpose})
-      for (auto [m, n, k] : {std::tuple{1, 1, 1}, std::tuple{5, 7, 3}, std::tuple{12, 16, 384}, std::tuple{13, 17, 385},
-                             std::tuple{23, 40, 800}, std::tuple{100, 70, 300}, std::tuple{64, 64, 64},
-                             std::tuple{130, 5, 40}, std::tuple{35, 530, 20}, std::tuple{11, 33, 10}}) {
-        GemmCase<T> g(oa, ob, m, n, k);
-        SCOPED_TRACE(g.trace());
-        ASSERT_TRUE(jx::cpu::packed_gemm_any_size(oa, ob, m, n, k, g.a.data(), g.lda, g.b.data(), g.ldb, g.c.data(),
-                                                   g.ldc));
-        for (int64_t i = 0; i < m; ++i) {
-          for (int64_t j = 0; j < n; ++j) {
-            long double want = 0, magnitude = 0;
-            for (int64_t p = 0; p < k; ++p) {
-              const long double term = static_cast<long double>(at(g.a, oa, g.lda, i, p)) * at(g.b, ob, g.ldb, p, j);
-              want += term;
-              magnitude += std::abs(term);
+  const auto kernels = kernels_this_cpu_runs();
+  if (kernels.empty()) GTEST_SKIP() << "the CPU has neither AVX-512 nor AVX2 with FMA: products stay on the BLAS";
+  for (auto kernel : kernels)
+    for (Op oa : {Op::None, Op::Transpose})
+      for (Op ob : {Op::None, Op::Transpose})
+        for (auto [m, n, k] : {std::tuple{1, 1, 1}, std::tuple{5, 7, 3}, std::tuple{12, 16, 384},
+                               std::tuple{13, 17, 385}, std::tuple{6, 8, 384}, std::tuple{7, 9, 20},
+                               std::tuple{23, 40, 800}, std::tuple{100, 70, 300}, std::tuple{64, 64, 64},
+                               std::tuple{130, 5, 40}, std::tuple{35, 530, 20}, std::tuple{11, 33, 10}}) {
+          GemmCase<T> g(oa, ob, m, n, k);
+          SCOPED_TRACE(g.trace() + " on the " + kernel_name(kernel) + " kernel");
+          ASSERT_TRUE(jx::cpu::packed_gemm_on(kernel, oa, ob, m, n, k, g.a.data(), g.lda, g.b.data(), g.ldb,
+                                              g.c.data(), g.ldc));
+          for (int64_t i = 0; i < m; ++i) {
+            for (int64_t j = 0; j < n; ++j) {
+              long double want = 0, magnitude = 0;
+              for (int64_t p = 0; p < k; ++p) {
+                const long double term =
+                    static_cast<long double>(at(g.a, oa, g.lda, i, p)) * at(g.b, ob, g.ldb, p, j);
+                want += term;
+                magnitude += std::abs(term);
+              }
+              const double bound =
+                  2.0 * static_cast<double>(k) * std::numeric_limits<T>::epsilon() * static_cast<double>(magnitude);
+              ASSERT_NEAR(g.got(i, j), static_cast<double>(want), bound) << "element (" << i << ", " << j << ")";
             }
-            const double bound =
-                2.0 * static_cast<double>(k) * std::numeric_limits<T>::epsilon() * static_cast<double>(magnitude);
-            ASSERT_NEAR(g.got(i, j), static_cast<double>(want), bound) << "element (" << i << ", " << j << ")";
+            for (int64_t j = n; j < g.ldc; ++j)
+              ASSERT_TRUE(std::isnan(g.got(i, j))) << "wrote past column " << n << " of row " << i;
           }
-          for (int64_t j = n; j < g.ldc; ++j)
-            ASSERT_TRUE(std::isnan(g.got(i, j))) << "wrote past column " << n << " of row " << i;
         }
-      }
 }
 
 TEST(CpuBlas, PackedFloat64KernelMatchesALoopAtEveryEdge) { check_packed_kernel_at_every_edge<double>(); }
 TEST(CpuBlas, PackedFloat32KernelMatchesALoopAtEveryEdge) { check_packed_kernel_at_every_edge<float>(); }
 
-// Work on finished rows (the jit's fused matmul epilogue): every row of C reported once,
-// by ranges that do not overlap, each final when reported (a copy taken in the callback
-// matches the loop), with more row bands than threads' tiles (5 rows) and fewer.
-TEST(CpuBlas, PackedKernelReportsEachFinishedRowOnce) {
-  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "the CPU has no AVX-512: products stay on the BLAS";
-  for (auto [m, n, k] : {std::tuple{256, 96, 70}, std::tuple{5, 40, 30}, std::tuple{1, 33, 800}}) {
-    GemmCase<float> g(Op::None, Op::Transpose, m, n, k);
-    SCOPED_TRACE(g.trace());
-    std::mutex mu;
-    std::vector<int> seen(static_cast<size_t>(m), 0);
-    std::vector<float> snapshot(g.c.size(), 0.0f);
-    const jx::cpu::RowsDone rows_done = [&](int64_t begin, int64_t end) {
-      std::lock_guard<std::mutex> lock(mu);
-      for (int64_t i = begin; i < end; ++i) {
-        ++seen[static_cast<size_t>(i)];
-        std::copy_n(g.c.begin() + i * g.ldc, g.n, snapshot.begin() + i * g.ldc);
-      }
-    };
-    ASSERT_TRUE(jx::cpu::packed_gemm_any_size(g.oa, g.ob, m, n, k, g.a.data(), g.lda, g.b.data(), g.ldb, g.c.data(),
-                                               g.ldc, &rows_done));
-    for (int64_t i = 0; i < m; ++i) {
-      ASSERT_EQ(seen[static_cast<size_t>(i)], 1) << "row " << i;
-      for (int64_t j = 0; j < n; ++j) {
-        double want = 0;
-        for (int64_t p = 0; p < k; ++p) want += double(at(g.a, g.oa, g.lda, i, p)) * double(at(g.b, g.ob, g.ldb, p, j));
-        ASSERT_NEAR(snapshot[static_cast<size_t>(i * g.ldc + j)], want, 1e-4 * (1 + std::abs(want)))
-            << "element (" << i << ", " << j << ") when its rows were reported";
-      }
-    }
+// A build the CPU lacks refuses (the product stays on the BLAS) and writes nothing.
+TEST(CpuBlas, PackedKernelRefusesABuildTheCpuLacks) {
+  GemmCase<double> g(Op::None, Op::None, 20, 20, 20);
+  const auto widest = jx::cpu::packed_gemm_kernel();
+  EXPECT_FALSE(jx::cpu::packed_gemm_on(jx::cpu::GemmKernel::None, Op::None, Op::None, g.m, g.n, g.k, g.a.data(),
+                                       g.lda, g.b.data(), g.ldb, g.c.data(), g.ldc));
+  if (widest != jx::cpu::GemmKernel::Avx512) {
+    EXPECT_FALSE(jx::cpu::packed_gemm_on(jx::cpu::GemmKernel::Avx512, Op::None, Op::None, g.m, g.n, g.k, g.a.data(),
+                                         g.lda, g.b.data(), g.ldb, g.c.data(), g.ldc));
   }
+  for (double x : g.c) ASSERT_TRUE(std::isnan(x));
+  EXPECT_EQ(jx::cpu::packed_gemm_any_size(Op::None, Op::None, g.m, g.n, g.k, g.a.data(), g.lda, g.b.data(), g.ldb,
+                                          g.c.data(), g.ldc),
+            widest != jx::cpu::GemmKernel::None);
 }
 
-// The sizes jx's kernel takes (measured in packed_gemm.h), and products there through
-// gemm<double> and gemm<float> (past oneDNN's sizes) against the loop.
-TEST(CpuBlas, MiddleProductsRunOnJxsKernelOnAvx512) {
+// Work on finished rows (the jit's fused matmul epilogue), each build the CPU runs: every
+// row of C reported once, by ranges that do not overlap, each final when reported (a copy
+// taken in the callback matches the loop), with more row bands than threads' tiles (5
+// rows) and fewer.
+TEST(CpuBlas, PackedKernelReportsEachFinishedRowOnce) {
+  const auto kernels = kernels_this_cpu_runs();
+  if (kernels.empty()) GTEST_SKIP() << "the CPU has neither AVX-512 nor AVX2 with FMA: products stay on the BLAS";
+  for (auto kernel : kernels)
+    for (auto [m, n, k] : {std::tuple{256, 96, 70}, std::tuple{5, 40, 30}, std::tuple{1, 33, 800}}) {
+      GemmCase<float> g(Op::None, Op::Transpose, m, n, k);
+      SCOPED_TRACE(g.trace() + " on the " + kernel_name(kernel) + " kernel");
+      std::mutex mu;
+      std::vector<int> seen(static_cast<size_t>(m), 0);
+      std::vector<float> snapshot(g.c.size(), 0.0f);
+      const jx::cpu::RowsDone rows_done = [&](int64_t begin, int64_t end) {
+        std::lock_guard<std::mutex> lock(mu);
+        for (int64_t i = begin; i < end; ++i) {
+          ++seen[static_cast<size_t>(i)];
+          std::copy_n(g.c.begin() + i * g.ldc, g.n, snapshot.begin() + i * g.ldc);
+        }
+      };
+      ASSERT_TRUE(jx::cpu::packed_gemm_on(kernel, g.oa, g.ob, m, n, k, g.a.data(), g.lda, g.b.data(), g.ldb,
+                                          g.c.data(), g.ldc, &rows_done));
+      for (int64_t i = 0; i < m; ++i) {
+        ASSERT_EQ(seen[static_cast<size_t>(i)], 1) << "row " << i;
+        for (int64_t j = 0; j < n; ++j) {
+          double want = 0;
+          for (int64_t p = 0; p < k; ++p)
+            want += double(at(g.a, g.oa, g.lda, i, p)) * double(at(g.b, g.ob, g.ldb, p, j));
+          ASSERT_NEAR(snapshot[static_cast<size_t>(i * g.ldc + j)], want, 1e-4 * (1 + std::abs(want)))
+              << "element (" << i << ", " << j << ") when its rows were reported";
+        }
+      }
+    }
+}
+
+// The sizes jx's kernel takes (measured in packed_gemm.cpp's packed_gemm_takes), and
+// products there through gemm<double> and gemm<float> (past oneDNN's sizes) against the loop.
+TEST(CpuBlas, MiddleProductsRunOnJxsKernel) {
+  using jx::cpu::GemmKernel;
   using jx::cpu::packed_gemm_takes;
-  const bool avx512 = __builtin_cpu_supports("avx512f");
-  EXPECT_EQ(packed_gemm_takes<double>(256, 256, 256), avx512);
-  EXPECT_EQ(packed_gemm_takes<double>(64, 1024, 64), avx512);
-  EXPECT_FALSE(packed_gemm_takes<double>(63, 256, 256));    // too few rows for the 12 x 16 tile
-  EXPECT_FALSE(packed_gemm_takes<double>(256, 256, 2048));  // OpenBLAS leads past 1024
+  const GemmKernel kernel = jx::cpu::packed_gemm_kernel();
+  const bool avx512 = kernel == GemmKernel::Avx512, avx2 = kernel == GemmKernel::Avx2;
+  EXPECT_EQ(packed_gemm_takes<double>(256, 256, 256), avx512 || avx2);
+  EXPECT_EQ(packed_gemm_takes<double>(64, 1024, 64), avx512 || avx2);
+  EXPECT_EQ(packed_gemm_takes<double>(32, 256, 256), avx2);    // too few rows for the 12 x 16 tile, not the 6 x 8
+  EXPECT_FALSE(packed_gemm_takes<double>(8, 256, 256));        // tiles mostly empty: OpenBLAS
+  EXPECT_EQ(packed_gemm_takes<double>(512, 512, 512), avx512);  // AVX2: OpenBLAS's threads pay off past 2^26
+  EXPECT_FALSE(packed_gemm_takes<double>(256, 256, 2048));     // OpenBLAS leads past 1024
   EXPECT_FALSE(packed_gemm_takes<double>(int64_t{1} << 40, int64_t{1} << 40, 128));
   for (Op oa : {Op::None, Op::Transpose})
     for (Op ob : {Op::None, Op::Transpose}) {
       check_gemm<double>(oa, ob, 64, 64, 64);
       check_gemm<double>(oa, ob, 100, 129, 300);
+      check_gemm<double>(oa, ob, 17, 200, 33);
       ASSERT_FALSE(jx::cpu::onednn_takes(600, 130, 100));
       check_gemm<float>(oa, ob, 600, 130, 100);
     }
   EXPECT_EQ(packed_gemm_takes<float>(512, 512, 512), avx512);
+  EXPECT_EQ(packed_gemm_takes<float>(600, 130, 100), avx512 || avx2);
   EXPECT_FALSE(packed_gemm_takes<float>(2048, 2048, 2048));
 }
 
