@@ -86,14 +86,50 @@ std::vector<double> eager_vs_jit(const std::string& section, const std::string& 
 
 // ---- 1. dispatch ----
 
-void bench_dispatch() {
+// Runs this binary again as a first-call child and returns the seconds it printed (1e30
+// when it failed).
+double first_call_in_child(const std::string& self) {
+  const std::string cmd = "'" + self + "' --first-call-child";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return 1e30;
+  double seconds = 1e30;
+  if (std::fscanf(pipe, "%lf", &seconds) != 1) seconds = 1e30;
+  if (pclose(pipe) != 0) {
+    std::fprintf(stderr, "jit_bench: the first-call child failed\n");
+    return 1e30;
+  }
+  return seconds;
+}
+
+// The child: times its first jit call (an add of two 1-element arrays, no disk cache) and
+// prints the seconds.
+int first_call_child() {
+  auto add = jx::jit([](const Array& a, const Array& b) { return a + b; }, options("bench_first_call", false));
+  auto a = jx::random::uniform(key, {1}), b = jx::random::uniform(key, {1});
+  auto t0 = Clock::now();
+  (void)add(a, b);
+  std::printf("%.9f\n", seconds_since(t0));
+  return 0;
+}
+
+void bench_dispatch(const std::string& self) {
   auto add = jx::jit([](const Array& a, const Array& b) { return a + b; }, options("bench_add"));
   // Contiguous inputs (jnp::ones is a stride-0 view: see the "ones_views" row).
   auto a = jx::random::uniform(key, {1}), b = jx::random::uniform(key, {1});
-  // The first jit call of the process: LLVM start-up + trace + compile + run.
+  // The first jit call of a process (LLVM start-up + trace + compile + run): best of
+  // `reps` fresh processes (first_call_child), as every row is a best of several; this
+  // process's own first call, measured once, is kept beside it. One process alone read
+  // anywhere from 6 to 22 ms on the noisy 2-core machine.
   auto t0 = Clock::now();
   (void)add(a, b);
-  jit_row("dispatch", "first_jit_call_in_process", seconds_since(t0));
+  const double in_this_process = seconds_since(t0);
+  double best_child = 1e30;
+  for (int i = 0; i < reps; ++i) best_child = std::min(best_child, first_call_in_child(self));
+  if (best_child < 1e30)
+    jit_row("dispatch", "first_jit_call_in_process", best_child,
+            Extra().num("fresh_processes", reps).num("in_bench_process", in_this_process));
+  else
+    jit_row("dispatch", "first_jit_call_in_process", in_this_process);
   eager_vs_jit("dispatch", "dispatch_add_1", [&] { (void)(a + b); }, [&] { (void)add(a, b); }, {}, 7, 20000);
   auto c = jx::random::uniform(key, {1024}), d = jx::random::uniform(key, {1024});
   eager_vs_jit("dispatch", "dispatch_add_1024", [&] { (void)(c + d); }, [&] { (void)add(c, d); },
@@ -594,6 +630,7 @@ int main(int argc, char** argv) {
   quick = args.quick;
   bool child = false, with_warmup = false;
   for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--first-call-child") == 0) return first_call_child();
     if (std::strcmp(argv[i], "--compile-child") == 0) child = true;
     if (std::strcmp(argv[i], "--with-warmup") == 0) with_warmup = true;
   }
@@ -617,11 +654,11 @@ int main(int argc, char** argv) {
   std::printf("{\"threads\": %d, \"stream_GBps\": %.2f, \"read_GBps\": %.2f, \"jit_cache_dir\": \"%s\"}\n", jx::cpu::num_threads(),
               bandwidth / 1e9, g_read_bandwidth / 1e9, cache_dir.data());
 
-  section("dispatch", bench_dispatch);
-  // This binary's own path, for the compile child (argv[0] may be relative to a PATH entry).
+  // This binary's own path, for the children (argv[0] may be relative to a PATH entry).
   std::error_code self_ec;
   std::string self = std::filesystem::read_symlink("/proc/self/exe", self_ec).string();
   if (self.empty()) self = argv[0];
+  section("dispatch", [&] { bench_dispatch(self); });
   section("compile", [&] { bench_compile(self.c_str()); });
   section("tutorial", bench_tutorial);
   section("selu", bench_selu);

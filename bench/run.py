@@ -624,6 +624,9 @@ def print_section(title, table, peers):
                           f"ns/element: jit {j['seconds'] * 1e9 / (1 << 22):.3f}"
                           + (f", eager {impls['jx_eager']['seconds'] * 1e9 / (1 << 22):.3f}" if 'jx_eager' in impls else "")
                           + (f", limit {lim_r['seconds'] * 1e9 / (1 << 22):.3f}" if lim_r else ""))
+        if "fresh_processes" in j:
+            extras.append(f"best of {j['fresh_processes']:.0f} fresh processes; the bench process's own first call "
+                          f"{fmt(j['in_bench_process'])}")
         if "jx_jit_no_donation" in impls:
             nd = secs(impls, "jx_jit_no_donation")
             extras.append(f"jit with donate_argnums={j.get('donated', '?')} {fmt(jt)}, without {fmt(nd)} "
