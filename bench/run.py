@@ -725,9 +725,13 @@ def print_targets(rows, peers):
         check(f"{label} time linear in a fan-in's width (2000 ops / 200 ops <= 12)", growth,
               growth is not None and growth <= 12, f"{growth:.2f}x for 10x the ops" if growth else "")
     on_ones = get("compile", "compile_chain200_on_ones", "jx_jit_cold")
-    r = on_ones / chain[200] if on_ones and chain[200] else None
+    # The row-major compile timed beside it, in alternation, where the bench has it.
+    beside = rows.get("compile", {}).get("compile_chain200_on_ones", {}).get("jx_jit_cold", {}).get("beside_cold")
+    row_major = beside or chain[200]
+    r = on_ones / row_major if on_ones and row_major else None
     check("a first call on views compiles as fast as on row-major arrays (chain of 200, within 1.15x)", r,
-          r is not None and r <= 1.15, f"jnp::ones {fmt(on_ones)}, row-major {fmt(chain[200])}" if r else "")
+          r is not None and r <= 1.15,
+          f"jnp::ones {fmt(on_ones)}, row-major {fmt(row_major)}{' (timed beside it)' if beside else ''}" if r else "")
     first = get("dispatch", "first_jit_call_in_process", "jx_jit")
     check("first jit call in a process < 10 ms", first, first is not None and first < 0.010, fmt(first))
     ea, np_t = get("dispatch", "dispatch_add_1", "jx_eager"), peers.get("numpy", {}).get("dispatch_add_1")
