@@ -1354,18 +1354,19 @@ TEST(ReductionAccuracy, Float32SumsOfAMillionTermsStayWithinAFewUlps) {
 TEST(RowsKernel, RareExpLanesInInterleavedPassesMatchEager) {
   // Float32 sums of exp run four vectors per iteration whose inline exps share one
   // rare-path test (scalar_ops.cpp, share_rare_tests): a rare argument in any lane of any
-  // of them must send its vector down the full-range path. Row r holds one at column r:
-  // 88.5 (finite, past the single scaling's range: 2^128 there), -95 (a subnormal result)
-  // or NaN, in row sums of exp, logsumexp (max, then the shared test after subtracting
-  // it) and softmax, against eager.
-  for (int64_t cols : {int64_t{1024}, int64_t{4099}}) {
+  // of them must send its vector down the full-range path. Row r holds one at column
+  // r mod cols: 88.5 (finite, past the single scaling's range: 2^128 there), -95 (a
+  // subnormal result) or NaN, in row sums of exp, logsumexp (max, then the shared test
+  // after subtracting it) and softmax, against eager. Rows of 10 run across rows, the ten
+  // exps of a group of rows sharing one test (the row sum's adds moved after it).
+  for (int64_t cols : {int64_t{10}, int64_t{1024}, int64_t{4099}}) {
     SCOPED_TRACE(cols);
     const int64_t rows = 64;
     for (float rare : {88.5f, -95.0f, std::numeric_limits<float>::quiet_NaN()}) {
       SCOPED_TRACE(rare);
       std::vector<float> v(static_cast<size_t>(rows * cols));
       for (int64_t i = 0; i < rows * cols; ++i) v[static_cast<size_t>(i)] = static_cast<float>((i * 37) % 201) / 100.0f - 1.0f;
-      for (int64_t r = 0; r < rows; ++r) v[static_cast<size_t>(r * cols + r)] = rare;
+      for (int64_t r = 0; r < rows; ++r) v[static_cast<size_t>(r * cols + r % cols)] = rare;
       const Array x(v, {rows, cols});
       const std::string n = std::to_string(rows), m = std::to_string(cols);
       check("{ lambda ; a:f32[" + n + "," + m + "]. let\n    b:f32[" + n + "," + m + "] = exp a\n    c:f32[" + n +

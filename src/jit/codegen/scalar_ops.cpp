@@ -87,6 +87,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include <llvm/ADT/SmallPtrSet.h>
 #include <llvm/Analysis/VectorUtils.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/Intrinsics.h>
@@ -601,36 +602,69 @@ llvm::CallInst* vector_rare_call(llvm::Instruction& i) {
 }
 
 // One test for a run of rare-path calls: the vectorizer widens an interleaved loop's
-// call into side-by-side calls (one per part), and each, inlined, would end its basic
-// block with its own branch; the code generator then schedules each part's usual code
-// alone in its block, one dependent chain at a time, which the out-of-order window
-// does not overlap (on Zen 1 a float32 sum of exp ran at 21 cycles per vector against
-// about 10 of arithmetic). Here the run's conditions are or-ed into one branch before
-// its last call, whose rare side gives every call of the run its rare result: exp's
-// full-range code for every lane, the others their own rare path (which tests its lanes
-// again), so the parts' usual code shares one block, and exp's, read by no rare side,
-// is sunk after the branch. A run: calls in one block with no instruction between them
-// (or a call of the run) using one of them, so each use follows the last call, where
-// the merged results are defined.
-void share_rare_tests(llvm::Function& f) {
-  std::vector<std::vector<llvm::CallInst*>> runs;
+// call into side-by-side calls (one per part), and a rows kernel across rows computes a
+// row's points one after another (a row of 10 floats: ten exps, each added to the row's
+// sum as it comes), and each, inlined, would end its basic block with its own branch; the
+// code generator then schedules each call's usual code alone in its block, one dependent
+// chain at a time, which the out-of-order window does not overlap (on Zen 1 a float32
+// sum of exp ran at 21 cycles per vector against about 10 of arithmetic). Here the run's
+// conditions are or-ed into one branch before its last call, whose rare side gives every
+// call of the run its rare result: exp's full-range code for every lane, the others their
+// own rare path (which tests its lanes again), so the calls' usual code shares one block,
+// and exp's, read by no rare side, is sunk after the branch. A run: calls in one block
+// whose arguments read no result of the run. Pure instructions between them that read
+// its results (the row sum's adds) are deferred: moved, in their order, to just after
+// the branches meet, where the merged results are defined; any other reader ends the run.
+struct RareRun {
+  std::vector<llvm::CallInst*> calls;
+  std::vector<llvm::Instruction*> deferred;  // readers of the run placed before its last call
+};
+
+std::vector<RareRun> rare_runs(llvm::Function& f) {
+  std::vector<RareRun> runs;
   for (llvm::BasicBlock& bb : f) {
-    std::vector<llvm::CallInst*> run;
+    RareRun run;
+    // The run's calls and the deferred instructions, which read them.
+    llvm::SmallPtrSet<const Value*, 32> from_run;
     auto close = [&] {
-      if (run.size() >= 2) runs.push_back(run);
-      run.clear();
+      if (run.calls.size() >= 2) {
+        // Readers after the last call stay where they are.
+        llvm::Instruction* last = run.calls.back();
+        std::erase_if(run.deferred, [&](llvm::Instruction* i) { return last->comesBefore(i); });
+        runs.push_back(std::move(run));
+      }
+      run = RareRun{};
+      from_run.clear();
     };
     for (llvm::Instruction& i : bb) {
-      const bool uses_run = std::any_of(i.op_begin(), i.op_end(), [&](const llvm::Use& u) {
-        return std::find(run.begin(), run.end(), u.get()) != run.end();
-      });
-      if (uses_run) close();
-      if (llvm::CallInst* call = vector_rare_call(i)) run.push_back(call);
+      const bool reads_run = std::any_of(i.op_begin(), i.op_end(), [&](const llvm::Use& u) { return from_run.contains(u.get()); });
+      llvm::CallInst* call = vector_rare_call(i);
+      if (call != nullptr) {
+        if (reads_run) close();
+        run.calls.push_back(call);
+        from_run.insert(call);
+        continue;
+      }
+      if (!reads_run) continue;
+      const bool movable = !i.isTerminator() && !llvm::isa<llvm::PHINode>(i) && !i.mayHaveSideEffects() &&
+                           !i.mayReadFromMemory();
+      if (!movable) {
+        close();
+        continue;
+      }
+      run.deferred.push_back(&i);
+      from_run.insert(&i);
     }
     close();
   }
+  return runs;
+}
+
+void share_rare_tests(llvm::Function& f) {
+  const std::vector<RareRun> runs = rare_runs(f);
   llvm::LLVMContext& ctx = f.getContext();
-  for (const std::vector<llvm::CallInst*>& calls : runs) {
+  for (const RareRun& run : runs) {
+    const std::vector<llvm::CallInst*>& calls = run.calls;
     llvm::CallInst* last = calls.back();
     llvm::BasicBlock* head = last->getParent();
     llvm::IRBuilder<> b(last);
@@ -679,6 +713,9 @@ void share_rare_tests(llvm::Function& f) {
       calls[k]->replaceAllUsesWith(merged);
       calls[k]->eraseFromParent();
     }
+    // The deferred readers, after the merged results (the phis) and before the rest.
+    llvm::Instruction* before = &*tail->getFirstInsertionPt();
+    for (llvm::Instruction* reader : run.deferred) reader->moveBefore(before);
     sink_into(*head, *usual);
   }
 }
