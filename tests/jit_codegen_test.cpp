@@ -1351,6 +1351,61 @@ TEST(ReductionAccuracy, Float32SumsOfAMillionTermsStayWithinAFewUlps) {
   }
 }
 
+// A reduction of rows of 8-11 float32 points is planned as a rows kernel on AVX2
+// (kernel_plan.cpp, short_rows_reduce_across), whose loop over a block's rows runs across
+// rows; other widths, float64, columns and other ISAs keep the row reduction.
+TEST(KernelPlan, ShortRowReductionsRunAsRowsKernels) {
+  auto sum_of_exp = [](const std::string& t, int64_t rows, int64_t cols, int axis) {
+    const std::string x = t + "[" + std::to_string(rows) + "," + std::to_string(cols) + "]";
+    const std::string out = t + "[" + std::to_string(axis == 1 ? rows : cols) + "]";
+    return parse_jaxpr("{ lambda ; a:" + x + ". let\n    b:" + x + " = exp a\n    c:" + out +
+                       " = reduce_sum[axes=(" + std::to_string(axis) + ",)] b\n  in (c) }");
+  };
+  auto kind = [](const Jaxpr& j, cpu::VectorIsa isa) {
+    const std::string text = codegen::plan_kernel(j, "reduction", {}, isa).str();
+    return text.substr(0, text.find(' '));
+  };
+  for (int64_t cols : {8, 10, 11}) EXPECT_EQ(kind(sum_of_exp("f32", 1000, cols, 1), cpu::VectorIsa::Avx2), "rows") << cols;
+  EXPECT_EQ(kind(sum_of_exp("f32", 1000, 7, 1), cpu::VectorIsa::Avx2), "reduction");
+  EXPECT_EQ(kind(sum_of_exp("f32", 1000, 16, 1), cpu::VectorIsa::Avx2), "reduction");
+  EXPECT_EQ(kind(sum_of_exp("f64", 1000, 10, 1), cpu::VectorIsa::Avx2), "reduction");
+  EXPECT_EQ(kind(sum_of_exp("f32", 10, 1000, 0), cpu::VectorIsa::Avx2), "reduction");  // columns
+  EXPECT_EQ(kind(sum_of_exp("f32", 1000, 10, 1), cpu::VectorIsa::Avx512), "reduction");
+  EXPECT_EQ(kind(sum_of_exp("f32", 1000, 10, 1), cpu::VectorIsa::Scalar), "reduction");
+}
+
+// Reductions of short rows (a rows kernel across rows on AVX2, above) against eager:
+// sums of exp, maxima with a NaN, an infinity and a row of -inf, a sum and a max of the
+// same rows as two outputs, the last axis of a 3-d array, and int32 sums; rows of 8-11
+// points and 2000 rows (not a multiple of a block), and 7 rows (fewer than a group).
+TEST(RowsKernel, ShortRowReductionsMatchEager) {
+  for (int64_t rows : {int64_t{2000}, int64_t{7}})
+    for (int64_t cols : {8, 9, 10, 11}) {
+      SCOPED_TRACE(std::to_string(rows) + " rows of " + std::to_string(cols));
+      const std::string r = std::to_string(rows), c = std::to_string(cols);
+      const std::string x = "f32[" + r + "," + c + "]", row = "f32[" + r + "]";
+      check("{ lambda ; a:" + x + ". let\n    b:" + x + " = exp a\n    c:" + row +
+                " = reduce_sum[axes=(1,)] b\n  in (c) }",
+            "reduction", 2e-6, 0);
+      std::vector<float> v(static_cast<size_t>(rows * cols));
+      for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((static_cast<int64_t>(i) * 37) % 201) / 50.0f - 2.0f;
+      v[3] = std::numeric_limits<float>::quiet_NaN();
+      if (rows > 2) {
+        v[static_cast<size_t>(cols + 1)] = std::numeric_limits<float>::infinity();
+        for (int64_t j = 0; j < cols; ++j) v[static_cast<size_t>(2 * cols + j)] = -std::numeric_limits<float>::infinity();
+      }
+      const Array a(v, {rows, cols});
+      check("{ lambda ; a:" + x + ". let\n    b:" + row + " = reduce_max[axes=(1,)] a\n    c:" + x +
+                " = abs a\n    d:" + row + " = reduce_sum[axes=(1,)] c\n  in (b, d) }",
+            "reduction", 1e-6, 0, {a});
+      check("{ lambda ; a:f32[4," + r + "," + c + "]. let\n    b:f32[4," + r + "," + c + "] = tanh a\n    c:f32[4," + r +
+                "] = reduce_sum[axes=(2,)] b\n  in (c) }",
+            "reduction", 2e-6, 1e-6);
+      check("{ lambda ; a:i32[" + r + "," + c + "]. let\n    b:i32[" + r + "] = reduce_sum[axes=(1,)] a\n  in (b) }",
+            "reduction", 0, 0);
+    }
+}
+
 TEST(RowsKernel, RareExpLanesInInterleavedPassesMatchEager) {
   // Float32 sums of exp run four vectors per iteration whose inline exps share one
   // rare-path test (scalar_ops.cpp, share_rare_tests): a rare argument in any lane of any

@@ -170,6 +170,10 @@ struct KernelPlan {
 // Most bytes of row buffers a "rows" kernel keeps on its stack for stashed phases
 // (PlanPhase::stash): 65536 float32 or 32768 float64 elements; longer rows recompute.
 inline constexpr int64_t kMaxRowStashBytes = 256 * 1024;
+// Float32 rows kernels over rows of this many points reduce across rows (`across` in
+// rows_emitter.cpp's rows()); a reduction of such rows is planned as one (plan_kernel).
+inline constexpr int64_t kAcrossRowsMin = 8, kAcrossRowsMax = 11;
+inline constexpr int64_t kStagedAcrossRowsMax = 23;  // where every load along the row is staged (AVX2)
 // A rows kernel's block: at most this many rows, whose operands (and stashes) fit in
 // about kRowBlockBytes of cache (1 row when a row alone is larger).
 inline constexpr int64_t kMaxRowBlock = 64;

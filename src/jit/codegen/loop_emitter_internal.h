@@ -41,9 +41,6 @@ inline constexpr int64_t kShortRowPoints = 256;  // rows of at most this many po
 // Rows of at least this many whole vectors run an overlapping last vector where masks are
 // dear (points_loop); shorter ones' loops LLVM unrolls whole, their masks constant.
 inline constexpr int64_t kOverlapMinVectors = 8;
-// Float32 rows kernels over rows of this many points reduce across rows (`across` in rows()).
-inline constexpr int64_t kAcrossRowsMin = 8, kAcrossRowsMax = 11;
-inline constexpr int64_t kStagedAcrossRowsMax = 23;  // where every load along the row is staged (AVX2)
 inline constexpr int64_t kShortExtremaRow = 1024;  // max/min rows that map NaN instead of probing (reduce_extrema_checked)
 
 // The dtype a reduction accumulates in. Float32 sums accumulate in float64: every element
