@@ -4,7 +4,9 @@
 #include <cstdint>
 #include <memory>
 #include <new>
+#include <type_traits>
 
+#include "backend/cpu/onednn.h"
 #include "backend/cpu/thread_pool.h"
 
 namespace jx::cpu {
@@ -92,10 +94,16 @@ bool packed_gemm_takes(int64_t m, int64_t n, int64_t k) {
       // and 12^3 7.3 : 5.4, 12.3 : 10.8. One core alone, both are at its peak from 128^3
       // to 1024^3 (jx 1-8% ahead to 512^3, level at 1024^3): what OpenBLAS loses is its
       // threading on small work. So jx's kernel takes products of up to 2^26 multiply-adds
-      // (406^3) with every dimension from 16 to 1024; float32 ones reach it only where
-      // oneDNN declines (blas.cpp), which it matched there (256^3 115-147 : 122-136).
+      // (406^3) with every dimension from 16 to 1024. float32 ones only where oneDNN
+      // declines (blas.cpp asks it first), with an epilogue too: oneDNN led jx's kernel
+      // on most float32 shapes up to 512 (GFLOP/s, oneDNN : jx, 256^3 130-180 : 115-179,
+      // 64 x 256 x 128 152.5 : 128.6-137.9, 128 x 256 x 64 131.4-143.5 : 120.8-124.3),
+      // and an MLP's value and gradient (mlp_value_and_grad_b64: its forward product and
+      // a weight gradient fused with their epilogues on jx's kernel) ran 115-141 ->
+      // 144-186 us.
       constexpr double kMaxWork = double(int64_t{1} << 26);
-      return smallest >= 16 && largest <= 1024 && double(m) * double(n) * double(k) <= kMaxWork;
+      const bool fits = smallest >= 16 && largest <= 1024 && double(m) * double(n) * double(k) <= kMaxWork;
+      return fits && (!std::is_same_v<T, float> || !onednn_takes(m, n, k));
     }
     case GemmKernel::None:
       break;
