@@ -256,7 +256,9 @@ TEST(CpuBlas, MiddleProductsRunOnJxsKernel) {
   EXPECT_EQ(packed_gemm_takes<float>(512, 512, 512), avx512);
   EXPECT_EQ(packed_gemm_takes<float>(600, 130, 100), avx512 || avx2);
   // With AVX2 alone, float32 products oneDNN takes stay on it, with an epilogue too.
-  if (avx2) EXPECT_EQ(packed_gemm_takes<float>(256, 256, 256), !jx::cpu::onednn_takes(256, 256, 256));
+  if (avx2) {
+    EXPECT_EQ(packed_gemm_takes<float>(256, 256, 256), !jx::cpu::onednn_takes(256, 256, 256));
+  }
   EXPECT_FALSE(packed_gemm_takes<float>(2048, 2048, 2048));
 }
 
