@@ -1365,7 +1365,9 @@ TEST(KernelPlan, ShortRowReductionsRunAsRowsKernels) {
     const std::string text = codegen::plan_kernel(j, "reduction", {}, isa).str();
     return text.substr(0, text.find(' '));
   };
-  for (int64_t cols : {8, 10, 11}) EXPECT_EQ(kind(sum_of_exp("f32", 1000, cols, 1), cpu::VectorIsa::Avx2), "rows") << cols;
+  for (int64_t cols : {8, 10, 11}) {
+    EXPECT_EQ(kind(sum_of_exp("f32", 1000, cols, 1), cpu::VectorIsa::Avx2), "rows") << cols;
+  }
   EXPECT_EQ(kind(sum_of_exp("f32", 1000, 7, 1), cpu::VectorIsa::Avx2), "reduction");
   EXPECT_EQ(kind(sum_of_exp("f32", 1000, 16, 1), cpu::VectorIsa::Avx2), "reduction");
   EXPECT_EQ(kind(sum_of_exp("f64", 1000, 10, 1), cpu::VectorIsa::Avx2), "reduction");
@@ -1388,11 +1390,14 @@ TEST(RowsKernel, ShortRowReductionsMatchEager) {
                 " = reduce_sum[axes=(1,)] b\n  in (c) }",
             "reduction", 2e-6, 0);
       std::vector<float> v(static_cast<size_t>(rows * cols));
-      for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((static_cast<int64_t>(i) * 37) % 201) / 50.0f - 2.0f;
+      for (size_t i = 0; i < v.size(); ++i) {
+        v[i] = static_cast<float>((static_cast<int64_t>(i) * 37) % 201) / 50.0f - 2.0f;
+      }
       v[3] = std::numeric_limits<float>::quiet_NaN();
       if (rows > 2) {
         v[static_cast<size_t>(cols + 1)] = std::numeric_limits<float>::infinity();
-        for (int64_t j = 0; j < cols; ++j) v[static_cast<size_t>(2 * cols + j)] = -std::numeric_limits<float>::infinity();
+        const float minus_inf = -std::numeric_limits<float>::infinity();
+        for (int64_t j = 0; j < cols; ++j) v[static_cast<size_t>(2 * cols + j)] = minus_inf;
       }
       const Array a(v, {rows, cols});
       check("{ lambda ; a:" + x + ". let\n    b:" + row + " = reduce_max[axes=(1,)] a\n    c:" + x +

@@ -74,7 +74,8 @@ void run(GemmKernel kernel, const GemmJob<T>& job, const RowsDone* rows_done) {
 }  // namespace
 
 GemmKernel packed_gemm_kernel() {
-  return cpu_runs(GemmKernel::Avx512) ? GemmKernel::Avx512 : cpu_runs(GemmKernel::Avx2) ? GemmKernel::Avx2 : GemmKernel::None;
+  if (cpu_runs(GemmKernel::Avx512)) return GemmKernel::Avx512;
+  return cpu_runs(GemmKernel::Avx2) ? GemmKernel::Avx2 : GemmKernel::None;
 }
 
 template <class T>

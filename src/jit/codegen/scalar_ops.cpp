@@ -637,7 +637,8 @@ std::vector<RareRun> rare_runs(llvm::Function& f) {
       from_run.clear();
     };
     for (llvm::Instruction& i : bb) {
-      const bool reads_run = std::any_of(i.op_begin(), i.op_end(), [&](const llvm::Use& u) { return from_run.contains(u.get()); });
+      const bool reads_run =
+          std::any_of(i.op_begin(), i.op_end(), [&](const llvm::Use& u) { return from_run.contains(u.get()); });
       llvm::CallInst* call = vector_rare_call(i);
       if (call != nullptr) {
         if (reads_run) close();
