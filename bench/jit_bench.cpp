@@ -31,6 +31,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -86,18 +87,27 @@ std::vector<double> eager_vs_jit(const std::string& section, const std::string& 
 
 // ---- 1. dispatch ----
 
-// Runs this binary again as a first-call child and returns the seconds it printed (1e30
-// when it failed).
-double first_call_in_child(const std::string& self) {
-  const std::string cmd = "'" + self + "' --first-call-child";
+// Runs this binary again with `flags` (a child mode; JX_CACHE_DIR is inherited) and
+// returns what it printed, or nullopt (with a word on stderr) when it failed.
+std::optional<std::string> child_output(const std::string& self, const std::string& flags) {
+  const std::string cmd = "'" + self + "' " + flags;
   FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return 1e30;
-  double seconds = 1e30;
-  if (std::fscanf(pipe, "%lf", &seconds) != 1) seconds = 1e30;
+  if (!pipe) return std::nullopt;
+  std::string out;
+  char line[4096];
+  while (std::fgets(line, sizeof line, pipe)) out += line;
   if (pclose(pipe) != 0) {
-    std::fprintf(stderr, "jit_bench: the first-call child failed\n");
-    return 1e30;
+    std::fprintf(stderr, "jit_bench: the child %s failed\n", flags.c_str());
+    return std::nullopt;
   }
+  return out;
+}
+
+// The seconds a first-call child printed (1e30 when it failed).
+double first_call_in_child(const std::string& self) {
+  const std::optional<std::string> out = child_output(self, "--first-call-child");
+  double seconds = 1e30;
+  if (!out || std::sscanf(out->c_str(), "%lf", &seconds) != 1) return 1e30;
   return seconds;
 }
 
@@ -245,19 +255,15 @@ std::vector<CompileCase> compile_cases() {
   return cases;
 }
 
-// Runs this binary again in compile-child mode (JX_CACHE_DIR is inherited) and passes its
-// JSON lines on.
-void run_child(const char* self, bool with_warmup) {
-  std::string cmd = std::string("'") + self + "' --compile-child" + (with_warmup ? " --with-warmup" : "");
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return;
-  char line[4096];
-  while (std::fgets(line, sizeof line, pipe)) std::fputs(line, stdout);
-  std::fflush(stdout);
-  if (pclose(pipe) != 0) std::fprintf(stderr, "jit_bench: the compile child failed\n");
+// Runs this binary again in compile-child mode and passes its JSON lines on.
+void run_child(const std::string& self, bool with_warmup) {
+  if (const auto out = child_output(self, with_warmup ? "--compile-child --with-warmup" : "--compile-child")) {
+    std::fputs(out->c_str(), stdout);
+    std::fflush(stdout);
+  }
 }
 
-void bench_compile(const char* self) {
+void bench_compile(const std::string& self) {
   const int cold_reps = quick ? 1 : 3;
   const std::vector<CompileCase> cases = compile_cases();
   for (const auto& c : cases) {
@@ -674,7 +680,7 @@ int main(int argc, char** argv) {
   std::string self = std::filesystem::read_symlink("/proc/self/exe", self_ec).string();
   if (self.empty()) self = argv[0];
   section("dispatch", [&] { bench_dispatch(self); });
-  section("compile", [&] { bench_compile(self.c_str()); });
+  section("compile", [&] { bench_compile(self); });
   section("tutorial", bench_tutorial);
   section("selu", bench_selu);
   section("reduction", bench_reduction);
