@@ -285,6 +285,39 @@ TEST(Dumps, LargeBodyCallsOutlinedMathOnFourRegisters) {
   fs::remove_all(dir);
 }
 
+// A short body chaining kLargeBodyChainedMath transcendentals (two rounds of
+// mul/add/sin/sub/tanh: 10 ops) calls them outlined on four registers too; one round (two
+// chained) keeps them inline, interleaved.
+TEST(Dumps, ChainedMathCallsOutlinedMath) {
+  if (codegen::host_target().features.find("+avx2") == std::string::npos) GTEST_SKIP() << "no AVX2 on this host";
+  const fs::path dir = fs::temp_directory_path() / ("jx_codegen_dump_chained_" + std::to_string(::getpid()));
+  for (int rounds : {1, 2}) {
+    SCOPED_TRACE(rounds);
+    std::string text = "{ lambda ; a:f32[1024] b:f32[1024]. let\n";
+    std::string prev = "a";
+    for (int round = 0; round < rounds; ++round) {
+      const std::string r = std::to_string(round);
+      text += "  m" + r + ":f32[1024] = mul " + prev + " b\n  p" + r + ":f32[1024] = add m" + r + " a\n  s" + r +
+              ":f32[1024] = sin p" + r + "\n  d" + r + ":f32[1024] = sub s" + r + " b\n  t" + r +
+              ":f32[1024] = tanh d" + r + "\n";
+      prev = "t" + r;
+    }
+    Jaxpr j = parse_jaxpr(text + "in (" + prev + ") }");
+    KernelOptions o = no_cache("chained_" + std::to_string(rounds));
+    o.dump_dir = dir.string();
+    o.vector_isa = cpu::VectorIsa::Avx2;
+    auto kernel = compile_kernel(j, "loop", o);
+    const std::string ir = read_file(dir / (o.name + ".ll"));
+    const bool outlined = rounds * 2 >= codegen::kLargeBodyChainedMath;
+    EXPECT_EQ(ir.find("call <32 x float> @jx_outline.tanh.f32.avx2.v32(") != std::string::npos, outlined)
+        << ir.substr(0, 4000);
+    EXPECT_EQ(ir.find("@jx_outline.") != std::string::npos, outlined);
+    std::vector<Array> args{random_array(j.invars[0].aval, 1), random_array(j.invars[1].aval, 2) * 0.25f};
+    EXPECT_ALLCLOSE(run_kernel(*kernel, j, args)[0], eval_jaxpr(j, {}, args)[0], 1e-5, 1e-5);
+  }
+  fs::remove_all(dir);
+}
+
 // A large body reduced along rows, or whole, over whole blocks of four registers runs
 // them as one vector too (loop_emitter.cpp, annotate_loops): its chain's latency is
 // overlapped four ways. Rows of 100 floats (not whole blocks) keep one register.

@@ -525,6 +525,40 @@ TEST(KernelPlan, FlatLoopRunsInVectorBlocks) {
   EXPECT_EQ(first_line(plan(broadcast, cpu::VectorIsa::Avx2)), "loop dims (16, 32) kept 2");
 }
 
+// An elementwise body chaining kLargeBodyChainedMath transcendentals on one dependent path
+// is large (it calls its math outlined), however few its ops; as many side by side, a
+// shorter chain, or a reduction of the chain are not.
+TEST(KernelPlan, ChainedTranscendentalsMakeALargeBody) {
+  auto body = [](const std::vector<std::string>& lines, const std::string& out) {
+    std::string text = "{ lambda ; a:f32[1024] b:f32[1024]. let\n";
+    for (const std::string& l : lines) text += "    " + l + "\n";
+    return parse_jaxpr(text + "  in (" + out + ") }");
+  };
+  auto large = [](const Jaxpr& j, const char* kind = "loop") {
+    return codegen::large_body(codegen::plan_kernel(j, kind, {}, cpu::VectorIsa::Avx2));
+  };
+  static_assert(codegen::kLargeBodyChainedMath == 4);
+  const std::vector<std::string> chain3 = {"c:f32[1024] = exp a", "d:f32[1024] = mul c b", "e:f32[1024] = sin d",
+                                           "f:f32[1024] = tanh e"};
+  std::vector<std::string> chain4 = chain3;
+  chain4.push_back("g:f32[1024] = sin f");
+  EXPECT_FALSE(large(body(chain3, "f")));
+  EXPECT_TRUE(large(body(chain4, "g")));
+  // Four side by side: one on each path.
+  EXPECT_FALSE(large(body({"c:f32[1024] = sin a", "d:f32[1024] = cos b", "e:f32[1024] = exp a",
+                           "f:f32[1024] = tanh b", "g:f32[1024] = add c d", "h:f32[1024] = add e f",
+                           "i:f32[1024] = add g h"},
+                          "i")));
+  // The longest path counts, not the sum: a branch of 3 beside the chain of 4.
+  std::vector<std::string> branched = chain4;
+  for (const char* l : {"h:f32[1024] = cos b", "i:f32[1024] = exp h", "k:f32[1024] = log i", "l:f32[1024] = add g k"})
+    branched.push_back(l);
+  EXPECT_TRUE(large(body(branched, "l")));
+  std::vector<std::string> summed = chain4;
+  summed.push_back("h:f32[] = reduce_sum[axes=(0,)] g");
+  EXPECT_FALSE(large(body(summed, "h"), "reduction"));
+}
+
 TEST(KernelPlan, IndexMapsAndRecompute) {
   // b is read transposed; c = sin(a) is read directly and reversed (two nodes); the row
   // broadcast d keeps the dims apart; size-1 dims disappear.

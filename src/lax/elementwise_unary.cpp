@@ -18,7 +18,7 @@ using elemental::ElementalArgs;
 using elemental::ScalarBuilder;
 using lowering::Cmp;
 using LValue = lowering::Value;
-constexpr int kTranscendental = 8;  // lowering cost of a math-library call
+constexpr int kTranscendental = lowering::kTranscendentalCost;
 
 using rules::kBitTypes;
 using rules::kComplexTypes;

@@ -394,10 +394,10 @@ void collapse(KernelPlan& plan, std::vector<int64_t> dims, std::vector<bool> kep
 // 0.76-0.81x the time, gelu's tanh form 0.83x, selu 0.94-0.99x (1M float32). Shorter
 // bodies gain nothing: one libmvec call, or two side by side (sin(x) + cos(y)), already
 // overlap across iterations, and interleaved they spill around the calls (0-5% slower).
-// A large body (kLargeBodyOps) runs in the same blocks of four vectors, but as one vector
-// of four registers (kLargeBodyVectors), not interleaved: interleaved, LLVM's code
-// generator took 2.2x as long on a 250-op kernel (register allocation 4x), and its
-// transcendentals are calls of outlined math (scalar_ops.h), one per register vector,
+// A large body (large_body: kLargeBodyOps, kLargeBodyChainedMath) runs in the same
+// blocks of four vectors, but as one vector of four registers (kLargeBodyVectors), not
+// interleaved: interleaved, LLVM's code generator took 2.2x as long on a 250-op kernel
+// (register allocation 4x), and its transcendentals are calls of outlined math (scalar_ops.h), one per register vector,
 // each a dependent chain the out-of-order window does not overlap with the next
 // (a 2000-op chain of mul/add/sin/sub/tanh over 65536 floats, one register a call: 0.84
 // ns per element and transcendental on the 2-core Zen 3, against 0.25 for the inline
@@ -437,7 +437,7 @@ VectorBlocks vector_blocks(KernelPlan& plan, cpu::VectorIsa isa) {
   const int64_t lanes = vector_bytes / widest;
   if (lanes < 2 || plan.dims.empty()) return {};
   const bool long_chain = depth >= kMinInterleavedDepth;
-  const int64_t interleave = !long_chain ? 1 : ops > kLargeBodyOps ? kLargeBodyVectors : kInterleavedVectors;
+  const int64_t interleave = !long_chain ? 1 : large_body(plan) ? kLargeBodyVectors : kInterleavedVectors;
   // The interleaves tried, most first: kInterleavedVectors, halved down to 1.
   std::vector<int64_t> interleaves;
   for (int64_t k = interleave; k >= 1; k /= 2) interleaves.push_back(k);
@@ -822,6 +822,23 @@ OutputsOverInputs writable_pairs(const KernelPlan& plan, const std::function<boo
 bool is_index_op(const Primitive& p) { return static_cast<bool>(p.rules().lowering.index_map); }
 
 int op_cost(const Primitive& p) { return std::max(1, p.rules().lowering.cost); }
+
+// The chained count: transcendentals (lowering::kTranscendentalCost) on one dependent
+// path, the most over the body's paths; one pass in node order, each node's count from
+// its operands'.
+bool large_body(const KernelPlan& plan) {
+  int64_t ops = 0, chained = 0;
+  std::vector<int64_t> on_path(plan.nodes.size(), 0);
+  for (size_t i = 0; i < plan.nodes.size(); ++i) {
+    const PlanNode& n = plan.nodes[i];
+    if (n.kind != PlanNode::Kind::Op) continue;
+    ++ops;
+    for (int o : n.operands) on_path[i] = std::max(on_path[i], on_path[static_cast<size_t>(o)]);
+    on_path[i] += op_cost(*n.eqn->primitive) >= lowering::kTranscendentalCost;
+    chained = std::max(chained, on_path[i]);
+  }
+  return ops > kLargeBodyOps || (plan.kind == KernelPlan::Kind::Loop && chained >= kLargeBodyChainedMath);
+}
 
 namespace {
 

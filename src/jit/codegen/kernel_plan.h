@@ -137,6 +137,17 @@ struct LoopSchedule {
 // not interleaved, since LLVM's time on it grows faster than its size (loop_emitter.cpp),
 // and its inline math is called, not inlined (scalar_ops.h, outlined math).
 inline constexpr int64_t kLargeBodyOps = 64;
+// An elementwise body whose dependent paths chain this many transcendentals is large too.
+// Inlined and interleaved four ways, each is a long block of polynomial code, and LLVM's
+// code generator spent most of a short chain's compile on them: on the 2-core Zen 3, a
+// chain of mul, add, sin, sub, tanh over float32 compiled in 34 ms with 4 such functions
+// (10 ops) and 48 ms with 8, each 6.6-7 ms calling them (once its outlined functions were
+// compiled, which the first kernel calling them does: 39-42 -> 30 ms). Along a chain the
+// calls cost little, since the chain's latency bounds the loop (1024^2 floats: 1.04 ->
+// 1.12 ms with 4, 1.60 -> 1.65 with 6, the same with 2); independent functions side by
+// side, as sin(x) + cos(y), overlap better inline, and ran 1.4x as long calling them,
+// so they stay inline, as shorter chains do.
+inline constexpr int64_t kLargeBodyChainedMath = 4;
 // A large body's vectors, in registers: its loop runs blocks of this many register
 // vectors as one vector (kernel_plan.cpp, vector_blocks; a reduction's loop along rows
 // of whole such blocks too: loop_emitter.cpp, annotate_loops), whose outlined math calls
@@ -206,5 +217,8 @@ bool is_index_op(const Primitive& p);
 // Relative cost of one element of a primitive in a loop (its lowering's cost, at least 1:
 // transcendentals cost more), for the threading grain.
 int op_cost(const Primitive& p);
+// More than kLargeBodyOps ops, or an elementwise loop chaining kLargeBodyChainedMath
+// transcendentals.
+bool large_body(const KernelPlan& plan);
 
 }  // namespace jx::compiler::codegen

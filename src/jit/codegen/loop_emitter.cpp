@@ -68,11 +68,12 @@ class LoopCalls {
 }  // namespace
 
 void LoopEmitter::emit() {
-  // A long body calls its inline math (scalar_ops.h's outlined math): a 250-op chain of
+  // A large body (kernel_plan.h: long, or chaining several transcendentals) calls its
+  // inline math (scalar_ops.h's outlined math): a 250-op chain of
   // mul/add/sin/sub/tanh spent 80% of its code generation on the inline tanh, and 2000
   // ops compiled in 213 ms instead of about 90; it runs within a few percent (its
   // dependent chain, not the calls, bounds it).
-  if (body_ops() > kLargeBodyOps) set_module_outlines_math(module_);
+  if (large_body(plan_)) set_module_outlines_math(module_);
   llvm::Function* body = emit_body();
   emit_entry(body);
   if (plan_.schedule.mode == Mode::FullReduce) {
@@ -187,7 +188,7 @@ int64_t LoopEmitter::fit_interleave(int64_t width, int64_t wanted) const {
 void LoopEmitter::annotate_loops() {
   const int64_t ops = body_ops();
   const int64_t widest = widest_itemsize();
-  const bool large = ops > kLargeBodyOps;
+  const bool large = large_body(plan_);
   const int64_t interleave = plan_.schedule.interleave;  // 1 but for elementwise loops (vector_blocks)
   bool wide_accumulator = false;
   for (const PlanOutput& o : plan_.outputs)
