@@ -1069,16 +1069,18 @@ TEST(RowsKernel, ShortRowsMatchEager) {
 }
 
 TEST(RowsKernel, LargeRowsPrefetchAndPipelineTheirOutputs) {
-  // Outputs of 16 MiB and more: the last pass prefetches the next block's rows and stores
-  // the previous row's outputs in its loop (rows_emitter.cpp, pipelines_outputs), with
-  // the block's first row's pass and its last row's outputs alone. 1031 rows (blocks of
-  // 8 with a remainder of 7), rows of 4099 (a vector remainder), a second (per-row)
-  // output, float64, and rows of one per block (65 of 65536 floats), whose pipelined
-  // loop never runs.
-  check(softmax_text("f32", 1031, 4099), "rows", 1e-5, 1e-10);
+  // Outputs of 16 MiB and more: the last pass prefetches the next block's rows and, over
+  // rows of whole registers (streamed outputs), stores the previous row's outputs in its
+  // loop (rows_emitter.cpp, pipelines_outputs), with the block's first row's pass and its
+  // last row's outputs alone. 1031 rows (blocks of 8 with a remainder of 7), of 4112
+  // floats, and of 4099 (a vector remainder: prefetched, not pipelined), with a second
+  // (per-row) output; float64; rows of one per block (65 of 65536 floats), whose
+  // pipelined loop never runs.
+  check(softmax_text("f32", 1031, 4112), "rows", 1e-5, 1e-10);
   check(jx::testing::logsumexp_text(1031, 4099, /*with_log_softmax=*/true), "rows", 1e-5, 1e-5);
-  check(softmax_text("f64", 520, 4099), "rows", 1e-12, 1e-16);
+  check(softmax_text("f64", 520, 4104), "rows", 1e-12, 1e-16);
   check(softmax_text("f32", 65, 65536), "rows", 1e-5, 1e-11);
+  check(softmax_text("f32", 220000, 10), "rows", 1e-5, 1e-10);  // across rows (8.8 MB)
 }
 
 TEST(Dumps, LargeRowsKernelPrefetchesAndPipelines) {
@@ -1087,11 +1089,20 @@ TEST(Dumps, LargeRowsKernelPrefetchesAndPipelines) {
     for (size_t at = ir.find(what); at != std::string::npos; at = ir.find(what, at + 1)) ++n;
     return n;
   };
-  // 1031 x 4099 floats: prefetches, and streams its output from two loops (the pipelined
-  // last pass and the block's last row); 100 x 1024 (400 KiB) does neither.
-  const std::string large = kernel_ir(softmax_text("f32", 1031, 4099), "rows");
+  // 1031 x 4112 floats: prefetches, and streams its output from two loops (the pipelined
+  // last pass and the block's last row); rows of 4099, not whole registers, prefetch
+  // and keep plain stores; 100 x 1024 (400 KiB) does neither.
+  const std::string large = kernel_ir(softmax_text("f32", 1031, 4112), "rows");
   EXPECT_NE(large.find("call void @llvm.prefetch"), std::string::npos) << large;
   EXPECT_GE(count(large, "!nontemporal"), 2u) << large;
+  const std::string ragged = kernel_ir(softmax_text("f32", 1031, 4099), "rows");
+  EXPECT_NE(ragged.find("call void @llvm.prefetch"), std::string::npos);
+  EXPECT_EQ(ragged.find("!nontemporal"), std::string::npos);
+  // Rows of 10 floats over 8.8 MB run across rows (rows_emitter.cpp, runs_across_rows),
+  // each point stored alone: no prefetching pass, no streamed stores.
+  const std::string short_rows = kernel_ir(softmax_text("f32", 220000, 10), "rows");
+  EXPECT_EQ(short_rows.find("@llvm.prefetch"), std::string::npos);
+  EXPECT_EQ(short_rows.find("!nontemporal"), std::string::npos);
   const std::string small = kernel_ir(softmax_text("f32", 100, 1024), "rows");
   EXPECT_EQ(small.find("@llvm.prefetch"), std::string::npos) << small;
   EXPECT_EQ(small.find("!nontemporal"), std::string::npos) << small;

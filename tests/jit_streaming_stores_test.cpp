@@ -88,6 +88,29 @@ TEST(StreamingStores, SmallOutputsAndTranscendentalKernelsKeepPlainStores) {
   EXPECT_EQ(compute_bound.find("movnt"), std::string::npos);
 }
 
+// Outputs whose rows are not whole registers keep plain stores however large: a row's
+// streamed stores would share lines with its plain ones (loop_emitter.cpp, streamed()).
+// A softmax over 419431 rows of 10 floats (16 MiB; rows of 8-23 points run across rows,
+// each point stored alone) and 41944 rows of 100, and x * 2 + b over 4096 x 1025.
+TEST(StreamingStores, OutputsOfPartRegisterRowsKeepPlainStores) {
+  if (!has_vectors()) GTEST_SKIP() << "no vector ISA";
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{419431, 10}, {41944, 100}}) {
+    SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(cols));
+    ASSERT_GE(rows * cols * 4, codegen::kStreamedOutputBytes);
+    const std::string s = assembly(jx::testing::softmax_text("f32", rows, cols), "rows");
+    EXPECT_EQ(s.find("movnt"), std::string::npos);
+    EXPECT_EQ(s.find("sfence"), std::string::npos);
+  }
+  // The same sum with rows of whole registers (1024 floats) is streamed: the test above.
+  const std::string broadcast = assembly(R"({ lambda ; a:f32[4096,1025] b:f32[1025]. let
+    c:f32[4096,1025] = add a a
+    d:f32[4096,1025] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(4096, 1025)] b
+    e:f32[4096,1025] = add c d
+  in (e) })",
+                                         "loop");
+  EXPECT_EQ(broadcast.find("movnt"), std::string::npos);
+}
+
 // Runs `text` as a kernel of `kind` on `args` with its one output at several offsets from
 // a 64-byte line: each result equals eager's, and all are the same bits.
 void check_every_alignment(const std::string& text, const std::string& kind, const std::vector<Array>& args) {

@@ -166,6 +166,7 @@ class LoopEmitter {
   bool costly_points(bool varying_only = false) const;
   bool pipelines_outputs() const;
   int prefetching_pass() const;
+  bool runs_across_rows() const;
   bool one_reduced_dim() const { return plan_.ndim() - plan_.num_kept == 1; }
   void prefetch_streams(Value* end, int64_t block_rows);
   void rows(Value* begin, Value* end);
