@@ -397,11 +397,11 @@ void collapse(KernelPlan& plan, std::vector<int64_t> dims, std::vector<bool> kep
 // A large body (large_body: kLargeBodyOps, kLargeBodyChainedMath) runs in the same
 // blocks of four vectors, but as one vector of four registers (kLargeBodyVectors), not
 // interleaved: interleaved, LLVM's code generator took 2.2x as long on a 250-op kernel
-// (register allocation 4x), and its transcendentals are calls of outlined math (scalar_ops.h), one per register vector,
-// each a dependent chain the out-of-order window does not overlap with the next
-// (a 2000-op chain of mul/add/sin/sub/tanh over 65536 floats, one register a call: 0.84
-// ns per element and transcendental on the 2-core Zen 3, against 0.25 for the inline
-// code of shorter chains). A call on four registers computes their four chains side by
+// (register allocation 4x), and its transcendentals are calls of outlined math
+// (scalar_ops.h), one per register vector, each a dependent chain the out-of-order
+// window does not overlap with the next (a 2000-op chain of mul/add/sin/sub/tanh over
+// 65536 floats, one register a call: 0.84 ns per element and transcendental on the
+// 2-core Zen 3, against 0.25 for the inline code of shorter chains). A call on four registers computes their four chains side by
 // side: 0.25 ns, the chain's run 44 -> 13 ms; a 200-op chain of plain arithmetic 1.14
 // -> 0.39 ms. Such a body, mostly calls, is compiled without LLVM's optimizing code
 // generator (llvm_session.cpp), which spent 2.9x as long on its wider vectors.

@@ -69,10 +69,10 @@ class LoopCalls {
 
 void LoopEmitter::emit() {
   // A large body (kernel_plan.h: long, or chaining several transcendentals) calls its
-  // inline math (scalar_ops.h's outlined math): a 250-op chain of
-  // mul/add/sin/sub/tanh spent 80% of its code generation on the inline tanh, and 2000
-  // ops compiled in 213 ms instead of about 90; it runs within a few percent (its
-  // dependent chain, not the calls, bounds it).
+  // inline math (scalar_ops.h's outlined math): a 250-op chain of mul/add/sin/sub/tanh
+  // spent 80% of its code generation on the inline tanh, and 2000 ops compiled in 213 ms
+  // instead of about 90; it runs within a few percent (its dependent chain, not the
+  // calls, bounds it).
   if (large_body(plan_)) set_module_outlines_math(module_);
   llvm::Function* body = emit_body();
   emit_entry(body);

@@ -545,8 +545,6 @@ std::vector<Value*> transpose8(llvm::IRBuilder<>& b, const std::vector<Value*>& 
 
 }  // namespace
 
-// Whether every load that varies along the row is one across_passes stages (so rows of
-// up to kStagedAcrossRowsMax points run across rows).
 // Whether a rows kernel's short rows run across rows (rows(), across): rows of
 // kAcrossRowsMin points and more, up to kAcrossRowsMax (kStagedAcrossRowsMax where every
 // load along the row is staged), of 4-byte elements. Over large inputs too: their loop
@@ -559,6 +557,8 @@ bool LoopEmitter::runs_across_rows() const {
          plan_.dims[nd - 1] <= (stages_every_row_load() ? kStagedAcrossRowsMax : kAcrossRowsMax);
 }
 
+// Whether every load that varies along the row is one across_passes stages (so rows of
+// up to kStagedAcrossRowsMax points run across rows).
 bool LoopEmitter::stages_every_row_load() const {
   bool any = false;
   for (const PlanNode& node : plan_.nodes) {
