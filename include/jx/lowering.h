@@ -154,9 +154,6 @@ struct Reducer {
   explicit operator bool() const { return static_cast<bool>(combine); }
 };
 
-// Lowering::cost of a math-library function (exp, sin, tanh, ...).
-inline constexpr int kTranscendentalCost = 8;
-
 struct Lowering {
   ElementalEmitter elemental;
   IndexMapRule index_map;
@@ -167,7 +164,7 @@ struct Lowering {
   bool index_is_value = false;
   Reducer reducer;
   // Relative cost of one element in a loop: 0 free to recompute in every consumer (neg,
-  // not, conversions), 1 a plain op, 2 division and roots, kTranscendentalCost.
+  // not, conversions), 1 a plain op, 2 division and roots, 8 transcendentals.
   int cost = 1;
 };
 

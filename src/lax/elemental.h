@@ -36,6 +36,10 @@ enum class Shift { kLeft, kRightLogical, kRightArithmetic };
 // Shift amounts read as unsigned; the width or more gives 0 or the sign.
 ElementalEmitter shift(Shift kind);
 
+// Lowering::cost of a math-library function (exp, sin, tanh, ...): what the kernel
+// planner weighs a transcendental at (jit/codegen/kernel_plan.cpp, large_body).
+inline constexpr int kTranscendentalCost = 8;
+
 // fn(x) / fn(x, y) of the backend's math library (b.math), in the operand's dtype.
 ElementalEmitter math_unary(std::string_view fn);
 ElementalEmitter math_binary(std::string_view fn);

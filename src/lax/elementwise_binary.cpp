@@ -16,7 +16,7 @@ using elemental::ElementalArgs;
 using elemental::ScalarBuilder;
 using lowering::Cmp;
 using LValue = lowering::Value;
-constexpr int kTranscendental = lowering::kTranscendentalCost;
+constexpr int kTranscendental = elemental::kTranscendentalCost;
 
 using rules::kAnyTypes;
 using rules::kBitTypes;

@@ -18,7 +18,7 @@ using elemental::ElementalArgs;
 using elemental::ScalarBuilder;
 using lowering::Cmp;
 using LValue = lowering::Value;
-constexpr int kTranscendental = lowering::kTranscendentalCost;
+constexpr int kTranscendental = elemental::kTranscendentalCost;
 
 using rules::kBitTypes;
 using rules::kComplexTypes;

@@ -11,6 +11,7 @@
 #include "jit/kernel_support.h"
 #include "jx/error.h"
 #include "lax/data_movement.h"
+#include "lax/elemental.h"
 
 namespace jx::compiler::codegen {
 namespace {
@@ -823,9 +824,9 @@ bool is_index_op(const Primitive& p) { return static_cast<bool>(p.rules().loweri
 
 int op_cost(const Primitive& p) { return std::max(1, p.rules().lowering.cost); }
 
-// The chained count: transcendentals (lowering::kTranscendentalCost) on one dependent
-// path, the most over the body's paths; one pass in node order, each node's count from
-// its operands'.
+// The chained count: transcendentals (lax::elemental::kTranscendentalCost) on one
+// dependent path, the most over the body's paths; one pass in node order, each node's
+// count from its operands'.
 bool large_body(const KernelPlan& plan) {
   int64_t ops = 0, chained = 0;
   std::vector<int64_t> on_path(plan.nodes.size(), 0);
@@ -834,7 +835,7 @@ bool large_body(const KernelPlan& plan) {
     if (n.kind != PlanNode::Kind::Op) continue;
     ++ops;
     for (int o : n.operands) on_path[i] = std::max(on_path[i], on_path[static_cast<size_t>(o)]);
-    on_path[i] += op_cost(*n.eqn->primitive) >= lowering::kTranscendentalCost;
+    on_path[i] += op_cost(*n.eqn->primitive) >= lax::elemental::kTranscendentalCost;
     chained = std::max(chained, on_path[i]);
   }
   return ops > kLargeBodyOps || (plan.kind == KernelPlan::Kind::Loop && chained >= kLargeBodyChainedMath);
