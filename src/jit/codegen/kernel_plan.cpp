@@ -402,10 +402,11 @@ void collapse(KernelPlan& plan, std::vector<int64_t> dims, std::vector<bool> kep
 // (scalar_ops.h), one per register vector, each a dependent chain the out-of-order
 // window does not overlap with the next (a 2000-op chain of mul/add/sin/sub/tanh over
 // 65536 floats, one register a call: 0.84 ns per element and transcendental on the
-// 2-core Zen 3, against 0.25 for the inline code of shorter chains). A call on four registers computes their four chains side by
-// side: 0.25 ns, the chain's run 44 -> 13 ms; a 200-op chain of plain arithmetic 1.14
-// -> 0.39 ms. Such a body, mostly calls, is compiled without LLVM's optimizing code
-// generator (llvm_session.cpp), which spent 2.9x as long on its wider vectors.
+// 2-core Zen 3, against 0.25 for the inline code of shorter chains). A call on four
+// registers computes their four chains side by side: 0.25 ns, the chain's run 44 -> 13
+// ms; a 200-op chain of plain arithmetic 1.14 -> 0.39 ms. Such a body, mostly calls, is
+// compiled without LLVM's optimizing code generator (llvm_session.cpp), which spent 2.9x
+// as long on its wider vectors.
 //
 // A flat loop whose length is a multiple of lanes x interleave runs in blocks of exactly
 // that: the threads split the blocks, and each block's loop becomes one vector iteration
@@ -423,13 +424,12 @@ VectorBlocks vector_blocks(KernelPlan& plan, cpu::VectorIsa isa) {
   constexpr int64_t kInterleavedVectors = 4;
   constexpr int64_t kMinInterleavedDepth = 10;  // op costs (lowering.cost, 1 for plain arithmetic)
   const int64_t vector_bytes = isa == cpu::VectorIsa::Avx512 ? 64 : isa == cpu::VectorIsa::Avx2 ? 32 : 0;
-  int64_t widest = 1, ops = 0, depth = 0;  // LLVM widens a loop to the lanes of its widest element type
+  int64_t widest = 1, depth = 0;  // LLVM widens a loop to the lanes of its widest element type
   std::vector<int64_t> depths(plan.nodes.size(), 0);  // op costs on the longest path to each node
   for (size_t i = 0; i < plan.nodes.size(); ++i) {
     const PlanNode& n = plan.nodes[i];
     widest = std::max<int64_t>(widest, static_cast<int64_t>(itemsize(n.dtype)));
     if (n.kind != PlanNode::Kind::Op) continue;
-    ++ops;
     for (int o : n.operands) depths[i] = std::max(depths[i], depths[static_cast<size_t>(o)]);
     depths[i] += op_cost(*n.eqn->primitive);
     depth = std::max(depth, depths[i]);
